@@ -1,0 +1,432 @@
+"""Walk an nn.Module into an mrep dump (schemas/dump.schema.json) and write it atomically."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import torch
+from torch import nn
+
+from . import __version__
+from .errors import ExportError
+
+SCHEMA_VERSION = 1
+HIST_BINS = 32
+
+_EXPERTS_CLASS = re.compile(r"expert", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    """One parameter as the summary lists it (the seed's LayerInfo)."""
+
+    name: str
+    shape: tuple[int, ...] | None
+    numel: int
+    dtype: str
+    bytes: int
+    requires_grad: bool
+    tied_to: str | None = None
+    stats: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class DumpSummary:
+    """What dump_model returns, so a script can assert on a model without Go."""
+
+    name: str
+    total_params: int
+    trainable_params: int
+    frozen_params: int
+    total_bytes: int
+    bytes_by_dtype: Mapping[str, int]
+    num_modules: int
+    tensors: list[TensorRow]
+    content_hash: str
+    has_stats: bool
+    path: str | None = None
+    lazy_params: int = 0
+
+    @property
+    def non_trainable_params(self) -> int:
+        return self.frozen_params
+
+    @property
+    def total_memory_mb(self) -> float:
+        return self.total_bytes / 2**20
+
+    def largest(self, n: int = 1) -> list[TensorRow]:
+        rows = [t for t in self.tensors if t.tied_to is None]
+        return sorted(rows, key=lambda t: t.numel, reverse=True)[:n]
+
+
+@dataclass
+class _Walk:
+    modules: list[dict] = field(default_factory=list)
+    rows: list[TensorRow] = field(default_factory=list)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _element_size(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype, device="meta").element_size()
+
+
+def tensor_stats(t: torch.Tensor, bins: int = HIST_BINS) -> dict | None:
+    """Mean, std, min, max and a fixed-bin histogram (equal-width bins over [min, max], the top
+    edge in the last bin, as torch.histc bins) over the finite values, computed by torch
+    in float32 exactly as `t.float().mean()` etc. would; None when there is nothing to measure."""
+    if t.device.type == "meta" or t.is_complex() or t.numel() == 0:
+        return None
+    f = t.detach().float().reshape(-1)
+    finite = torch.isfinite(f)
+    n_finite = int(finite.sum())
+    nonfinite = f.numel() - n_finite
+    if nonfinite:
+        f = f[finite]
+    if n_finite == 0:
+        return None
+    lo, hi = float(f.min()), float(f.max())
+    if lo == hi:
+        counts = [n_finite] + [0] * (bins - 1)
+    else:
+        # bincount, not histc: histc counts in float32 and loses exactness past 2**24 per bin.
+        idx = ((f - lo) * (bins / (hi - lo))).floor_().clamp_(0, bins - 1).long()
+        counts = torch.bincount(idx, minlength=bins).tolist()
+    std = float(f.std()) if n_finite >= 2 else None
+    return {
+        "mean": float(f.mean()),
+        "std": std,
+        "min": lo,
+        "max": hi,
+        "nonfinite": nonfinite,
+        "hist": {"lo": lo, "hi": hi, "counts": counts},
+    }
+
+
+def _walk(model: nn.Module, want_stats: bool) -> _Walk:
+    w = _Walk()
+    first_seen: dict[int, str] = {}
+    # remove_duplicate=False: a module reachable under two names appears under both, and its
+    # tensors under the second name are recorded as tied to the first.
+    for qname, mod in model.named_modules(remove_duplicate=False):
+        parent = None if qname == "" else qname.rpartition(".")[0]
+        experts_like = bool(_EXPERTS_CLASS.search(type(mod).__name__))
+        params = []
+        for pname, p in mod._parameters.items():
+            if p is None:
+                continue
+            full = f"{qname}.{pname}" if qname else pname
+            lazy = isinstance(p, nn.parameter.UninitializedParameter)
+            shape = None if lazy else [int(d) for d in p.shape]
+            numel = 0 if lazy else int(p.numel())
+            entry: dict[str, Any] = {
+                "name": pname,
+                "shape": shape,
+                "dtype": dtype_name(p.dtype),
+                "numel": numel,
+                "device": p.device.type,
+                "requires_grad": bool(p.requires_grad),
+            }
+            if lazy:
+                entry["lazy"] = True
+            if experts_like and shape is not None and len(shape) >= 3:
+                entry["expert_axis"] = 0
+            tied = first_seen.get(id(p))
+            stats = None
+            if tied is not None:
+                entry["tied_to"] = tied
+            else:
+                first_seen[id(p)] = full
+                if want_stats and not lazy:
+                    stats = tensor_stats(p)
+                    if stats is not None:
+                        entry["stats"] = stats
+            params.append(entry)
+            w.rows.append(
+                TensorRow(
+                    name=full,
+                    shape=None if shape is None else tuple(shape),
+                    numel=numel,
+                    dtype=entry["dtype"],
+                    bytes=numel * _element_size(p.dtype),
+                    requires_grad=entry["requires_grad"],
+                    tied_to=tied,
+                    stats=stats,
+                )
+            )
+        buffers = []
+        for bname, b in mod._buffers.items():
+            if b is None:
+                continue
+            full = f"{qname}.{bname}" if qname else bname
+            entry = {
+                "name": bname,
+                "shape": [int(d) for d in b.shape],
+                "dtype": dtype_name(b.dtype),
+                "numel": int(b.numel()),
+                "device": b.device.type,
+                "persistent": bname not in mod._non_persistent_buffers_set,
+            }
+            tied = first_seen.get(id(b))
+            if tied is not None:
+                entry["tied_to"] = tied
+            else:
+                first_seen[id(b)] = full
+            buffers.append(entry)
+        w.modules.append(
+            {
+                "name": qname,
+                "class": type(mod).__name__,
+                "py_module": type(mod).__module__,
+                "parent": parent,
+                "params": params,
+                "buffers": buffers,
+            }
+        )
+    return w
+
+
+def jsonable(obj: Any) -> Any:
+    """Make a config value JSON-safe: dtypes and odd objects become strings, non-finite floats null."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, torch.dtype):
+        return dtype_name(obj)
+    return str(obj)
+
+
+def config_dict(config: Any) -> dict | None:
+    if config is None:
+        return None
+    if hasattr(config, "to_dict"):
+        return jsonable(config.to_dict())
+    if isinstance(config, Mapping):
+        return jsonable(config)
+    raise ExportError(f"config must be a dict or have to_dict(), got {type(config).__name__}")
+
+
+def canonical_json(doc: Any) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def content_hash(doc: Mapping[str, Any]) -> str:
+    """sha256 of the canonical dump without run.created_at and run.content_hash."""
+    run = {k: v for k, v in doc["run"].items() if k not in ("created_at", "content_hash")}
+    body = dict(doc, run=run)
+    return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def _created_at(created_at: _dt.datetime | str | None) -> str:
+    if isinstance(created_at, str):
+        return created_at
+    if created_at is None:
+        epoch = os.environ.get("SOURCE_DATE_EPOCH")
+        created_at = (
+            _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc)
+            if epoch
+            else _dt.datetime.now(_dt.timezone.utc)
+        )
+    return created_at.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _framework() -> dict:
+    try:
+        import transformers  # noqa: PLC0415 - optional dependency
+
+        tv = transformers.__version__
+    except ImportError:
+        tv = None
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": tv,
+        "mrep_export": __version__,
+    }
+
+
+def _default_name(model: nn.Module, config: Any) -> str:
+    for attr in ("name_or_path", "_name_or_path"):
+        v = getattr(config, attr, None) if config is not None else None
+        if isinstance(v, str) and v:
+            return v.rstrip("/").rsplit("/", 1)[-1]
+    return type(model).__name__
+
+
+def build_dump(
+    model: nn.Module,
+    *,
+    config: Any = None,
+    name: str | None = None,
+    label: str | None = None,
+    step: int | None = None,
+    tags: Iterable[str] = (),
+    stats: bool | str = "auto",
+    source: Mapping[str, Any] | None = None,
+    trace: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | str | None = None,
+) -> tuple[dict, DumpSummary]:
+    """Build the dump document and its summary without writing anything."""
+    if not isinstance(model, nn.Module):
+        raise ExportError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if config is None:
+        config = getattr(model, "config", None)
+    if stats not in ("auto", True, False):
+        raise ExportError(f"stats must be 'auto', True or False, got {stats!r}")
+    if step is not None and (not isinstance(step, int) or step < 0):
+        raise ExportError(f"step must be a non-negative integer, got {step!r}")
+    # 'auto' and True both measure whatever has real values; meta and lazy tensors have none.
+    w = _walk(model, want_stats=stats is not False)
+    if not w.rows:
+        raise ExportError(f"model {type(model).__name__} has no parameters: nothing to dump")
+
+    cfg = config_dict(config)
+    model_info: dict[str, Any] = {
+        "name": name or _default_name(model, config),
+        "root_class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "source": dict(source) if source else {"kind": "module"},
+    }
+    if cfg is not None:
+        if isinstance(cfg.get("model_type"), str) and "model_type" not in model_info["source"]:
+            model_info["source"]["model_type"] = cfg["model_type"]
+        if isinstance(cfg.get("text_config"), Mapping):
+            model_info["text_config_key"] = "text_config"
+    first = next(iter(model.parameters()), None)
+    if first is not None:
+        model_info["dtype"] = dtype_name(first.dtype)
+
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "model": model_info,
+        "config": cfg,
+        "framework": _framework(),
+        "run": {
+            "label": label,
+            "step": step,
+            "tags": sorted(set(tags)),
+            "created_at": _created_at(created_at),
+            "content_hash": "",
+        },
+        "modules": w.modules,
+    }
+    if trace is not None:
+        doc["trace"] = dict(trace)
+    doc["run"]["content_hash"] = content_hash(doc)
+
+    unique = [r for r in w.rows if r.tied_to is None]
+    by_dtype: dict[str, int] = {}
+    for r in unique:
+        by_dtype[r.dtype] = by_dtype.get(r.dtype, 0) + r.bytes
+    trainable = sum(r.numel for r in unique if r.requires_grad)
+    total = sum(r.numel for r in unique)
+    summary = DumpSummary(
+        name=model_info["name"],
+        total_params=total,
+        trainable_params=trainable,
+        frozen_params=total - trainable,
+        total_bytes=sum(by_dtype.values()),
+        bytes_by_dtype=by_dtype,
+        num_modules=len(w.modules),
+        tensors=w.rows,
+        content_hash=doc["run"]["content_hash"],
+        has_stats=any(r.stats is not None for r in unique),
+        lazy_params=sum(1 for r in unique if r.shape is None),
+    )
+    return doc, summary
+
+
+def write_json_atomic(doc: Mapping[str, Any], path: str | os.PathLike) -> None:
+    """Write doc to path via a temp file in the same directory and a rename, so a reader never
+    sees half a dump. `.gz` paths are gzipped with a zero mtime so equal dumps are equal bytes."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ExportError(f"cannot write dump to {path}: directory {directory} does not exist")
+    gz = path.endswith(".gz")
+    if gz:
+        data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    else:
+        data = (json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    except OSError as e:
+        raise ExportError(f"cannot write dump to {path}: {e.strerror or e}") from e
+    try:
+        # mkstemp creates 0600; a dump is no secret, so give it the mode open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as raw:
+            if gz:
+                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as zf:
+                    zf.write(data)
+            else:
+                raw.write(data)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ExportError(f"cannot write dump to {path}: {e.strerror or e}") from e
+
+
+def dump_model(
+    model: nn.Module,
+    path: str | os.PathLike,
+    *,
+    config: Any = None,
+    name: str | None = None,
+    label: str | None = None,
+    step: int | None = None,
+    tags: Iterable[str] = (),
+    stats: bool | str = "auto",
+    trace: tuple[int, int] | None = None,
+    trace_inputs: Any = None,
+    source: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | str | None = None,
+) -> DumpSummary:
+    """Dump any nn.Module to `path` (`.json` or `.json.gz`) and return its summary.
+
+    Meta-device models work (no statistics); tied tensors are recorded once and referenced after;
+    `trace=(batch, seq)` runs one real forward under FlopCounterMode and records FLOPs per module.
+    """
+    traced = None
+    if trace is not None:
+        from .trace import trace_flops  # noqa: PLC0415 - only needed when tracing
+
+        traced = trace_flops(model, trace[0], trace[1], inputs=trace_inputs)
+    doc, summary = build_dump(
+        model,
+        config=config,
+        name=name,
+        label=label,
+        step=step,
+        tags=tags,
+        stats=stats,
+        source=source,
+        trace=traced,
+        created_at=created_at,
+    )
+    write_json_atomic(doc, path)
+    return DumpSummary(**{**summary.__dict__, "path": os.fspath(path)})

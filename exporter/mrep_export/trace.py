@@ -1,0 +1,94 @@
+"""FLOPs per module from one real forward, counted by PyTorch's own FlopCounterMode.
+
+This is the reference the Go analyzer is checked against, so it records exactly what
+FlopCounterMode counts (full S x S attention GEMMs, no softmax) and nothing of ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from .errors import ExportError
+
+
+def _vocab_size(model: nn.Module) -> int | None:
+    cfg = getattr(model, "config", None)
+    if cfg is None:
+        return None
+    if hasattr(cfg, "get_text_config"):
+        cfg = cfg.get_text_config()
+    v = getattr(cfg, "vocab_size", None)
+    return int(v) if v else None
+
+
+def trace_flops(model: nn.Module, batch: int, seq: int, inputs: Any = None) -> dict:
+    """Run model once on (batch, seq) token ids (or `inputs`) and return the dump's `trace` object."""
+    if batch < 1 or seq < 1:
+        raise ExportError(f"trace needs batch >= 1 and seq >= 1, got {batch},{seq}")
+    first = next(iter(model.parameters()), None)
+    if first is None:
+        raise ExportError(f"model {type(model).__name__} has no parameters: nothing to trace")
+    if first.device.type == "meta":
+        raise ExportError(
+            "trace needs real weights but the model is on the meta device; build it on cpu "
+            "(python -m mrep_export --trace does this for Hugging Face configs)"
+        )
+    device = first.device
+    call_kwargs: dict[str, Any] = {}
+    if inputs is None:
+        vocab = _vocab_size(model)
+        if vocab is None:
+            raise ExportError(
+                f"cannot make inputs for {type(model).__name__}: pass trace_inputs= "
+                "(a tensor, a tuple of tensors or a dict of keyword tensors)"
+            )
+        gen = torch.Generator().manual_seed(0)
+        call_kwargs = {"input_ids": torch.randint(0, vocab, (batch, seq), generator=gen).to(device)}
+        if getattr(model, "config", None) is not None:
+            call_kwargs["use_cache"] = False
+        call_args: tuple = ()
+    elif isinstance(inputs, dict):
+        call_args = ()
+        call_kwargs = dict(inputs)
+    elif isinstance(inputs, tuple):
+        call_args = inputs
+    else:
+        call_args = (inputs,)
+
+    was_training = model.training
+    model.eval()
+    counter = FlopCounterMode(display=False)
+    try:
+        with torch.no_grad(), counter:
+            model(*call_args, **call_kwargs)
+    finally:
+        model.train(was_training)
+
+    root = type(model).__name__
+    modules = []
+    for key, ops in counter.get_flop_counts().items():
+        if key == "Global":
+            continue
+        if key == root:
+            name = ""
+        elif key.startswith(root + "."):
+            name = key[len(root) + 1 :]
+        else:
+            continue
+        by_op = {str(op): int(n) for op, n in ops.items() if n}
+        modules.append({"name": name, "flops": sum(by_op.values()), "ops": dict(sorted(by_op.items()))})
+    modules.sort(key=lambda m: m["name"])
+    cfg = getattr(model, "config", None)
+    return {
+        "batch": batch,
+        "seq": seq,
+        "device": device.type,
+        "attn_implementation": getattr(cfg, "_attn_implementation", None),
+        "experts_implementation": getattr(cfg, "_experts_implementation", None),
+        "total_flops": int(counter.get_total_flops()),
+        "modules": modules,
+    }

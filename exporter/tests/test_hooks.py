@@ -1,0 +1,85 @@
+"""Training hooks: real training steps on CPU, dumps at checkpoints, weights that really move."""
+
+import glob
+import os
+
+import torch
+from conftest import config_path, load_dump
+from torch import nn
+
+from mrep_export import CheckpointDumper, trainer_callback
+from mrep_export.hf import build_hf_model, load_hf_config
+from mrep_export.validate import validate
+
+
+def _mean_of(doc, tensor):
+    mod, _, name = tensor.rpartition(".")
+    m = next(m for m in doc["modules"] if m["name"] == mod)
+    return next(p for p in m["params"] if p["name"] == name)["stats"]
+
+
+def test_checkpoint_dumper_in_a_custom_loop(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    dumper = CheckpointDumper(model, tmp_path / "dumps", label="sgd-0.5", every=3, tags=["unit"])
+    for step in range(7):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        dumper.maybe_dump(step)
+    files = sorted(os.listdir(tmp_path / "dumps"))
+    assert files == ["sgd-0.5-step00000000.json.gz", "sgd-0.5-step00000003.json.gz", "sgd-0.5-step00000006.json.gz"]
+    docs = [load_dump(str(tmp_path / "dumps" / f)) for f in files]
+    for d, step in zip(docs, (0, 3, 6)):
+        validate(d)
+        assert d["run"]["step"] == step and d["run"]["label"] == "sgd-0.5"
+        assert d["model"]["source"]["kind"] == "checkpoint"
+    first, last = _mean_of(docs[0], "0.weight"), _mean_of(docs[-1], "0.weight")
+    assert first["mean"] != last["mean"] and first["std"] != last["std"]
+    # the last dump's statistics are the live model's
+    assert last["mean"] == model[0].weight.mean().item()
+    assert len({d["run"]["content_hash"] for d in docs}) == 3
+
+
+def test_trainer_callback_dumps_on_every_save(tmp_path):
+    from transformers import Trainer, TrainingArguments
+
+    overrides = ["num_hidden_layers=1", "hidden_size=32", "intermediate_size=64", "num_attention_heads=2",
+                 "num_key_value_heads=1", "head_dim=16", "vocab_size=64"]
+    config = load_hf_config(config_path("Llama-3.2-1B-Instruct"), overrides)
+    torch.manual_seed(0)
+    model = build_hf_model(config, device="cpu", dtype=torch.float32)
+
+    class Tokens(torch.utils.data.Dataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            ids = torch.randint(0, 64, (12,), generator=torch.Generator().manual_seed(i))
+            return {"input_ids": ids, "labels": ids}
+
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=4,
+        save_strategy="steps",
+        save_steps=2,
+        per_device_train_batch_size=4,
+        learning_rate=1e-2,
+        report_to=[],
+        use_cpu=True,
+        logging_strategy="no",
+        disable_tqdm=True,
+    )
+    cb = trainer_callback(tmp_path / "dumps", label="tiny-llama", name="tiny-llama")
+    Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[cb]).train()
+    files = sorted(glob.glob(str(tmp_path / "dumps" / "*.json.gz")))
+    assert [os.path.basename(f) for f in files] == ["tiny-llama-step00000002.json.gz", "tiny-llama-step00000004.json.gz"]
+    a, b = (load_dump(f) for f in files)
+    for d in (a, b):
+        validate(d)
+        assert d["config"]["hidden_size"] == 32 and d["model"]["name"] == "tiny-llama"
+    wa = _mean_of(a, "model.layers.0.mlp.up_proj.weight")
+    wb = _mean_of(b, "model.layers.0.mlp.up_proj.weight")
+    assert wa["std"] != wb["std"], "two checkpoints of a training run must show drift"
