@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/store"
+)
+
+// Env is what the commands take from the outside world, injected so tests are byte-stable.
+type Env struct {
+	Now func() time.Time
+}
+
+// Exit codes.
+const (
+	exitFailure = 1 // bad input, unknown run: the user can fix it
+)
+
+// NewApp builds the mrep command line. Actions write to c.App.Writer and c.App.ErrWriter.
+func NewApp(env Env) *cli.App {
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	return &cli.App{
+		Name:  "mrep",
+		Usage: "what limits a transformer on a chip in training, prefill and decode, and which knob moves it",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "db", Value: store.DefaultPath, EnvVars: []string{"MREP_DB"}, Usage: "SQLite database `FILE`"},
+		},
+		Commands: []*cli.Command{
+			ingestCommand(env),
+			runsCommand(env),
+			showCommand(env),
+			rmCommand(env),
+		},
+		HideHelpCommand: true,
+	}
+}
+
+func openDB(c *cli.Context, env Env) (*store.DB, error) {
+	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now})
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	return db, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// expandPaths turns arguments into dump files: files as given, directories walked for
+// *.json and *.json.gz, and glob patterns the shell did not expand.
+func expandPaths(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if strings.ContainsAny(a, "*?[") {
+			if _, err := os.Stat(a); err != nil {
+				matches, gerr := filepath.Glob(a)
+				if gerr != nil {
+					return nil, fmt.Errorf("pattern %s: %w", a, gerr)
+				}
+				if len(matches) == 0 {
+					return nil, fmt.Errorf("%s: no files match", a)
+				}
+				sort.Strings(matches)
+				out = append(out, matches...)
+				continue
+			}
+		}
+		fi, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, errors.Unwrap(err))
+		}
+		if !fi.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(a, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && (strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".json.gz")) {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("walk %s: %w", a, err)
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no .json or .json.gz dumps in this directory", a)
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+func ingestCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "ingest",
+		Usage:     "validate dumps and store them as runs (files, directories, globs; .json or .json.gz)",
+		ArgsUsage: "PATH...",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "keep-going", Usage: "store the valid dumps even when others are rejected (still exits non-zero)"},
+			&cli.Int64Flag{Name: "max-bytes", Value: ingest.DefaultMaxBytes, Usage: "refuse a dump larger than this once decompressed"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.Exit("ingest: give at least one dump file, directory or glob", exitFailure)
+			}
+			paths, err := expandPaths(c.Args().Slice())
+			if err != nil {
+				return cli.Exit("ingest: "+err.Error(), exitFailure)
+			}
+			type good struct {
+				path string
+				dump *model.Dump
+			}
+			var oks []good
+			var bad int
+			for _, p := range paths {
+				d, err := ingest.ReadFile(p, ingest.Options{MaxBytes: c.Int64("max-bytes")})
+				if err != nil {
+					bad++
+					fmt.Fprintf(c.App.ErrWriter, "mrep: %v\n", err)
+					continue
+				}
+				oks = append(oks, good{p, d})
+			}
+			if bad > 0 && !c.Bool("keep-going") {
+				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected; nothing was stored", bad, len(paths)), exitFailure)
+			}
+			if len(oks) > 0 {
+				db, err := openDB(c, env)
+				if err != nil {
+					return err
+				}
+				defer db.Close()
+				for _, g := range oks {
+					run, created, err := db.Ingest(c.Context, g.dump, g.path)
+					if err != nil {
+						return cli.Exit(fmt.Sprintf("ingest %s: %v", g.path, err), exitFailure)
+					}
+					if created {
+						fmt.Fprintf(c.App.Writer, "ingested %s as run %d (%s)\n", g.path, run.ID, describe(run))
+					} else {
+						fmt.Fprintf(c.App.Writer, "%s: already ingested as run %d (%s)\n", g.path, run.ID, describe(run))
+					}
+				}
+			}
+			if bad > 0 {
+				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected", bad, len(paths)), exitFailure)
+			}
+			return nil
+		},
+	}
+}
+
+func describe(r store.Run) string {
+	s := r.ModelName
+	if r.Label != nil {
+		s += "@" + *r.Label
+	}
+	if r.Step != nil {
+		s += fmt.Sprintf(", step %d", *r.Step)
+	}
+	return s + ", " + render.Comma(r.TotalParams) + " params"
+}
+
+func runsCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:  "runs",
+		Usage: "list the history of ingested runs",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "only runs of this model name"},
+			&cli.StringFlag{Name: "label", Usage: "only runs with this label"},
+			&cli.IntFlag{Name: "limit", Usage: "only the newest N runs"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+		},
+		Action: func(c *cli.Context) error {
+			db, err := openDB(c, env)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			runs, err := db.ListRuns(c.Context, store.Filter{Model: c.String("model"), Label: c.String("label"), Limit: c.Int("limit")})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if runs == nil {
+					runs = []store.Run{}
+				}
+				return writeJSON(c.App.Writer, runs)
+			}
+			return render.WriteRuns(c.App.Writer, runs)
+		},
+	}
+}
+
+func resolve(ctx context.Context, db *store.DB, sel string) (int64, error) {
+	id, err := db.Resolve(ctx, sel)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
+		return 0, cli.Exit(err.Error()+" (see `mrep runs`)", exitFailure)
+	}
+	return id, err
+}
+
+func showCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "parameter summary, memory by dtype, pattern-grouped modules, layer details and weight statistics of a run",
+		ArgsUsage: "[RUN]  (id, hash prefix, latest, MODEL@LABEL or MODEL; default latest)",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+			&cli.BoolFlag{Name: "all", Usage: "list every pattern and tensor"},
+			&cli.IntFlag{Name: "stats", Value: 20, Usage: "weight statistics for the N largest tensors"},
+		},
+		Action: func(c *cli.Context) error {
+			db, err := openDB(c, env)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			sel := c.Args().First()
+			if sel == "" {
+				sel = "latest"
+			}
+			id, err := resolve(c.Context, db, sel)
+			if err != nil {
+				return err
+			}
+			run, err := db.Run(c.Context, id)
+			if err != nil {
+				return err
+			}
+			d, err := db.LoadDump(c.Context, id)
+			if err != nil {
+				return err
+			}
+			view := render.Show{Run: run, Summary: analyzer.Summarize(d), Patterns: analyzer.Breakdown(d), Tensors: analyzer.Tensors(d)}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, view)
+			}
+			opt := render.ShowOptions{MaxPatterns: 25, MaxLayers: 40, MaxStats: c.Int("stats")}
+			if c.Bool("all") {
+				opt.MaxPatterns, opt.MaxLayers = 0, 0
+			}
+			return render.WriteShow(c.App.Writer, view, opt)
+		},
+	}
+}
+
+func rmCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "rm",
+		Usage:     "remove runs",
+		ArgsUsage: "RUN...",
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.Exit("rm: name at least one run", exitFailure)
+			}
+			db, err := openDB(c, env)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			for _, sel := range c.Args().Slice() {
+				id, err := resolve(c.Context, db, sel)
+				if err != nil {
+					return err
+				}
+				run, err := db.Run(c.Context, id)
+				if err != nil {
+					return err
+				}
+				if err := db.DeleteRun(c.Context, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "removed run %d (%s)\n", id, describe(run))
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,29 @@
+// Command mrep ingests module dumps into SQLite, keeps the history of runs, and reports what
+// limits a transformer on a chip. See the README for the workflow.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	app := NewApp(Env{})
+	app.ExitErrHandler = func(c *cli.Context, err error) {
+		if err == nil {
+			return
+		}
+		code := 1
+		if ec, ok := err.(cli.ExitCoder); ok {
+			code = ec.ExitCode()
+		}
+		fmt.Fprintf(c.App.ErrWriter, "mrep: %v\n", err)
+		os.Exit(code)
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintf(os.Stderr, "mrep: %v\n", err)
+		os.Exit(1)
+	}
+}

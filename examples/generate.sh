@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Regenerate the bundled dumps in examples/dumps from the real configs in ../shared/configs.
+# Usage: make examples   (or: PY=.venv/bin/python examples/generate.sh)
+# The clock is pinned so that regenerating with the same versions gives the same bytes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+CONFIGS=${MREP_SHARED:-../shared}/configs
+OUT=examples/dumps
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}   # 2026-01-01T00:00:00Z
+mkdir -p "$OUT"
+
+for name in Llama-3.1-8B Llama-3.1-70B-Instruct Llama-3.2-1B-Instruct Mistral-7B-v0.1 \
+            Mixtral-8x7B-v0.1 Qwen2.5-7B gpt2 DeepSeek-V3 Llama-4-Scout-17B-16E-Instruct; do
+  "$PY" -m mrep_export --hf-config "$CONFIGS/$name.json" -o "$OUT/$name.json.gz" --label base
+done
+
+# Small configs with a real forward traced by FlopCounterMode: the reference the Go analyzer
+# is checked against (dense GQA, MoE, MLA).
+small="--override num_hidden_layers=2 --override hidden_size=64 --override num_attention_heads=4"
+"$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-8B.json" -o "$OUT/tiny-llama-trace.json.gz" \
+  --name tiny-llama $small --override intermediate_size=160 --override num_key_value_heads=2 \
+  --override head_dim=16 --override vocab_size=256 --label trace --trace 2,16
+"$PY" -m mrep_export --hf-config "$CONFIGS/Mixtral-8x7B-v0.1.json" -o "$OUT/tiny-mixtral-trace.json.gz" \
+  --name tiny-mixtral $small --override intermediate_size=160 --override num_key_value_heads=2 \
+  --override head_dim=16 --override vocab_size=256 --override num_local_experts=4 --label trace --trace 2,16
+"$PY" -m mrep_export --hf-config "$CONFIGS/DeepSeek-V3.json" -o "$OUT/tiny-deepseek-trace.json.gz" \
+  --name tiny-deepseek $small --override intermediate_size=160 --override moe_intermediate_size=32 \
+  --override n_routed_experts=8 --override num_experts_per_tok=2 --override n_group=2 --override topk_group=1 \
+  --override first_k_dense_replace=1 --override q_lora_rank=32 --override kv_lora_rank=16 \
+  --override qk_nope_head_dim=16 --override qk_rope_head_dim=8 --override v_head_dim=16 \
+  --override num_key_value_heads=4 --override vocab_size=256 --override max_position_embeddings=256 \
+  --override rope_scaling=null --label trace --trace 2,16

@@ -1,0 +1,265 @@
+// Package ingest turns bytes into a validated model.Dump: gzip detection, a size cap, JSON
+// decoding with UseNumber, the embedded JSON Schema, then the semantic rules the schema cannot
+// state. Every error names the file, the JSON pointer and the problem.
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/schemas"
+)
+
+// Sentinels callers branch on (errors.Is); the *Error carries the detail.
+var (
+	// ErrInvalid: the input is not a valid dump (syntax, schema or semantics).
+	ErrInvalid = errors.New("invalid dump")
+	// ErrTooLarge: the input, once decompressed, exceeds Options.MaxBytes.
+	ErrTooLarge = errors.New("dump too large")
+)
+
+// DefaultMaxBytes caps the decompressed size of one dump. DeepSeek-V3 with per-expert Linear
+// modules and full weight statistics is about 30 MiB; a gzip bomb stops here.
+const DefaultMaxBytes = 256 << 20
+
+// MaxDepth bounds JSON nesting. Real dumps nest below 10 levels (configs a few more).
+const MaxDepth = 64
+
+// Error is a rejected input: which file, where in it, and what is wrong.
+type Error struct {
+	File    string
+	Pointer string // RFC 6901 pointer into the document; "" is the whole document
+	HasPtr  bool   // false when the problem is not at a place in the JSON (gzip, size, syntax)
+	Msg     string
+	Err     error // ErrInvalid or ErrTooLarge, or the underlying I/O error
+}
+
+func (e *Error) Error() string {
+	if e.HasPtr {
+		ptr := e.Pointer
+		if ptr == "" {
+			ptr = "/"
+		}
+		return fmt.Sprintf("%s: at %s: %s", e.File, ptr, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Options tune decoding.
+type Options struct {
+	MaxBytes int64 // decompressed size cap; 0 means DefaultMaxBytes
+}
+
+func (o Options) maxBytes() int64 {
+	if o.MaxBytes > 0 {
+		return o.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+// ReadFile decodes and validates the dump at path (.json or gzip, by content, not by name).
+func ReadFile(path string, opt Options) (*model.Dump, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot open: %v", errors.Unwrap(err)), Err: err}
+	}
+	defer f.Close()
+	return Decode(path, f, opt)
+}
+
+// Decode reads one dump from r; name is used in errors.
+func Decode(name string, r io.Reader, opt Options) (*model.Dump, error) {
+	data, err := readAll(name, r, opt.maxBytes())
+	if err != nil {
+		return nil, err
+	}
+	return decodeBytes(name, data)
+}
+
+func invalid(file, msg string) *Error { return &Error{File: file, Msg: msg, Err: ErrInvalid} }
+
+func invalidAt(file, ptr, msg string) *Error {
+	return &Error{File: file, Pointer: ptr, HasPtr: true, Msg: msg, Err: ErrInvalid}
+}
+
+func readAll(name string, r io.Reader, max int64) ([]byte, error) {
+	br := bufio.NewReader(r)
+	magic, _ := br.Peek(2)
+	var src io.Reader = br
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, invalid(name, fmt.Sprintf("not a valid gzip stream: %v", err))
+		}
+		defer zr.Close()
+		src = zr
+	}
+	data, err := io.ReadAll(io.LimitReader(src, max+1))
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) {
+			return nil, invalid(name, fmt.Sprintf("truncated or corrupt gzip stream: %v", err))
+		}
+		return nil, &Error{File: name, Msg: fmt.Sprintf("read failed: %v", err), Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes once decompressed; refusing it (raise --max-bytes if it is real)", max), Err: ErrTooLarge}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, invalid(name, "empty file: expected a JSON dump")
+	}
+	return data, nil
+}
+
+var (
+	compileOnce sync.Once
+	compiled    *jsonschema.Schema
+	compileErr  error
+)
+
+func dumpSchema() (*jsonschema.Schema, error) {
+	compileOnce.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		if err := c.AddResource(schemas.DumpSchemaID, bytes.NewReader(schemas.Dump)); err != nil {
+			compileErr = fmt.Errorf("load dump schema: %w", err)
+			return
+		}
+		compiled, compileErr = c.Compile(schemas.DumpSchemaID)
+		if compileErr != nil {
+			compileErr = fmt.Errorf("compile dump schema: %w", compileErr)
+		}
+	})
+	return compiled, compileErr
+}
+
+func decodeBytes(name string, data []byte) (*model.Dump, error) {
+	if off, ok := tooDeep(data, MaxDepth); ok {
+		return nil, invalid(name, fmt.Sprintf("JSON nests deeper than %d levels (at %s)", MaxDepth, position(data, off)))
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, invalid(name, syntaxMessage(data, err))
+	}
+	if dec.More() {
+		return nil, invalid(name, fmt.Sprintf("unexpected data after the JSON document (at %s)", position(data, dec.InputOffset())))
+	}
+	if obj, ok := doc.(map[string]any); ok {
+		// Say "unsupported version" rather than a schema's "const" complaint: it is the likely cause.
+		if v, ok := obj["schema_version"].(json.Number); ok && v.String() != fmt.Sprint(schemas.DumpSchemaVersion) {
+			return nil, invalidAt(name, "/schema_version", fmt.Sprintf("schema_version %s is not supported (this mrep reads version %d)", v, schemas.DumpSchemaVersion))
+		}
+	}
+	sch, err := dumpSchema()
+	if err != nil {
+		return nil, err
+	}
+	if err := sch.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			leaf := deepest(ve)
+			return nil, invalidAt(name, leaf.InstanceLocation, "schema: "+leaf.Message)
+		}
+		return nil, invalid(name, fmt.Sprintf("schema: %v", err))
+	}
+	var d model.Dump
+	dec = json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
+		return nil, invalid(name, fmt.Sprintf("decode: %v", err))
+	}
+	if e := Check(&d); e != nil {
+		return nil, invalidAt(name, e.Pointer, e.Msg)
+	}
+	return &d, nil
+}
+
+// deepest follows the first cause down to the most specific failure, whose location is the
+// most useful pointer ("/modules/3/params/0/numel", not "/modules").
+func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	return ve
+}
+
+func syntaxMessage(data []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid JSON at %s: %v", position(data, se.Offset), se)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("invalid JSON at %s: %v", position(data, te.Offset), te)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "invalid JSON: the document ends early (truncated file?)"
+	}
+	return fmt.Sprintf("invalid JSON: %v", err)
+}
+
+// position renders a byte offset as line:column for people.
+func position(data []byte, off int64) string {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line := bytes.Count(before, []byte{'\n'}) + 1
+	col := off - int64(bytes.LastIndexByte(before, '\n'))
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// tooDeep scans for bracket nesting beyond max outside strings, before any recursive decoder
+// (or validator) sees the document.
+func tooDeep(data []byte, max int) (int64, bool) {
+	depth, inStr, esc := 0, false, false
+	for i, c := range data {
+		switch {
+		case inStr:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > max {
+				return int64(i), true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return 0, false
+}
+
+// pointer builds an RFC 6901 pointer from parts.
+func pointer(parts ...any) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteByte('/')
+		s := fmt.Sprint(p)
+		s = strings.ReplaceAll(s, "~", "~0")
+		s = strings.ReplaceAll(s, "/", "~1")
+		b.WriteString(s)
+	}
+	return b.String()
+}

@@ -1,0 +1,98 @@
+// Package render writes analysis values as markdown (and, elsewhere, charts). Pure: it takes
+// values and writes to an io.Writer; it never reads files or the database.
+package render
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Comma formats an integer with thousands separators: 671026404352 -> 671,026,404,352.
+func Comma(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// IEC formats a size in bytes with binary units, labelled as such (KiB, MiB, GiB, TiB).
+func IEC(n float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	for math.Abs(n) >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B", n)
+	}
+	return fmt.Sprintf("%.2f %s", n, units[i])
+}
+
+// Shape formats a tensor shape as torch prints it: (512, 256); lazy tensors have none.
+func Shape(s []int64) string {
+	if s == nil {
+		return "(lazy)"
+	}
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = strconv.FormatInt(d, 10)
+	}
+	if len(parts) == 1 {
+		return "(" + parts[0] + ",)"
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Sci formats a float for tables: fixed for ordinary magnitudes, scientific otherwise.
+func Sci(x float64) string {
+	ax := math.Abs(x)
+	if x == 0 || (ax >= 1e-3 && ax < 1e6) {
+		return strconv.FormatFloat(x, 'f', 6, 64)
+	}
+	return strconv.FormatFloat(x, 'e', 4, 64)
+}
+
+// cell escapes a value for a markdown table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// table writes a markdown table; align holds one of l, r, c (left, right, centre) per column.
+func table(w *errWriter, header []string, align string, rows [][]string) {
+	w.printf("|")
+	for _, h := range header {
+		w.printf(" %s |", cell(h))
+	}
+	w.printf("\n|")
+	for i := range header {
+		switch {
+		case i < len(align) && align[i] == 'r':
+			w.printf("---:|")
+		case i < len(align) && align[i] == 'c':
+			w.printf(":---:|")
+		default:
+			w.printf("---|")
+		}
+	}
+	w.printf("\n")
+	for _, r := range rows {
+		w.printf("|")
+		for _, c := range r {
+			w.printf(" %s |", cell(c))
+		}
+		w.printf("\n")
+	}
+}

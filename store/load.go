@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mrep-dev/mrep/model"
+)
+
+// LoadDump rebuilds the dump of run id from its rows: the same modules, tensors, statistics,
+// config and trace that were ingested (equal to the input up to JSON number spelling).
+func (db *DB) LoadDump(ctx context.Context, id int64) (*model.Dump, error) {
+	d := &model.Dump{}
+	var label, sourcePath, modelType, textKey, dtype sql.NullString
+	var step sql.NullInt64
+	var tags, framework string
+	var cfg sql.NullString
+	err := db.sql.QueryRowContext(ctx, `SELECT schema_version, model_name, root_class, source_kind, source_path,
+		model_type, text_config_key, dtype, label, step, tags, created_at, content_hash, config, framework
+		FROM runs WHERE id = ?`, id).Scan(&d.SchemaVersion, &d.Model.Name, &d.Model.RootClass, &d.Model.Source.Kind,
+		&sourcePath, &modelType, &textKey, &dtype, &label, &step, &tags, &d.Run.CreatedAt, &d.Run.ContentHash, &cfg, &framework)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %d: %w", id, err)
+	}
+	d.Model.Source.Path, d.Model.Source.ModelType = sourcePath.String, modelType.String
+	d.Model.TextConfigKey, d.Model.DType = textKey.String, dtype.String
+	if label.Valid {
+		d.Run.Label = &label.String
+	}
+	if step.Valid {
+		d.Run.Step = &step.Int64
+	}
+	if err := json.Unmarshal([]byte(tags), &d.Run.Tags); err != nil {
+		return nil, fmt.Errorf("load run %d tags: %w", id, err)
+	}
+	if len(d.Run.Tags) == 0 {
+		d.Run.Tags = nil
+	}
+	if cfg.Valid {
+		dec := json.NewDecoder(strings.NewReader(cfg.String))
+		dec.UseNumber()
+		if err := dec.Decode(&d.Config); err != nil {
+			return nil, fmt.Errorf("load run %d config: %w", id, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(framework), &d.Framework); err != nil {
+		return nil, fmt.Errorf("load run %d framework: %w", id, err)
+	}
+	if err := db.loadModules(ctx, id, d); err != nil {
+		return nil, fmt.Errorf("load run %d modules: %w", id, err)
+	}
+	if err := db.loadTrace(ctx, id, d); err != nil {
+		return nil, fmt.Errorf("load run %d trace: %w", id, err)
+	}
+	return d, nil
+}
+
+func (db *DB) loadModules(ctx context.Context, id int64, d *model.Dump) error {
+	rows, err := db.sql.QueryContext(ctx, `SELECT idx, name, class, py_module, parent_idx FROM modules WHERE run_id = ? ORDER BY idx`, id)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var idx int
+		var m model.Module
+		var parent sql.NullInt64
+		if err := rows.Scan(&idx, &m.Name, &m.Class, &m.PyModule, &parent); err != nil {
+			rows.Close()
+			return err
+		}
+		if idx != len(d.Modules) {
+			rows.Close()
+			return fmt.Errorf("module index %d out of order", idx)
+		}
+		if parent.Valid {
+			p := d.Modules[parent.Int64].Name
+			m.Parent = &p
+		}
+		m.Params, m.Buffers = []model.Param{}, []model.Buffer{}
+		d.Modules = append(d.Modules, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = db.sql.QueryContext(ctx, `SELECT module_idx, kind, name, shape, dtype, numel, device, tied_to,
+		requires_grad, lazy, expert_axis, persistent, stat_mean, stat_std, stat_min, stat_max, stat_nonfinite, hist
+		FROM tensors WHERE run_id = ? ORDER BY module_idx, kind DESC, pos`, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var mi int
+		var kind string
+		var t model.Tensor
+		var shape, tied, hist sql.NullString
+		var reqGrad, lazy, persistent sql.NullBool
+		var expertAxis, nonfinite sql.NullInt64
+		var mean, std, mn, mx sql.NullFloat64
+		if err := rows.Scan(&mi, &kind, &t.Name, &shape, &t.DType, &t.Numel, &t.Device, &tied, &reqGrad, &lazy,
+			&expertAxis, &persistent, &mean, &std, &mn, &mx, &nonfinite, &hist); err != nil {
+			return err
+		}
+		if shape.Valid {
+			if err := json.Unmarshal([]byte(shape.String), &t.Shape); err != nil {
+				return err
+			}
+		}
+		t.TiedTo = tied.String
+		m := &d.Modules[mi]
+		if kind == "buffer" {
+			m.Buffers = append(m.Buffers, model.Buffer{Tensor: t, Persistent: persistent.Bool})
+			continue
+		}
+		p := model.Param{Tensor: t, RequiresGrad: reqGrad.Bool, Lazy: lazy.Bool}
+		if expertAxis.Valid {
+			ax := int(expertAxis.Int64)
+			p.ExpertAxis = &ax
+		}
+		if hist.Valid {
+			s := &model.Stats{Mean: mean.Float64, Min: mn.Float64, Max: mx.Float64, Nonfinite: nonfinite.Int64}
+			if std.Valid {
+				v := std.Float64
+				s.Std = &v
+			}
+			if err := json.Unmarshal([]byte(hist.String), &s.Hist); err != nil {
+				return err
+			}
+			p.Stats = s
+		}
+		m.Params = append(m.Params, p)
+	}
+	return rows.Err()
+}
+
+func (db *DB) loadTrace(ctx context.Context, id int64, d *model.Dump) error {
+	tr := &model.Trace{}
+	var attn, experts sql.NullString
+	err := db.sql.QueryRowContext(ctx, `SELECT batch, seq, device, attn_implementation, experts_implementation,
+		total_flops FROM traces WHERE run_id = ?`, id).Scan(&tr.Batch, &tr.Seq, &tr.Device, &attn, &experts, &tr.TotalFlops)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if attn.Valid {
+		tr.AttnImplementation = &attn.String
+	}
+	if experts.Valid {
+		tr.ExpertsImplementation = &experts.String
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT name, flops, ops FROM trace_modules WHERE run_id = ? ORDER BY name`, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tm model.TraceModule
+		var ops string
+		if err := rows.Scan(&tm.Name, &tm.Flops, &ops); err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(ops), &tm.Ops); err != nil {
+			return err
+		}
+		tr.Modules = append(tr.Modules, tm)
+	}
+	d.Trace = tr
+	return rows.Err()
+}

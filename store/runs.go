@@ -1,0 +1,383 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mrep-dev/mrep/model"
+)
+
+// Run is one stored run as listings show it.
+type Run struct {
+	ID              int64     `json:"id"`
+	ContentHash     string    `json:"content_hash"`
+	ModelName       string    `json:"model_name"`
+	Label           *string   `json:"label"`
+	Step            *int64    `json:"step"`
+	Tags            []string  `json:"tags"`
+	RootClass       string    `json:"root_class"`
+	SourceKind      string    `json:"source_kind"`
+	ModelType       string    `json:"model_type,omitempty"`
+	DType           string    `json:"dtype,omitempty"`
+	CreatedAt       string    `json:"created_at"`
+	IngestedAt      time.Time `json:"ingested_at"`
+	SourceFile      string    `json:"source_file,omitempty"`
+	TotalParams     int64     `json:"total_params"`
+	TrainableParams int64     `json:"trainable_params"`
+	TotalBytes      int64     `json:"total_bytes"`
+	NumModules      int64     `json:"num_modules"`
+	HasStats        bool      `json:"has_stats"`
+	HasTrace        bool      `json:"has_trace"`
+}
+
+// ShortHash is the first 12 hex digits of the content hash.
+func (r Run) ShortHash() string {
+	h := strings.TrimPrefix(r.ContentHash, "sha256:")
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return h
+}
+
+// Totals are the counts a run row stores, computed once at ingest (tied tensors once).
+type Totals struct {
+	Params, Trainable, Bytes int64
+	HasStats                 bool
+}
+
+// ComputeTotals counts a dump's unique parameters and their bytes.
+func ComputeTotals(d *model.Dump) Totals {
+	var t Totals
+	for _, m := range d.Modules {
+		for _, p := range m.Params {
+			if p.TiedTo != "" {
+				continue
+			}
+			t.Params += p.Numel
+			if p.RequiresGrad {
+				t.Trainable += p.Numel
+			}
+			if b, ok := model.DTypeBytes(p.DType); ok {
+				t.Bytes += int64(b * float64(p.Numel))
+			}
+			if p.Stats != nil {
+				t.HasStats = true
+			}
+		}
+	}
+	return t
+}
+
+// Ingest stores d in one transaction. If a run with the same content hash exists, it returns
+// that run and created=false, writing nothing.
+func (db *DB) Ingest(ctx context.Context, d *model.Dump, sourceFile string) (run Run, created bool, err error) {
+	var id int64
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE content_hash = ?`, d.Run.ContentHash).Scan(&id)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		id, err = insertDump(ctx, tx, d, sourceFile, db.now().UTC())
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return Run{}, false, fmt.Errorf("store run %s: %w", d.Model.Name, err)
+	}
+	run, err = db.Run(ctx, id)
+	return run, created, err
+}
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile string, now time.Time) (int64, error) {
+	tot := ComputeTotals(d)
+	tags := d.Run.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	tagsJSON, err := jsonText(tags)
+	if err != nil {
+		return 0, err
+	}
+	var cfg any
+	if d.Config != nil {
+		s, err := jsonText(d.Config)
+		if err != nil {
+			return 0, err
+		}
+		cfg = s
+	}
+	fw, err := jsonText(d.Framework)
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (content_hash, model_name, label, step, tags, root_class,
+		source_kind, source_path, model_type, text_config_key, dtype, schema_version, created_at, ingested_at,
+		source_file, total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, config, framework)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.Run.ContentHash, d.Model.Name, d.Run.Label, d.Run.Step, tagsJSON, d.Model.RootClass,
+		d.Model.Source.Kind, nullString(d.Model.Source.Path), nullString(d.Model.Source.ModelType),
+		nullString(d.Model.TextConfigKey), nullString(d.Model.DType), d.SchemaVersion, d.Run.CreatedAt,
+		now.Format(time.RFC3339Nano), nullString(sourceFile), tot.Params, tot.Trainable, tot.Bytes,
+		len(d.Modules), tot.HasStats, d.Trace != nil, cfg, fw)
+	if err != nil {
+		return 0, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	modStmt, err := tx.PrepareContext(ctx, `INSERT INTO modules (run_id, idx, name, class, py_module, parent_idx) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return 0, err
+	}
+	defer modStmt.Close()
+	tStmt, err := tx.PrepareContext(ctx, `INSERT INTO tensors (run_id, module_idx, kind, pos, name, shape, dtype,
+		numel, device, tied_to, requires_grad, lazy, expert_axis, persistent, stat_mean, stat_std, stat_min,
+		stat_max, stat_nonfinite, hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return 0, err
+	}
+	defer tStmt.Close()
+	index := make(map[string]int, len(d.Modules))
+	for i, m := range d.Modules {
+		index[m.Name] = i
+		var parent any
+		if m.Parent != nil {
+			parent = index[*m.Parent]
+		}
+		if _, err := modStmt.ExecContext(ctx, id, i, m.Name, m.Class, m.PyModule, parent); err != nil {
+			return 0, err
+		}
+		for j, p := range m.Params {
+			shape, err := shapeJSON(p.Shape)
+			if err != nil {
+				return 0, err
+			}
+			var mean, std, mn, mx, nonfinite, hist any
+			if s := p.Stats; s != nil {
+				h, err := jsonText(s.Hist)
+				if err != nil {
+					return 0, err
+				}
+				mean, mn, mx, nonfinite, hist = s.Mean, s.Min, s.Max, s.Nonfinite, h
+				if s.Std != nil {
+					std = *s.Std
+				}
+			}
+			if _, err := tStmt.ExecContext(ctx, id, i, "param", j, p.Name, shape, p.DType, p.Numel, p.Device,
+				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, p.ExpertAxis, nil, mean, std, mn, mx, nonfinite, hist); err != nil {
+				return 0, err
+			}
+		}
+		for j, b := range m.Buffers {
+			shape, err := shapeJSON(b.Shape)
+			if err != nil {
+				return 0, err
+			}
+			if _, err := tStmt.ExecContext(ctx, id, i, "buffer", j, b.Name, shape, b.DType, b.Numel, b.Device,
+				nullString(b.TiedTo), nil, nil, nil, b.Persistent, nil, nil, nil, nil, nil, nil); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if tr := d.Trace; tr != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO traces (run_id, batch, seq, device, attn_implementation,
+			experts_implementation, total_flops) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id, tr.Batch, tr.Seq, tr.Device, tr.AttnImplementation, tr.ExpertsImplementation, tr.TotalFlops); err != nil {
+			return 0, err
+		}
+		for _, tm := range tr.Modules {
+			ops, err := jsonText(tm.Ops)
+			if err != nil {
+				return 0, err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO trace_modules (run_id, name, flops, ops) VALUES (?, ?, ?, ?)`,
+				id, tm.Name, tm.Flops, ops); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return id, nil
+}
+
+func shapeJSON(shape []int64) (any, error) {
+	if shape == nil {
+		return nil, nil
+	}
+	return jsonText(shape)
+}
+
+const runColumns = `id, content_hash, model_name, label, step, tags, root_class, source_kind,
+	coalesce(model_type, ''), coalesce(dtype, ''), created_at, ingested_at, coalesce(source_file, ''),
+	total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace`
+
+type scanner interface{ Scan(...any) error }
+
+func scanRun(s scanner) (Run, error) {
+	var r Run
+	var tags, ingested string
+	var label sql.NullString
+	var step sql.NullInt64
+	if err := s.Scan(&r.ID, &r.ContentHash, &r.ModelName, &label, &step, &tags, &r.RootClass, &r.SourceKind,
+		&r.ModelType, &r.DType, &r.CreatedAt, &ingested, &r.SourceFile, &r.TotalParams, &r.TrainableParams,
+		&r.TotalBytes, &r.NumModules, &r.HasStats, &r.HasTrace); err != nil {
+		return Run{}, err
+	}
+	if label.Valid {
+		r.Label = &label.String
+	}
+	if step.Valid {
+		r.Step = &step.Int64
+	}
+	if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+		return Run{}, fmt.Errorf("run %d tags: %w", r.ID, err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, ingested)
+	if err != nil {
+		return Run{}, fmt.Errorf("run %d ingested_at: %w", r.ID, err)
+	}
+	r.IngestedAt = t
+	return r, nil
+}
+
+// Run returns the run with id.
+func (db *DB) Run(ctx context.Context, id int64) (Run, error) {
+	r, err := scanRun(db.sql.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+// Filter narrows ListRuns.
+type Filter struct {
+	Model string // exact model name; "" for any
+	Label string // exact label; "" for any
+	Limit int    // 0 for all
+}
+
+// ListRuns lists runs oldest first (by id, the order of ingestion).
+func (db *DB) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs WHERE 1=1`
+	var args []any
+	if f.Model != "" {
+		q += ` AND model_name = ?`
+		args = append(args, f.Model)
+	}
+	if f.Label != "" {
+		q += ` AND label = ?`
+		args = append(args, f.Label)
+	}
+	q += ` ORDER BY id`
+	if f.Limit > 0 {
+		// the newest Limit runs, still listed oldest first
+		q = `SELECT * FROM (` + strings.Replace(q, "ORDER BY id", "ORDER BY id DESC", 1) + ` LIMIT ?) ORDER BY id`
+		args = append(args, f.Limit)
+	}
+	rows, err := db.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+var hexPrefix = regexp.MustCompile(`^(sha256:)?[0-9a-f]{4,64}$`)
+
+// Resolve turns a selector into a run id: a numeric id, `latest`, a content-hash prefix (at
+// least 4 hex digits, `sha256:` optional), `MODEL@LABEL` (the newest run of that model and
+// label), or a model name alone (its newest run).
+func (db *DB) Resolve(ctx context.Context, sel string) (int64, error) {
+	sel = strings.TrimSpace(sel)
+	if sel == "" {
+		return 0, fmt.Errorf("empty run selector: %w", ErrNotFound)
+	}
+	one := func(q string, args ...any) (int64, error) {
+		var id int64
+		err := db.sql.QueryRowContext(ctx, q, args...).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("run %q: %w", sel, ErrNotFound)
+		}
+		return id, err
+	}
+	if sel == "latest" {
+		return one(`SELECT id FROM runs ORDER BY id DESC LIMIT 1`)
+	}
+	if id, err := strconv.ParseInt(sel, 10, 64); err == nil {
+		// digits may also be a hash prefix; an existing id wins
+		if got, err := one(`SELECT id FROM runs WHERE id = ?`, id); err == nil {
+			return got, nil
+		}
+	}
+	if hexPrefix.MatchString(sel) {
+		prefix := "sha256:" + strings.TrimPrefix(sel, "sha256:")
+		rows, err := db.sql.QueryContext(ctx, `SELECT id FROM runs WHERE substr(content_hash, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
+		if err != nil {
+			return 0, err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		switch len(ids) {
+		case 1:
+			return ids[0], nil
+		case 2:
+			return 0, fmt.Errorf("run %q: hash prefix matches several runs; give more digits: %w", sel, ErrAmbiguous)
+		}
+	}
+	if name, label, ok := strings.Cut(sel, "@"); ok {
+		return one(`SELECT id FROM runs WHERE model_name = ? AND label = ? ORDER BY id DESC LIMIT 1`, name, label)
+	}
+	return one(`SELECT id FROM runs WHERE model_name = ? ORDER BY id DESC LIMIT 1`, sel)
+}
+
+// DeleteRun removes a run and everything stored with it.
+func (db *DB) DeleteRun(ctx context.Context, id int64) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("delete run %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("run %d: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
