@@ -12,10 +12,10 @@ import (
 
 // Show is everything `mrep show` presents about one run.
 type Show struct {
-	Run      store.Run              `json:"run"`
-	Summary  analyzer.ParamSummary  `json:"summary"`
-	Patterns []analyzer.PatternRow  `json:"patterns"`
-	Tensors  []analyzer.TensorRow   `json:"tensors"`
+	Run      store.Run             `json:"run"`
+	Summary  analyzer.ParamSummary `json:"summary"`
+	Patterns []analyzer.PatternRow `json:"patterns"`
+	Tensors  []analyzer.TensorRow  `json:"tensors"`
 }
 
 // ShowOptions limit long tables; 0 means no limit.
