@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/store"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+var fixedClock = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+
+// run executes mrep in-process against db and returns stdout, stderr and the error.
+func run(t testing.TB, db string, args ...string) (string, string, error) {
+	t.Helper()
+	app := NewApp(Env{Now: fixedClock})
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	app.ExitErrHandler = func(*cli.Context, error) {} // keep the test process alive
+	err := app.RunContext(context.Background(), append([]string{"mrep", "--db", db}, args...))
+	return out.String(), errOut.String(), err
+}
+
+func mustRun(t testing.TB, db string, args ...string) string {
+	t.Helper()
+	out, errOut, err := run(t, db, args...)
+	if err != nil {
+		t.Fatalf("mrep %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/mrep -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from golden (go test ./cmd/mrep -update to accept):\n%s", name, got)
+	}
+}
+
+func TestShowAndRunsGolden(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	mustRun(t, db, "ingest", "../../schemas/testdata/valid/mlp_stats.json", "../../examples/dumps/gpt2.json.gz",
+		"../../examples/dumps/Mixtral-8x7B-v0.1.json.gz")
+	golden(t, "runs.md", mustRun(t, db, "runs"))
+	golden(t, "show_mlp_stats.md", mustRun(t, db, "show", "mlp@seed0"))
+	golden(t, "show_gpt2_tied.md", mustRun(t, db, "show", "gpt2"))
+	golden(t, "show_mixtral_fused_experts.md", mustRun(t, db, "show", "latest"))
+	golden(t, "runs.json", mustRun(t, db, "runs", "--json"))
+}
+
+func TestShowJSONCarriesTheSummary(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "j.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.2-1B-Instruct.json.gz")
+	out := mustRun(t, db, "show", "--json", "1")
+	for _, want := range []string{`"total_params": 1235814400`, `"pattern": "model.layers.*.mlp.up_proj"`, `"tied_to": "model.embed_tokens.weight"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show --json lacks %s", want)
+		}
+	}
+}
+
+func TestIngestDirectoryGlobAndDuplicates(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "d.db")
+	out := mustRun(t, db, "ingest", "../../examples/dumps")
+	n := strings.Count(out, "ingested ")
+	files, _ := filepath.Glob("../../examples/dumps/*.json.gz")
+	if n != len(files) || n < 4 {
+		t.Fatalf("ingested %d of %d files:\n%s", n, len(files), out)
+	}
+	out = mustRun(t, db, "ingest", "../../examples/dumps/gpt*.json.gz")
+	if !strings.Contains(out, "gpt2.json.gz: already ingested as run") {
+		t.Fatalf("duplicate not recognised:\n%s", out)
+	}
+	out = mustRun(t, db, "rm", "gpt2@base")
+	if !strings.HasPrefix(out, "removed run ") {
+		t.Fatal(out)
+	}
+	if _, _, err := run(t, db, "show", "gpt2"); err == nil {
+		t.Fatal("show of a removed run succeeded")
+	}
+}
+
+// snapshot is the database's whole logical content: every row of every table, in order.
+func snapshot(t testing.TB, path string) string {
+	t.Helper()
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		return "<no database>"
+	}
+	db, err := sql.Open("sqlite3", store.DSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var b strings.Builder
+	for _, tb := range tables {
+		r, err := db.Query(`SELECT * FROM "` + tb + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := r.Columns()
+		fmt.Fprintf(&b, "== %s %v\n", tb, cols)
+		for r.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			r.Scan(ptrs...)
+			fmt.Fprintf(&b, "%v\n", vals)
+		}
+		r.Close()
+	}
+	return b.String()
+}
+
+func gzBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// Every bad input: a clear error naming the file (and the JSON pointer where there is one),
+// a non-zero exit, and the database exactly as it was.
+func TestBadInputLeavesDatabaseUntouched(t *testing.T) {
+	good, err := os.ReadFile("../../schemas/testdata/valid/mlp_stats.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fix := func(name string) []byte {
+		b, err := os.ReadFile("../../schemas/testdata/invalid/" + name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	member := gzBytes(make([]byte, 1<<20))
+	bomb := bytes.Repeat(member, 1024) // 1 GiB of zeros once decompressed
+	cases := []struct {
+		name, file string
+		data       []byte
+		want       string // in stderr
+	}{
+		{"truncated json", "t.json", good[:len(good)/2], "ends early"},
+		{"truncated gzip", "t.json.gz", gzBytes(good)[:100], "gzip"},
+		{"empty file", "e.json", []byte{}, "empty file"},
+		{"binary garbage", "g.json", []byte("\x7fELF\x02\x01\x01\x00binary"), "invalid JSON at line 1"},
+		{"wrong schema_version", "v.json", fix("schema_version"), "at /schema_version: schema_version 2 is not supported"},
+		{"wrong types", "w.json", fix("numel_string"), "at /modules/1/params/0/numel"},
+		{"negative dimension", "n.json", fix("negative_dim"), "at /modules/1/params/0/shape/0"},
+		{"numel mismatch", "m.json", fix("numel_mismatch"), "at /modules/1/params/0/numel: numel 33 is not the product"},
+		{"duplicate module names", "d.json", fix("duplicate_module"), "at /modules/2/name: duplicate module name"},
+		{"orphan parent", "o.json", fix("orphan_parent"), "at /modules/1/parent"},
+		{"dangling tie reference", "tie.json", fix("dangling_tie"), "at /modules/3/params/0/tied_to"},
+		{"NaN statistic", "nan.json", bytes.Replace(good, []byte(`"mean": `), []byte(`"mean": NaN, "was": `), 1), "invalid JSON"},
+		{"absurdly deep nesting", "deep.json", []byte(`{"config":` + strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000) + "}"), "deeper than 64 levels"},
+		{"number beyond int64", "big.json", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 99999999999999999999999`), 1), "at /modules/1/params/0/numel"},
+		{"1 GiB gzip bomb", "bomb.json.gz", bomb, "larger than 268435456 bytes once decompressed"},
+		{"histogram inconsistent", "h.json", fix("hist_count"), "at /modules/1/params/0/stats/hist/counts"},
+		{"top level not an object", "arr.json", []byte(`[{"schema_version": 1}]`), "at /: schema"},
+	}
+	if len(cases) < 15 {
+		t.Fatal("the issue asks for at least 15 bad inputs")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "keep.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/gpt2.json.gz")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.file)
+			if err := os.WriteFile(path, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, db)
+			_, stderr, err := run(t, db, "ingest", path, "../../schemas/testdata/valid/tied_meta.json")
+			if err == nil {
+				t.Fatal("bad input accepted")
+			}
+			if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() == 0 {
+				t.Fatalf("exit code not set: %v", err)
+			}
+			if !strings.Contains(stderr, path+": ") || !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr does not name %s and say %q:\n%s", path, c.want, stderr)
+			}
+			if after := snapshot(t, db); after != before {
+				t.Error("database changed")
+			}
+		})
+	}
+	// A bad input never creates a database either.
+	fresh := filepath.Join(dir, "fresh.db")
+	if _, _, err := run(t, fresh, "ingest", filepath.Join(dir, "e.json")); err == nil {
+		t.Fatal("accepted")
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatal("a rejected ingest created the database")
+	}
+}
+
+func TestKeepGoingStoresTheValidOnes(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "k.db")
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{"), 0o644)
+	out, stderr, err := run(t, db, "ingest", "--keep-going", bad, "../../schemas/testdata/valid/lazy.json")
+	if err == nil || !strings.Contains(stderr, "bad.json") || !strings.Contains(out, "as run 1") {
+		t.Fatalf("err=%v\nout=%s\nerr=%s", err, out, stderr)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mrep-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "mrep")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Two real mrep processes writing one database at the same time both succeed.
+func TestConcurrentIngestProcesses(t *testing.T) {
+	bin := buildBinary(t)
+	files, _ := filepath.Glob("../../examples/dumps/*.json.gz")
+	if len(files) < 6 {
+		t.Fatalf("need example dumps, found %d", len(files))
+	}
+	half := len(files) / 2
+	for round := 0; round < 3; round++ {
+		db := filepath.Join(t.TempDir(), "c.db") // new each round: the migration races too
+		sets := [][]string{files[:half], files[half:]}
+		var wg sync.WaitGroup
+		outs := make([][]byte, 2)
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i := range sets {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				args := []string{"--db", db, "ingest"}
+				args = append(args, sets[i]...)
+				args = append(args, files[0]) // both processes also race on one shared dump
+				cmd := exec.Command(bin, args...)
+				outs[i], errs[i] = cmd.CombinedOutput()
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		for i := range errs {
+			if errs[i] != nil {
+				t.Fatalf("round %d process %d: %v\n%s", round, i, errs[i], outs[i])
+			}
+		}
+		out := mustRun(t, db, "runs", "--json")
+		if got := strings.Count(out, `"content_hash"`); got != len(files) {
+			t.Fatalf("round %d: %d runs stored, want %d\n%s\n%s", round, got, len(files), outs[0], outs[1])
+		}
+	}
+}
