@@ -1,0 +1,102 @@
+package chips
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestEmbeddedCoversTheRequiredChips(t *testing.T) {
+	db := Default()
+	for _, name := range []string{"H100-SXM", "H100-PCIe", "H200", "B200", "GB200", "A100-SXM", "A100-PCIe", "L40S", "L4",
+		"A10", "V100", "MI300X", "MI325X", "MI355X", "TPU-v5e", "TPU-v5p", "TPU-v6e", "Gaudi3"} {
+		c, err := db.Lookup(name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(c.Sources) == 0 || c.HBMGBps <= 0 || c.MemoryGiB <= 0 {
+			t.Errorf("%s lacks figures or sources: %+v", name, c)
+		}
+	}
+}
+
+// Dense figures as ../shared/refs/chips.md lists them, and its derived ridge points.
+func TestDenseFiguresAndRidges(t *testing.T) {
+	db := Default()
+	cases := []struct {
+		chip, dtype string
+		peak, bw    float64
+		ridge       float64
+	}{
+		{"h100", "bf16", 989.4, 3350, 295},
+		{"H200", "bf16", 989.4, 4800, 206},
+		{"H200", "fp8", 1978.9, 4800, 412.3},
+		{"B200", "bf16", 2250, 7700, 292},
+		{"GB200", "bf16", 2500, 8000, 313},
+		{"A100", "bf16", 312, 2039, 153},
+		{"L40S", "bf16", 362.05, 864, 419},
+		{"L4", "bf16", 121, 300, 403},
+		{"MI300X", "bf16", 1307.4, 5300, 247},
+		{"MI325X", "bf16", 1307.4, 6000, 218},
+		{"MI355X", "bf16", 2500, 8000, 313},
+		{"v5e", "bf16", 197, 819, 240},
+		{"v5p", "bf16", 459, 2765, 166},
+		{"v6e", "bf16", 918, 1640, 560},
+		{"gaudi3", "bf16", 1835, 3670, 500},
+	}
+	for _, c := range cases {
+		chip, err := db.Lookup(c.chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := chip.Peak(c.dtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != c.peak*1e12 || chip.HBMGBps != c.bw {
+			t.Errorf("%s %s: peak %g bw %g", c.chip, c.dtype, p, chip.HBMGBps)
+		}
+		if ridge := p / chip.HBMBytesPerSec(); math.Abs(ridge-c.ridge) > 0.6 { // chips.md rounds
+			t.Errorf("%s ridge %.1f, chips.md says %.0f", c.chip, ridge, c.ridge)
+		}
+	}
+}
+
+func TestMissingPeakAndUnknownChip(t *testing.T) {
+	db := Default()
+	a100, _ := db.Lookup("A100-SXM")
+	if _, err := a100.Peak("fp8"); !errors.Is(err, ErrNoPeak) || !strings.Contains(err.Error(), "bf16") {
+		t.Fatalf("A100 fp8: %v", err)
+	}
+	if _, err := db.Lookup("H900"); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "H200") {
+		t.Fatalf("unknown: %v", err)
+	}
+}
+
+func TestUserFileAddsAndReplaces(t *testing.T) {
+	user := `{"chips": [
+	 {"name": "MyChip", "vendor": "me", "title": "x", "peak_tflops": {"bf16": 100}, "memory_gib": 10, "hbm_gbps": 1000,
+	  "scale_up_gbps": 0, "scale_out_gbps": 0, "tdp_w": 0, "onchip_mib": 0, "sources": ["my lab"]},
+	 {"name": "H200", "vendor": "NVIDIA", "title": "derated", "peak_tflops": {"bf16": 800}, "memory_gib": 141, "hbm_gbps": 4000,
+	  "scale_up_gbps": 900, "scale_out_gbps": 50, "tdp_w": 700, "onchip_mib": 50, "sources": ["measured"]}]}`
+	u, err := Parse("mine.json", strings.NewReader(user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := Default()
+	if err := db.Merge(u); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := db.Lookup("mychip"); err != nil || c.HBMGBps != 1000 {
+		t.Fatal(c, err)
+	}
+	if c, _ := db.Lookup("h200-sxm"); c.Title != "derated" {
+		t.Fatalf("alias lookup after replace: %+v", c)
+	}
+	_, err = Parse("bad.json", strings.NewReader(`{"chips": [{"name": "X", "peak_tflops": {"bf16": 1}, "memory_gib": 1, "hbm_gbps": 1}]}`))
+	if err == nil || !strings.Contains(err.Error(), "bad.json: /chips/0: X: every chip needs sources") {
+		t.Fatalf("missing sources: %v", err)
+	}
+}
