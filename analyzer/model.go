@@ -99,7 +99,7 @@ type Timing struct {
 	FloorBytes float64 `json:"bytes_floor"`
 	BelowFloor bool    `json:"below_floor"`
 	FloorNote  string  `json:"floor_note,omitempty"`
-	// TEstFloor is T_est with bytes_hbm raised to the floor: the fastest this step can be.
+	// TEstFloor is T_est with each byte term raised to its floor: the fastest this step can be.
 	TEstFloor float64 `json:"T_est_floor"`
 }
 
@@ -139,14 +139,22 @@ func Time(c Cost, t Target, tokens float64, onChipWeights bool) Timing {
 		weightsFloor = 0
 	}
 	tm.FloorBytes = weightsFloor + c.FloorKV
-	// 0.1% slack: the floor and the bytes are sums of the same terms in different orders.
-	if c.BytesHBM() < tm.FloorBytes*(1-1e-3) {
-		tm.BelowFloor = true
-		tm.FloorNote = fmt.Sprintf("models %s of HBM traffic, below the compulsory %s (every active weight once per pass, the KV cache once): no chip can reach this T_est",
-			si(c.BytesHBM(), "B"), si(tm.FloorBytes, "B"))
+	// Each term must carry its compulsory traffic: extra activation bytes do not make up for
+	// weights a profile never reads. 0.1% slack: the two sides sum the same terms differently.
+	var short []string
+	if c.BytesWeights < weightsFloor*(1-1e-3) {
+		short = append(short, fmt.Sprintf("bytes_weights %s < %s (every active weight once per pass; they do not fit in %s of on-chip memory)",
+			si(c.BytesWeights, "B"), si(weightsFloor, "B"), si(t.Chip.OnChipBytes(), "B")))
 	}
-	fl := Timing{TComp: tm.TComp, THBM: math.Max(tm.THBM, tm.FloorBytes/t.BWHBM), TNet: tm.TNet}
-	tm.TEstFloor = math.Max(fl.TComp, math.Max(fl.THBM, fl.TNet))
+	if c.BytesKV < c.FloorKV*(1-1e-3) {
+		short = append(short, fmt.Sprintf("bytes_kv %s < %s (the KV cache once)", si(c.BytesKV, "B"), si(c.FloorKV, "B")))
+	}
+	if len(short) > 0 {
+		tm.BelowFloor = true
+		tm.FloorNote = "below the compulsory HBM traffic: " + strings.Join(short, "; ") + "; no chip reaches this T_est"
+	}
+	hbm := math.Max(c.BytesWeights, weightsFloor) + c.BytesActivations + math.Max(c.BytesKV, c.FloorKV) + c.BytesTemporary
+	tm.TEstFloor = math.Max(tm.TComp, math.Max(hbm/t.BWHBM, tm.TNet))
 	return tm
 }
 
