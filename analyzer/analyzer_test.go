@@ -137,7 +137,7 @@ func TestKVCachePerToken(t *testing.T) {
 		name  string
 		bytes float64
 	}{
-		{"Llama-3.1-8B", 131_072},        // 2·32·8·128·2
+		{"Llama-3.1-8B", 131_072}, // 2·32·8·128·2
 		{"Llama-3.1-70B-Instruct", 327_680},
 		{"Mixtral-8x7B-v0.1", 131_072},
 		{"Qwen2.5-7B", 57_344},
@@ -380,5 +380,46 @@ func TestProfilesFromFile(t *testing.T) {
 	if _, err := ParseProfiles("bad.json", strings.NewReader(`{"name":"x","attention_bytes":"fast","wrf_attn":1,"wrf_dense":1,"wrf_moe":1,"act_fusion":1,"elementwise":1}`)); err == nil ||
 		!strings.Contains(err.Error(), "bad.json") {
 		t.Fatalf("bad profile: %v", err)
+	}
+}
+
+// transformer-roofline-analyzer's output for Llama-4-Scout (../shared/seeds/002): one query
+// with 1,048,576 cached tokens and 1 input token, bf16.
+func TestOperatorsMatchRooflineAnalyzer(t *testing.T) {
+	m := NewModel(load(t, "Llama-4-Scout-17B-16E-Instruct"))
+	tab, err := m.Operators([]Query{{Cached: 1048576, Input: 1}}, 2, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qkv *OperatorRow
+	for i := range tab.Rows {
+		if tab.Rows[i].Operator == "Attn - QKV_Proj" {
+			qkv = &tab.Rows[i]
+		}
+	}
+	if qkv == nil {
+		t.Fatalf("no QKV row: %+v", tab.Rows)
+	}
+	if qkv.Blocks != 48 || qkv.TotalBlocks != 48 {
+		t.Errorf("blocks %d / %d", qkv.Blocks, qkv.TotalBlocks)
+	}
+	within(t, "QKV FLOPs (73.39 MFLOPs)", qkv.FLOPs, 73.39e6, 0.0005)
+	within(t, "QKV weights (70.00 MiB)", qkv.WeightBytes, 70*(1<<20), 1e-9)
+	within(t, "QKV input (10.00 KiB)", qkv.InputBytes, 10*1024, 1e-9)
+	within(t, "QKV output (14.00 KiB)", qkv.OutputBytes, 14*1024, 1e-9)
+	within(t, "KV cache storage (192.00 GiB)", tab.StorageKV, 192*(1<<30), 0.0001)
+	// The reference tool's "minimum storage" weights (28.13 GiB) are the weights one token
+	// reads; every expert must be resident, so mrep stores all of them.
+	within(t, "blocks' weight bytes (28.13 GiB)", tab.Blocks.WeightBytes, 28.13*(1<<30), 0.001)
+	within(t, "plus embedding row and LM head", tab.ActiveWeight-tab.Blocks.WeightBytes, 202048*5120*2+5120*2*2, 0.001)
+	within(t, "all weights resident", tab.StorageW, float64(m.TotalParams)*2, 0.001)
+
+	two, err := m.Operators([]Query{{Cached: 1048576, Input: 1}, {Cached: 1024, Input: 1}}, 2, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "a second query adds its own KV", two.StorageKV-tab.StorageKV, 1025*float64(m.Fingerprint.CKV*48)*2, 1e-9)
+	if _, err := m.Operators([]Query{{Cached: 5, Input: 0}}, 2, 2, 2); err == nil {
+		t.Error("zero input tokens accepted")
 	}
 }

@@ -172,7 +172,7 @@ func costOp(op Op, fp Fingerprint, ph Phase, s Scenario, p ExecProfile) opCost {
 		m := sh.tokens
 		f := 2 * m * float64(op.Numel) / tp
 		w := float64(op.Numel) * Wb / tp
-		act := A * m * float64(op.DimSum)
+		act := A * m * float64(op.In+op.Out)
 		c.fwd = Cost{FTheory: f, FTensorcore: f, FRealizable: f / eta(m, s.BSat),
 			BytesWeights: w / wrf, BytesActivations: p.ActFusion * act / tp, FloorWeights: w}
 		c.bwd = Cost{FTheory: 2 * f, FTensorcore: 2 * f, FRealizable: 2 * f / eta(m, s.BSat),
@@ -241,7 +241,7 @@ func costExperts(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfile)
 	mEff := groupTokens * k / E / math.Max(frac, 1e-12) // tokens per touched expert
 	f := 2 * assignments * perExpert / tp
 	wTouched := held * frac * perExpert * Wb / tp
-	act := A * assignments * float64(op.DimSum) / tp
+	act := A * assignments * float64(op.In+op.Out) / tp
 	c.fwd = Cost{FTheory: f, FTensorcore: f, FRealizable: f / eta(mEff, s.BSat),
 		BytesWeights: wTouched / p.WRFMoE, BytesActivations: p.ActFusion * act, FloorWeights: wTouched}
 	gTouched := held * frac * perExpert * G / tp

@@ -48,10 +48,11 @@ type Op struct {
 	Category Category `json:"category"`
 	Layer    int      `json:"layer"` // decoder layer index, -1 outside layers
 
-	// GEMM / experts: a weight of Numel elements whose two matrix dims sum to DimSum
-	// (in+out), so FLOPs = 2*tokens*Numel and activation traffic = tokens*DimSum.
+	// GEMM / experts: a weight of Numel elements (per expert: Numel/Experts) mapping In to Out
+	// features, so FLOPs = 2*tokens*Numel and activation traffic = tokens*(In+Out).
 	Numel   int64 `json:"numel,omitempty"`
-	DimSum  int64 `json:"dim_sum,omitempty"`
+	In      int64 `json:"in,omitempty"`
+	Out     int64 `json:"out,omitempty"`
 	Experts int64 `json:"experts,omitempty"` // routed experts this weight holds (fused or a separate expert's share)
 	Tied    bool  `json:"tied,omitempty"`    // the tensor is tied: its bytes are read here, its parameters counted elsewhere
 
@@ -168,11 +169,13 @@ func BuildOps(d *model.Dump, fp Fingerprint) []Op {
 				e := shape[*p.ExpertAxis]
 				per := numel / max(e, 1)
 				rest := append(append([]int64{}, shape[:*p.ExpertAxis]...), shape[*p.ExpertAxis+1:]...)
-				op.Kind, op.Numel, op.Experts, op.DimSum = OpExperts, numel, e, dimSum(rest, per)
+				op.Kind, op.Numel, op.Experts = OpExperts, numel, e
+				op.In, op.Out = inOut(rest, per, false)
 			case strings.Contains(cls, "embedding") && len(shape) == 2 && cat != CatLMHead:
 				op.Kind, op.Rows, op.Width, op.Numel = OpEmbedding, shape[0], shape[1], numel
 			case len(shape) >= 2:
-				op.Kind, op.Numel, op.DimSum = OpGEMM, numel, dimSum(shape, numel)
+				op.Kind, op.Numel = OpGEMM, numel
+				op.In, op.Out = inOut(shape, numel, m.Class == "Conv1D")
 				if cat == CatRoutedExperts && fp.MoE != nil {
 					// one of E separate expert modules: it sees top_k/E of the tokens
 					op.Kind, op.Experts = OpExperts, 1
@@ -196,14 +199,17 @@ func BuildOps(d *model.Dump, fp Fingerprint) []Op {
 	return ops
 }
 
-// dimSum is in+out of a matrix: the last dim is the input, the product of the rest the output
-// (Linear [out, in]); transposed layouts (Conv1D [in, out]) give the same sum.
-func dimSum(shape []int64, numel int64) int64 {
+// inOut reads a weight's input and output features: Linear stores [out, in] (the last dim is
+// the input); GPT-2's Conv1D stores [in, out].
+func inOut(shape []int64, numel int64, inFirst bool) (int64, int64) {
 	in := shape[len(shape)-1]
-	if in == 0 {
-		return 0
+	if inFirst {
+		in = shape[0]
 	}
-	return in + numel/in
+	if in == 0 {
+		return 0, 0
+	}
+	return in, numel / in
 }
 
 func opName(module, tensor string, cat Category) string {
