@@ -31,8 +31,8 @@ type OperatorRow struct {
 type OperatorTable struct {
 	Queries      []Query       `json:"queries"`
 	Rows         []OperatorRow `json:"rows"`
-	Blocks       OperatorRow   `json:"blocks_total"` // the decoder blocks, as the reference tool totals
-	Total        OperatorRow   `json:"total"`        // blocks plus embedding, final norm and LM head
+	Blocks       OperatorRow   `json:"blocks_total"`          // the decoder blocks, as the reference tool totals
+	Total        OperatorRow   `json:"total"`                 // blocks plus embedding, final norm and LM head
 	StorageW     float64       `json:"storage_weights_bytes"` // every parameter: all experts must be resident
 	StorageKV    float64       `json:"storage_kv_bytes"`
 	ActiveWeight float64       `json:"active_weight_bytes"` // what one step reads
