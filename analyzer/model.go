@@ -143,8 +143,8 @@ func Time(c Cost, t Target, tokens float64, onChipWeights bool) Timing {
 	// weights a profile never reads. 0.1% slack: the two sides sum the same terms differently.
 	var short []string
 	if c.BytesWeights < weightsFloor*(1-1e-3) {
-		short = append(short, fmt.Sprintf("bytes_weights %s < %s (every active weight once per pass; they do not fit in %s of on-chip memory)",
-			si(c.BytesWeights, "B"), si(weightsFloor, "B"), si(t.Chip.OnChipBytes(), "B")))
+		short = append(short, fmt.Sprintf("bytes_weights %s < %s (every active weight once per pass; they do not fit in the %g MiB on chip)",
+			si(c.BytesWeights, "B"), si(weightsFloor, "B"), t.Chip.OnChipMiB))
 	}
 	if c.BytesKV < c.FloorKV*(1-1e-3) {
 		short = append(short, fmt.Sprintf("bytes_kv %s < %s (the KV cache once)", si(c.BytesKV, "B"), si(c.FloorKV, "B")))

@@ -76,6 +76,9 @@ func operatorOf(op Op) string {
 	case CatRouter:
 		return "MoE - Router"
 	case CatNorm:
+		if op.Layer < 0 {
+			return "Final norm"
+		}
 		return "Norm"
 	case CatEmbedding:
 		return "Embedding"
@@ -194,13 +197,27 @@ func (m *Model) Operators(queries []Query, weightBytes, actBytes, kvBytes float6
 				kvRead += keys * float64(fp.CKV) * kvBytes
 			}
 			qBytes := newTok * h * dqk * actBytes
-			add("Attn - QK^T", op.Layer, 2*scores*dqk, 0, qBytes+kvRead/2, scores*actBytes)
-			add("Attn - Softmax", op.Layer, 3*scores, 0, scores*actBytes, scores*actBytes)
-			add("Attn - AV", op.Layer, 2*scores*dv, 0, scores*actBytes+kvRead/2, newTok*h*dv*actBytes)
+			suffix := ""
+			if op.Window > 0 {
+				suffix = fmt.Sprintf(" (window %d)", op.Window)
+			}
+			add("Attn - QK^T"+suffix, op.Layer, 2*scores*dqk, 0, qBytes+kvRead/2, scores*actBytes)
+			add("Attn - Softmax"+suffix, op.Layer, 3*scores, 0, scores*actBytes, scores*actBytes)
+			add("Attn - AV"+suffix, op.Layer, 2*scores*dv, 0, scores*actBytes+kvRead/2, newTok*h*dv*actBytes)
 		}
 	}
-	for _, q := range queries {
-		tab.StorageKV += float64(q.Cached+q.Input) * float64(fp.CKV) * float64(fp.Layers) * kvBytes
+	// The cache a layer keeps: every token, or its window (formulas.md §9).
+	for _, op := range m.Ops {
+		if op.Kind != OpAttnCore {
+			continue
+		}
+		for _, q := range queries {
+			keys := float64(q.Cached + q.Input)
+			if op.Window > 0 && keys > float64(op.Window) {
+				keys = float64(op.Window)
+			}
+			tab.StorageKV += keys * float64(fp.CKV) * kvBytes
+		}
 	}
 	for _, name := range order {
 		g := groups[name]

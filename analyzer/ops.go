@@ -171,6 +171,15 @@ func BuildOps(d *model.Dump, fp Fingerprint) []Op {
 				rest := append(append([]int64{}, shape[:*p.ExpertAxis]...), shape[*p.ExpertAxis+1:]...)
 				op.Kind, op.Numel, op.Experts = OpExperts, numel, e
 				op.In, op.Out = inOut(rest, per, false)
+				// Fused layouts differ ([E, out, in] in Mixtral, [E, in, out] in Llama 4): the
+				// hidden size is the input of gate/up and the output of down.
+				if len(rest) == 2 && rest[0] == fp.Hidden && rest[1] != fp.Hidden {
+					if strings.Contains(p.Name, "down") {
+						op.In, op.Out = rest[1], rest[0]
+					} else {
+						op.In, op.Out = rest[0], rest[1]
+					}
+				}
 			case strings.Contains(cls, "embedding") && len(shape) == 2 && cat != CatLMHead:
 				op.Kind, op.Rows, op.Width, op.Numel = OpEmbedding, shape[0], shape[1], numel
 			case len(shape) >= 2:

@@ -41,12 +41,15 @@ func NewApp(env Env) *cli.App {
 		Usage: "what limits a transformer on a chip in training, prefill and decode, and which knob moves it",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Value: store.DefaultPath, EnvVars: []string{"MREP_DB"}, Usage: "SQLite database `FILE`"},
+			&cli.StringFlag{Name: "chips-file", EnvVars: []string{"MREP_CHIPS"}, Usage: "JSON `FILE` of extra chips (same shape as chips/chips.json)"},
 		},
 		Commands: []*cli.Command{
 			ingestCommand(env),
 			runsCommand(env),
 			showCommand(env),
 			rmCommand(env),
+			analyzeCommand(env),
+			chipsCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -22,7 +22,7 @@ func main() {
 		fmt.Fprintf(c.App.ErrWriter, "mrep: %v\n", err)
 		os.Exit(code)
 	}
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(interspersed(app, os.Args)); err != nil {
 		fmt.Fprintf(os.Stderr, "mrep: %v\n", err)
 		os.Exit(1)
 	}

@@ -31,7 +31,7 @@ func run(t testing.TB, db string, args ...string) (string, string, error) {
 	var out, errOut bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errOut
 	app.ExitErrHandler = func(*cli.Context, error) {} // keep the test process alive
-	err := app.RunContext(context.Background(), append([]string{"mrep", "--db", db}, args...))
+	err := app.RunContext(context.Background(), interspersed(app, append([]string{"mrep", "--db", db}, args...)))
 	return out.String(), errOut.String(), err
 }
 
@@ -310,4 +310,36 @@ func TestConcurrentIngestProcesses(t *testing.T) {
 			t.Fatalf("round %d: %d runs stored, want %d\n%s\n%s", round, got, len(files), outs[0], outs[1])
 		}
 	}
+}
+
+func TestAnalyzeGoldenAndErrors(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "a.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Mixtral-8x7B-v0.1.json.gz", "../../examples/dumps/Llama-4-Scout-17B-16E-Instruct.json.gz")
+	// flags after the run selector, as users type them
+	golden(t, "analyze_mixtral_h200_fp8.md", mustRun(t, db, "analyze", "Mixtral-8x7B-v0.1", "--chip", "H200", "--chip", "MI300X",
+		"--dtype", "fp8", "--kv-dtype", "bf16", "-b", "8", "-s", "1024", "--ep", "2"))
+	golden(t, "analyze_scout_operators.md", mustRun(t, db, "analyze", "Llama-4-Scout-17B-16E-Instruct", "--phase", "decode",
+		"--exec", "naive", "--cached-tokens", "1048576", "--cached-tokens", "1024", "--input-tokens", "1", "--input-tokens", "1"))
+	out := mustRun(t, db, "analyze", "--json", "--phase", "decode", "1")
+	if !strings.Contains(out, `"analyzer_version": "mrep-analyzer/1"`) || !strings.Contains(out, `"T_est"`) {
+		t.Fatal("analyze --json lacks the version or T_est")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyze", "--chip", "H900"}, `chip "H900"`},
+		{[]string{"analyze", "--chip", "A100", "--dtype", "fp8"}, "chip A100-SXM has no fp8 peak"},
+		{[]string{"analyze", "--dtype", "fp7"}, `--dtype "fp7"`},
+		{[]string{"analyze", "--tp", "0"}, "tp and ep must be >= 1"},
+		{[]string{"analyze", "--exec", "nope.json"}, "--exec nope.json"},
+		{[]string{"analyze", "--cached-tokens", "5"}, "--cached-tokens has 1 values"},
+		{[]string{"analyze", "no-such-model"}, `run "no-such-model": no such run`},
+	} {
+		_, _, err := run(t, db, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+	golden(t, "chips.md", mustRun(t, db, "chips"))
 }

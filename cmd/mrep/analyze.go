@@ -1,0 +1,236 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/render"
+)
+
+// chipDB is the embedded chips plus the user's --chips-file.
+func chipDB(c *cli.Context) (*chips.DB, error) {
+	db := chips.Default()
+	if p := c.String("chips-file"); p != "" {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, cli.Exit(fmt.Sprintf("chips file: %v", err), exitFailure)
+		}
+		defer f.Close()
+		user, err := chips.Parse(p, f)
+		if err != nil {
+			return nil, cli.Exit(err.Error(), exitFailure)
+		}
+		if err := db.Merge(user); err != nil {
+			return nil, cli.Exit(fmt.Sprintf("chips file %s: %v", p, err), exitFailure)
+		}
+	}
+	return db, nil
+}
+
+// scenarioFlags are shared by analyze, report and diff.
+func scenarioFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip target(s) from `mrep chips`"},
+		&cli.Int64Flag{Name: "batch", Aliases: []string{"b"}, Value: 1, Usage: "B: sequences per GPU step"},
+		&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Value: 2048, Usage: "S: prefill/training tokens per sequence"},
+		&cli.Int64Flag{Name: "kv-len", Aliases: []string{"l"}, Usage: "L: decode KV length (default: --seq)"},
+		&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "compute precision (chip peak) and default for weights and activations: fp32, tf32, bf16, fp16, fp8, int8, fp4"},
+		&cli.StringFlag{Name: "weight-dtype", Usage: "weight precision (default: --dtype)"},
+		&cli.StringFlag{Name: "act-dtype", Usage: "activation precision (default: --dtype)"},
+		&cli.StringFlag{Name: "kv-dtype", Usage: "KV-cache precision (default: --act-dtype)"},
+		&cli.StringFlag{Name: "grad-dtype", Usage: "weight-gradient precision in training (default: bf16)"},
+		&cli.StringSliceFlag{Name: "exec", Value: cli.NewStringSlice("naive", "efficient"), Usage: "exec profile(s): naive, efficient or a JSON `FILE` of profiles"},
+		&cli.Int64Flag{Name: "tp", Value: 1, Usage: "tensor parallel size"},
+		&cli.Int64Flag{Name: "ep", Value: 1, Usage: "expert parallel size (DP = EP)"},
+		&cli.Float64Flag{Name: "b-sat", Value: 64, Usage: "M_eff at which tensor cores saturate: eta_tc = min(1, M_eff/B_sat)"},
+		&cli.Float64Flag{Name: "eta-scalar", Value: 1.0 / 16, Usage: "non-tensor-core throughput as a fraction of P_peak"},
+		&cli.StringFlag{Name: "recompute", Value: "none", Usage: "training activation recomputation: none, selective, full"},
+		&cli.Int64Flag{Name: "grad-accum", Value: 1, Usage: "training microbatches per optimizer step"},
+		&cli.BoolFlag{Name: "seed-training", Usage: "the seed's training model: prefill x 3 FLOPs, x 2 bytes"},
+	}
+}
+
+func dtypeBytes(flag, name string) (float64, error) {
+	b, ok := analyzer.DTypeBytes[strings.ToLower(name)]
+	if !ok {
+		return 0, fmt.Errorf("--%s %q: want one of fp32, tf32, bf16, fp16, fp8, int8, fp4", flag, name)
+	}
+	return b, nil
+}
+
+// scenarioOptions turns the flags into the analyzer's inputs.
+type scenarioOptions struct {
+	scenario analyzer.Scenario
+	targets  []analyzer.Target
+	profiles []analyzer.ExecProfile
+}
+
+func readScenario(c *cli.Context) (scenarioOptions, error) {
+	var o scenarioOptions
+	s := analyzer.DefaultScenario()
+	s.Batch, s.Seq, s.KVLen = c.Int64("batch"), c.Int64("seq"), c.Int64("kv-len")
+	if s.KVLen == 0 {
+		s.KVLen = s.Seq
+	}
+	s.ComputeDType = strings.ToLower(c.String("dtype"))
+	pick := func(flag, fallback string) (float64, error) {
+		v := c.String(flag)
+		if v == "" {
+			v = fallback
+		}
+		return dtypeBytes(flag, v)
+	}
+	var err error
+	if _, err = dtypeBytes("dtype", s.ComputeDType); err != nil {
+		return o, cli.Exit(err.Error(), exitFailure)
+	}
+	act := c.String("act-dtype")
+	if act == "" {
+		act = s.ComputeDType
+	}
+	for _, x := range []struct {
+		dst            *float64
+		flag, fallback string
+	}{{&s.WeightBytes, "weight-dtype", s.ComputeDType}, {&s.ActBytes, "act-dtype", s.ComputeDType},
+		{&s.KVBytes, "kv-dtype", act}, {&s.GradBytes, "grad-dtype", "bf16"}} {
+		if *x.dst, err = pick(x.flag, x.fallback); err != nil {
+			return o, cli.Exit(err.Error(), exitFailure)
+		}
+	}
+	s.TP, s.EP = c.Int64("tp"), c.Int64("ep")
+	s.BSat, s.EtaScalar = c.Float64("b-sat"), c.Float64("eta-scalar")
+	s.Recompute, s.GradAccum, s.SeedTraining = c.String("recompute"), c.Int64("grad-accum"), c.Bool("seed-training")
+	if err := s.Validate(); err != nil {
+		return o, cli.Exit("scenario: "+err.Error(), exitFailure)
+	}
+	o.scenario = s
+
+	db, err := chipDB(c)
+	if err != nil {
+		return o, err
+	}
+	for _, name := range c.StringSlice("chip") {
+		chip, err := db.Lookup(name)
+		if err != nil {
+			return o, cli.Exit(err.Error(), exitFailure)
+		}
+		t, err := analyzer.NewTarget(chip, s.ComputeDType)
+		if err != nil {
+			return o, cli.Exit(err.Error(), exitFailure)
+		}
+		o.targets = append(o.targets, t)
+	}
+	for _, e := range c.StringSlice("exec") {
+		if p, ok := analyzer.Profiles[e]; ok {
+			o.profiles = append(o.profiles, p)
+			continue
+		}
+		f, err := os.Open(e)
+		if err != nil {
+			return o, cli.Exit(fmt.Sprintf("--exec %s: not naive or efficient, and not a readable profile file: %v", e, err), exitFailure)
+		}
+		ps, err := analyzer.ParseProfiles(e, f)
+		f.Close()
+		if err != nil {
+			return o, cli.Exit(err.Error(), exitFailure)
+		}
+		o.profiles = append(o.profiles, ps...)
+	}
+	return o, nil
+}
+
+func analyzeCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "analyze",
+		Usage:     "FLOPs, bytes and time of training, prefill and decode on chip targets",
+		ArgsUsage: "[RUN]",
+		Flags: append(scenarioFlags(),
+			&cli.StringSliceFlag{Name: "phase", Value: cli.NewStringSlice("training", "prefill", "decode"), Usage: "phases to analyze"},
+			&cli.Int64SliceFlag{Name: "cached-tokens", Usage: "per-query KV-cache lengths for the per-operator table (with --input-tokens)"},
+			&cli.Int64SliceFlag{Name: "input-tokens", Usage: "per-query new tokens for the per-operator table"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+		),
+		Action: func(c *cli.Context) error {
+			o, err := readScenario(c)
+			if err != nil {
+				return err
+			}
+			var phases []analyzer.Phase
+			for _, p := range c.StringSlice("phase") {
+				ph := analyzer.Phase(p)
+				if ph != analyzer.Training && ph != analyzer.Prefill && ph != analyzer.Decode {
+					return cli.Exit(fmt.Sprintf("--phase %q: want training, prefill or decode", p), exitFailure)
+				}
+				phases = append(phases, ph)
+			}
+			cached, input := c.Int64Slice("cached-tokens"), c.Int64Slice("input-tokens")
+			if len(cached) != len(input) {
+				return cli.Exit(fmt.Sprintf("--cached-tokens has %d values and --input-tokens %d: give one of each per query", len(cached), len(input)), exitFailure)
+			}
+			db, err := openDB(c, env)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			sel := c.Args().First()
+			if sel == "" {
+				sel = "latest"
+			}
+			id, err := resolve(c.Context, db, sel)
+			if err != nil {
+				return err
+			}
+			d, err := db.LoadDump(c.Context, id)
+			if err != nil {
+				return err
+			}
+			m := analyzer.NewModel(d)
+			a, err := analyzer.Run(m, o.scenario, o.targets, o.profiles, phases)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			var ops *analyzer.OperatorTable
+			if len(cached) > 0 {
+				qs := make([]analyzer.Query, len(cached))
+				for i := range cached {
+					qs[i] = analyzer.Query{Cached: cached[i], Input: input[i]}
+				}
+				t, err := m.Operators(qs, o.scenario.WeightBytes, o.scenario.ActBytes, o.scenario.KVBytes)
+				if err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				ops = &t
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, struct {
+					Analysis  analyzer.Analysis       `json:"analysis"`
+					Operators *analyzer.OperatorTable `json:"operators,omitempty"`
+				}{a, ops})
+			}
+			return render.WriteAnalysis(c.App.Writer, a, ops)
+		},
+	}
+}
+
+func chipsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "chips",
+		Usage: "list the chip database (embedded, plus --chips-file)",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "every figure with its sources"}},
+		Action: func(c *cli.Context) error {
+			db, err := chipDB(c)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, db.All())
+			}
+			return render.WriteChips(c.App.Writer, db.All())
+		},
+	}
+}

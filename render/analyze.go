@@ -1,0 +1,205 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+)
+
+// SI formats a quantity with decimal prefixes: 1.30 TB, 481.25 TFLOP.
+func SI(x float64, unit string) string {
+	prefixes := []string{"", "k", "M", "G", "T", "P", "E"}
+	i := 0
+	for math.Abs(x) >= 1000 && i < len(prefixes)-1 {
+		x /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.2f %s%s", x, prefixes[i], unit)
+}
+
+// Ms formats seconds as milliseconds.
+func Ms(s float64) string {
+	if math.IsInf(s, 1) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.3f", s*1e3)
+}
+
+// E4 is the seed's scientific format for intensities and ratios: 6.520e+02.
+func E4(x float64) string { return fmt.Sprintf("%.3e", x) }
+
+func pct(part, whole float64) string {
+	if whole == 0 {
+		return "0.0%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*part/whole)
+}
+
+// WriteAnalysis renders `mrep analyze`: fingerprint, parameters, per-target KPI matrix with
+// the physics check beside each row, byte decomposition and training terms.
+func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTable) error {
+	w := &errWriter{w: out}
+	m := a.Model
+	fp := m.Fingerprint
+	s := a.Scenario
+	w.printf("# Analysis: %s\n\n", m.Name)
+	w.printf("Analyzer `%s`. Per GPU: B=%d, S=%d, L=%d, weights %g B, activations %g B, KV %g B, TP=%d, EP=%d, B_sat=%g, eta_scalar=%.4g.\n\n",
+		a.Version, s.Batch, s.Seq, s.KVLen, s.WeightBytes, s.ActBytes, s.KVBytes, s.TP, s.EP, s.BSat, s.EtaScalar)
+
+	w.printf("## Fingerprint\n\n")
+	moe := "no"
+	if fp.MoE != nil {
+		moe = fmt.Sprintf("%d routed experts, top-%d, %d shared, %d MoE layers (first %d dense)",
+			fp.MoE.RoutedExperts, fp.MoE.TopK, fp.MoE.SharedExperts, fp.MoE.MoELayers, fp.MoE.DenseFirst)
+	}
+	att := fp.Attention
+	if fp.SlidingWindow > 0 {
+		att += fmt.Sprintf(" + sliding window %d", fp.SlidingWindow)
+	}
+	table(w, []string{"Property", "Value"}, "ll", [][]string{
+		{"Family", "`" + fp.Family + "`"},
+		{"Attention", "`" + att + "`"},
+		{"Position encoding", "`" + fp.PositionEncoding + "`"},
+		{"Normalization", "`" + fp.Normalization + "`"},
+		{"Activation", "`" + orNone(fp.Activation) + "`"},
+		{"MoE", moe},
+		{"Weight tying", yesNo(fp.TiedEmbeddings)},
+		{"KV elements per token per layer (C_kv)", Comma(fp.CKV)},
+	})
+
+	w.printf("\n## Parameters by category\n\n")
+	var rows [][]string
+	for _, c := range analyzer.Categories {
+		n := m.Params[c]
+		if n == 0 {
+			continue
+		}
+		rows = append(rows, []string{"`" + string(c) + "`", Comma(n), pct(float64(n), float64(m.TotalParams))})
+	}
+	rows = append(rows, []string{"**total**", Comma(m.TotalParams), "100.0%"},
+		[]string{"active per token", Comma(int64(math.Round(m.Active))), pct(m.Active, float64(m.TotalParams))})
+	table(w, []string{"Category", "Parameters", "Share"}, "lrr", rows)
+
+	for _, t := range a.Targets {
+		w.printf("\n## %s: %s\n\n", t.Label(), t.Chip.Title)
+		w.printf("P_peak %.1f TFLOP/s, BW_hbm %.0f GB/s, BW_net %.0f GB/s per direction, OI_knee %.1f FLOP/B, OI_net %.1f FLOP/B.\n\n",
+			t.Peak/1e12, t.BWHBM/1e9, t.BWNet/1e9, t.Knee, t.OINet)
+		var kpi [][]string
+		var notes []string
+		for _, r := range a.Results {
+			if r.Target != t.Label() {
+				continue
+			}
+			c, tm := r.Step.Cost, r.Timing
+			flag := ""
+			if tm.BelowFloor {
+				flag = " ⚠"
+				notes = append(notes, fmt.Sprintf("- ⚠ `%s`/`%s`: %s. With each byte term at its floor, T_est ≥ %s ms.",
+					r.Step.Phase, r.Step.Profile, tm.FloorNote, Ms(tm.TEstFloor)))
+			}
+			kpi = append(kpi, []string{"`" + string(r.Step.Phase) + "`", "`" + r.Step.Profile + "`",
+				SI(c.FTheory, "FLOP"), SI(c.FRealizable, "FLOP"), SI(c.BytesHBM(), "B"), E4(tm.AIHBM),
+				Ms(tm.TComp), Ms(tm.THBM), Ms(tm.TNet), Ms(tm.TEst) + flag, E4(tm.MFU),
+				fmt.Sprintf("%.2f", tm.TokensPerS), "`" + tm.Regime + "`"})
+		}
+		table(w, []string{"Phase", "Exec", "F_theory", "F_realizable", "bytes_hbm", "AI_hbm", "T_comp (ms)", "T_hbm (ms)",
+			"T_net (ms)", "T_est (ms)", "MFU_est", "Tokens/s", "Regime"}, "llrrrrrrrrrrl", kpi)
+		if len(notes) > 0 {
+			w.printf("\nPhysics check:\n\n%s\n", strings.Join(notes, "\n"))
+		}
+	}
+
+	w.printf("\n## Byte decomposition\n\n")
+	var br [][]string
+	for _, st := range a.Steps {
+		c := st.Cost
+		br = append(br, []string{"`" + string(st.Phase) + "`", "`" + st.Profile + "`", SI(c.BytesWeights, "B"),
+			SI(c.BytesActivations, "B"), SI(c.BytesKV, "B"), SI(c.BytesTemporary, "B"), SI(c.BytesHBM(), "B"),
+			SI(c.BytesNet, "B"), SI(c.FloorWeights+c.FloorKV, "B")})
+	}
+	table(w, []string{"Phase", "Exec", "bytes_weights", "bytes_activations", "bytes_kv", "bytes_temporary", "bytes_hbm", "bytes_net", "compulsory"}, "llrrrrrrr", br)
+
+	w.printf("\n## Step terms\n\nTraining is forward, backward (activation and weight gradients, gradient writes), optional recomputation and the optimizer step, each visible.\n\n")
+	var tr [][]string
+	for _, st := range a.Steps {
+		for _, term := range st.Terms {
+			c := term.Cost
+			tr = append(tr, []string{"`" + string(st.Phase) + "`", "`" + st.Profile + "`", term.Name, SI(c.FTheory, "FLOP"),
+				SI(c.FRealizable, "FLOP"), SI(c.BytesHBM(), "B"), SI(c.BytesNet, "B")})
+		}
+	}
+	table(w, []string{"Phase", "Exec", "Term", "F_theory", "F_realizable", "bytes_hbm", "bytes_net"}, "lllrrrr", tr)
+	if len(a.Steps) > 0 {
+		st := a.Steps[0]
+		w.printf("\nAttention convention: F_theory counts QK^T and PV over the full KV length, as PyTorch's FlopCounterMode does (%s in `%s`); a causal kernel executes %s.\n",
+			SI(st.FAttnFull, "FLOP"), st.Phase, SI(st.FAttnCausal, "FLOP"))
+	}
+	if ops != nil {
+		writeOperators(w, *ops)
+	}
+	return w.err
+}
+
+func writeOperators(w *errWriter, t analyzer.OperatorTable) {
+	var qs []string
+	for _, q := range t.Queries {
+		qs = append(qs, fmt.Sprintf("%s cached + %s input", Comma(q.Cached), Comma(q.Input)))
+	}
+	w.printf("\n## Operators\n\nOne step over %d queries (%s); per block, weights once, inputs read, outputs written.\n\n", len(t.Queries), strings.Join(qs, "; "))
+	var rows [][]string
+	for _, r := range append(append(t.Rows, t.Blocks), t.Total) {
+		blocks := fmt.Sprintf("%d / %d", r.Blocks, r.TotalBlocks)
+		if strings.HasPrefix(r.Operator, "Total") {
+			blocks = "N/A"
+		}
+		rows = append(rows, []string{r.Operator, blocks, SI(r.FLOPs, "FLOPs"), IEC(r.WeightBytes), IEC(r.InputBytes),
+			IEC(r.OutputBytes), fmt.Sprintf("%.3g FLOPs/B", r.Intensity)})
+	}
+	table(w, []string{"Node", "Block Count", "Compute", "Bandwidth (Weight)", "Bandwidth (Input)", "Bandwidth (Output)", "Operational Intensity"}, "lrrrrrr", rows)
+	w.printf("\nMinimum storage requirement: (weights, every expert resident) %s + (KV cache) %s = %s. One step reads %s of the weights.\n",
+		IEC(t.StorageW), IEC(t.StorageKV), IEC(t.StorageW+t.StorageKV), IEC(t.ActiveWeight))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// WriteChips lists the chip database with the figures mrep uses.
+func WriteChips(out io.Writer, list []chips.Chip) error {
+	w := &errWriter{w: out}
+	var rows [][]string
+	for _, c := range list {
+		var peaks []string
+		for _, d := range chips.DTypes {
+			if v := c.PeakTFLOPs[d]; v > 0 {
+				peaks = append(peaks, fmt.Sprintf("%s %g", d, v))
+			}
+		}
+		tdp, ridge := "—", "—"
+		if c.TDPW > 0 {
+			tdp = fmt.Sprintf("%.0f", c.TDPW)
+		}
+		if p, err := c.Peak("bf16"); err == nil {
+			ridge = fmt.Sprintf("%.0f", p/c.HBMBytesPerSec())
+		}
+		rows = append(rows, []string{"`" + c.Name + "`", c.Title, strings.Join(peaks, ", "), fmt.Sprintf("%g", c.MemoryGiB),
+			fmt.Sprintf("%g", c.HBMGBps), fmt.Sprintf("%g", c.ScaleUpGBps), fmt.Sprintf("%g", c.ScaleOutGBps), tdp, ridge})
+	}
+	table(w, []string{"Chip", "Title", "Dense peaks (TFLOP/s)", "Memory (GiB)", "HBM (GB/s)", "Scale-up (GB/s, bidir)", "Scale-out (GB/s)", "TDP (W)", "Ridge bf16 (FLOP/B)"}, "lllrrrrrr", rows)
+	w.printf("\nSources for every figure: `mrep chips --json`.\n")
+	return w.err
+}
