@@ -1,0 +1,424 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"io"
+	"math"
+	"sort"
+
+	chart "github.com/wcharczuk/go-chart/v2"
+	"github.com/wcharczuk/go-chart/v2/drawing"
+)
+
+// LogRange is a base-10 logarithmic axis. go-chart's own LogarithmicRange maps
+// log10(value - Min) / log10(Max - Min), which places a point at AI = OI_knee to the right of
+// the ridge (and everything near Min at the origin); this one maps
+// (log10 v - log10 Min) / (log10 Max - log10 Min), so equal ratios get equal distances.
+type LogRange struct {
+	Min, Max   float64
+	Domain     int
+	Descending bool
+}
+
+// String implements chart.Range.
+func (r LogRange) String() string { return fmt.Sprintf("LogRange [%g,%g] => %d", r.Min, r.Max, r.Domain) }
+
+// IsZero implements chart.Range.
+func (r LogRange) IsZero() bool { return r.Min <= 0 || r.Max <= 0 }
+
+// GetMin implements chart.Range.
+func (r LogRange) GetMin() float64 { return r.Min }
+
+// SetMin implements chart.Range.
+func (r *LogRange) SetMin(v float64) { r.Min = v }
+
+// GetMax implements chart.Range.
+func (r LogRange) GetMax() float64 { return r.Max }
+
+// SetMax implements chart.Range.
+func (r *LogRange) SetMax(v float64) { r.Max = v }
+
+// GetDelta implements chart.Range.
+func (r LogRange) GetDelta() float64 { return r.Max - r.Min }
+
+// GetDomain implements chart.Range.
+func (r LogRange) GetDomain() int { return r.Domain }
+
+// SetDomain implements chart.Range.
+func (r *LogRange) SetDomain(d int) { r.Domain = d }
+
+// IsDescending implements chart.Range.
+func (r LogRange) IsDescending() bool { return r.Descending }
+
+// Translate maps a value to pixels; values at or below zero sit at the axis origin.
+func (r LogRange) Translate(v float64) int {
+	if v <= 0 || r.Min <= 0 || r.Max <= r.Min {
+		return 0
+	}
+	ratio := (math.Log10(v) - math.Log10(r.Min)) / (math.Log10(r.Max) - math.Log10(r.Min))
+	px := int(math.Round(ratio * float64(r.Domain)))
+	if r.Descending {
+		return r.Domain - px
+	}
+	return px
+}
+
+// logTicks are the powers of ten in [min, max], labelled 1e3 style.
+func logTicks(min, max float64) []chart.Tick {
+	var ticks []chart.Tick
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		v := math.Pow(10, e)
+		if v < min*0.999 || v > max*1.001 {
+			continue
+		}
+		ticks = append(ticks, chart.Tick{Value: v, Label: fmt.Sprintf("1e%d", int(e))})
+	}
+	return ticks
+}
+
+// Palette is a colour-blind-safe categorical palette (Okabe-Ito), so charts read the same for
+// everyone and stay byte-stable.
+var Palette = []drawing.Color{
+	drawing.ColorFromHex("0072B2"), drawing.ColorFromHex("D55E00"), drawing.ColorFromHex("009E73"),
+	drawing.ColorFromHex("CC79A7"), drawing.ColorFromHex("E69F00"), drawing.ColorFromHex("56B4E9"),
+	drawing.ColorFromHex("F0E442"), drawing.ColorFromHex("000000"), drawing.ColorFromHex("999999"),
+	drawing.ColorFromHex("882255"),
+}
+
+func colorAt(i int) drawing.Color { return Palette[i%len(Palette)] }
+
+// Ceiling is one chip's roofline.
+type Ceiling struct {
+	Label string
+	Peak  float64 // TFLOP/s
+	BW    float64 // B/s
+}
+
+// Knee is the ridge intensity in FLOP/byte.
+func (c Ceiling) Knee() float64 { return c.Peak * 1e12 / c.BW }
+
+// RoofPoint is a model point at (AI_hbm, TF_est).
+type RoofPoint struct {
+	Label string
+	AI    float64
+	TF    float64
+	Group int // points of one group share a colour and are joined by a line when Connect
+}
+
+// RooflineSpec describes a roofline chart.
+type RooflineSpec struct {
+	Title       string
+	Ceilings    []Ceiling // the first is primary: its regions are shaded
+	Points      []RoofPoint
+	GroupNames  []string
+	Connect     bool // join each group's points in order (sweeps)
+	XMin, XMax  float64
+	YMin, YMax  float64
+	LabelPoints bool // "all" label mode: annotate every point
+}
+
+// Limits returns the axis limits the chart will use: requested ones, else powers of ten
+// around the data and the ridges.
+func (s RooflineSpec) Limits() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, ymin, ymax = s.XMin, s.XMax, s.YMin, s.YMax
+	lo, hi := math.Inf(1), math.Inf(-1)
+	ylo, yhi := math.Inf(1), math.Inf(-1)
+	for _, p := range s.Points {
+		if p.AI > 0 {
+			lo, hi = math.Min(lo, p.AI), math.Max(hi, p.AI)
+		}
+		if p.TF > 0 {
+			ylo, yhi = math.Min(ylo, p.TF), math.Max(yhi, p.TF)
+		}
+	}
+	for _, c := range s.Ceilings {
+		lo, hi = math.Min(lo, c.Knee()), math.Max(hi, c.Knee())
+		yhi = math.Max(yhi, c.Peak)
+		ylo = math.Min(ylo, c.Peak/100)
+	}
+	if xmin <= 0 {
+		xmin = math.Pow(10, math.Floor(math.Log10(lo))-1)
+	}
+	if xmax <= 0 {
+		xmax = math.Pow(10, math.Ceil(math.Log10(hi))+1)
+	}
+	if ymin <= 0 {
+		ymin = math.Pow(10, math.Floor(math.Log10(ylo))-1)
+	}
+	if ymax <= 0 {
+		ymax = math.Pow(10, math.Ceil(math.Log10(yhi*1.5)))
+	}
+	return
+}
+
+var (
+	shadeHBM     = drawing.Color{R: 0, G: 114, B: 178, A: 28}
+	shadeCompute = drawing.Color{R: 213, G: 94, B: 0, A: 28}
+)
+
+// Roofline builds a log-log roofline: a memory slope and compute ceiling per chip, a ridge
+// marker on each, the primary chip's HBM-bound and compute-bound sides shaded, and the points.
+func Roofline(s RooflineSpec) chart.Chart {
+	xmin, xmax, ymin, ymax := s.Limits()
+	var series []chart.Series
+	var entries []legendEntry
+	if len(s.Ceilings) > 0 {
+		entries = append(entries, legendEntry{Label: s.Ceilings[0].Label + " HBM-bound side", Color: shadeHBM.WithAlpha(255), Fill: true},
+			legendEntry{Label: s.Ceilings[0].Label + " compute-bound side", Color: shadeCompute.WithAlpha(255), Fill: true})
+		k := s.Ceilings[0].Knee()
+		series = append(series,
+			chart.ContinuousSeries{Name: "HBM-bound side", Style: chart.Style{StrokeWidth: 0.01, StrokeColor: shadeHBM, FillColor: shadeHBM},
+				XValues: []float64{xmin, k}, YValues: []float64{ymax, ymax}},
+			chart.ContinuousSeries{Name: "compute-bound side", Style: chart.Style{StrokeWidth: 0.01, StrokeColor: shadeCompute, FillColor: shadeCompute},
+				XValues: []float64{k, xmax}, YValues: []float64{ymax, ymax}})
+	}
+	var notes []chart.Value2
+	for i, c := range s.Ceilings {
+		col := drawing.ColorFromHex("333333")
+		if i > 0 {
+			col = colorAt(len(Palette) - 1 - i)
+		}
+		k := c.Knee()
+		x0 := math.Max(xmin, ymin*1e12/c.BW)
+		series = append(series,
+			chart.ContinuousSeries{Name: fmt.Sprintf("%s roof (ridge %.0f FLOP/B)", c.Label, k),
+				Style:   chart.Style{StrokeColor: col, StrokeWidth: 2, StrokeDashArray: dash(i)},
+				XValues: []float64{x0, k, xmax}, YValues: []float64{c.BW * x0 / 1e12, c.Peak, c.Peak}},
+			chart.ContinuousSeries{Name: c.Label + " ridge", Style: chart.Style{StrokeWidth: chart.Disabled, DotColor: col, DotWidth: 5},
+				XValues: []float64{k}, YValues: []float64{c.Peak}})
+		notes = append(notes, chart.Value2{XValue: k, YValue: c.Peak, Label: fmt.Sprintf("%s ridge %.0f", c.Label, k)})
+		entries = append(entries, legendEntry{Label: fmt.Sprintf("%s roof, ridge %.0f FLOP/B", c.Label, k), Color: col, Dash: dash(i)})
+	}
+	groups := map[int][]RoofPoint{}
+	var order []int
+	for _, p := range s.Points {
+		if _, ok := groups[p.Group]; !ok {
+			order = append(order, p.Group)
+		}
+		groups[p.Group] = append(groups[p.Group], p)
+	}
+	sort.Ints(order)
+	for _, g := range order {
+		pts := groups[g]
+		name := ""
+		if g < len(s.GroupNames) {
+			name = s.GroupNames[g]
+		}
+		st := chart.Style{StrokeWidth: chart.Disabled, StrokeColor: colorAt(g), DotColor: colorAt(g), DotWidth: 6}
+		if name != "" {
+			entries = append(entries, legendEntry{Label: name, Color: colorAt(g), Dot: true})
+		}
+		if s.Connect {
+			st.StrokeWidth, st.StrokeColor = 1.5, colorAt(g)
+		}
+		var xs, ys []float64
+		for _, p := range pts {
+			xs, ys = append(xs, clamp(p.AI, xmin, xmax)), append(ys, clamp(p.TF, ymin, ymax))
+			if s.LabelPoints {
+				notes = append(notes, chart.Value2{XValue: clamp(p.AI, xmin, xmax), YValue: clamp(p.TF, ymin, ymax), Label: p.Label})
+			}
+		}
+		series = append(series, chart.ContinuousSeries{Name: name, Style: st, XValues: xs, YValues: ys})
+	}
+	if len(notes) > 0 {
+		series = append(series, chart.AnnotationSeries{Annotations: notes,
+			Style: chart.Style{FontSize: 8, StrokeColor: drawing.ColorFromHex("bbbbbb"), FillColor: drawing.ColorWhite}})
+	}
+	c := chart.Chart{
+		Title: s.Title, TitleStyle: chart.Style{FontSize: 13},
+		Width: 1100, Height: 680,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
+		XAxis: chart.XAxis{Name: "AI_hbm (FLOP/byte, log)", Range: &LogRange{Min: xmin, Max: xmax}, Ticks: logTicks(xmin, xmax),
+			GridMajorStyle: chart.Style{StrokeColor: drawing.ColorFromHex("e0e0e0"), StrokeWidth: 1}},
+		YAxis: chart.YAxis{Name: "TF_est (TFLOP/s, log)", Range: &LogRange{Min: ymin, Max: ymax}, Ticks: logTicks(ymin, ymax),
+			GridMajorStyle: chart.Style{StrokeColor: drawing.ColorFromHex("e0e0e0"), StrokeWidth: 1}},
+		Series: series,
+	}
+	c.XAxis.GridLines = gridLines(c.XAxis.Ticks)
+	c.YAxis.GridLines = gridLines(c.YAxis.Ticks)
+	c.Background.Padding.Right = 300 // the legend lives right of the Y axis, off the data
+	c.Elements = []chart.Renderable{legend(entries)}
+	return c
+}
+
+// legendEntry is one line of a chart's legend.
+type legendEntry struct {
+	Label string
+	Color drawing.Color
+	Dot   bool // a marker; otherwise a line (dashed when Dash)
+	Dash  []float64
+	Fill  bool // a shaded region
+}
+
+// legend draws entries in a column to the right of the plot, so it never hides a point
+// (go-chart's own legends sit on the canvas and list every series, shading included).
+func legend(entries []legendEntry) chart.Renderable {
+	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
+		if len(entries) == 0 {
+			return
+		}
+		x := cb.Right + 70
+		y := cb.Top + 4
+		r.SetFont(defaults.GetFont())
+		r.SetFontSize(9)
+		r.SetFontColor(drawing.ColorFromHex("333333"))
+		for _, e := range entries {
+			switch {
+			case e.Fill:
+				r.SetFillColor(e.Color.WithAlpha(90))
+				r.SetStrokeColor(e.Color)
+				r.SetStrokeWidth(0.5)
+				r.SetStrokeDashArray(nil)
+				r.MoveTo(x, y-6)
+				r.LineTo(x+22, y-6)
+				r.LineTo(x+22, y+4)
+				r.LineTo(x, y+4)
+				r.Close()
+				r.FillStroke()
+			case e.Dot:
+				r.SetFillColor(e.Color)
+				r.SetStrokeColor(e.Color)
+				r.SetStrokeWidth(1)
+				r.SetStrokeDashArray(nil)
+				r.Circle(4, x+11, y-1)
+				r.FillStroke()
+			default:
+				r.SetStrokeColor(e.Color)
+				r.SetStrokeWidth(2)
+				r.SetStrokeDashArray(e.Dash)
+				r.MoveTo(x, y-1)
+				r.LineTo(x+22, y-1)
+				r.Stroke()
+				r.SetStrokeDashArray(nil)
+			}
+			r.Text(e.Label, x+30, y+3)
+			y += 18
+		}
+	}
+}
+
+func gridLines(ticks []chart.Tick) []chart.GridLine {
+	var out []chart.GridLine
+	for _, t := range ticks {
+		out = append(out, chart.GridLine{Value: t.Value})
+	}
+	return out
+}
+
+func dash(i int) []float64 {
+	if i == 0 {
+		return nil
+	}
+	return []float64{6, 3 + float64(i)}
+}
+
+func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
+
+// Pie is the parameter-category pie.
+func Pie(title string, labels []string, values []float64) chart.PieChart {
+	var vs []chart.Value
+	for i := range labels {
+		vs = append(vs, chart.Value{Label: labels[i], Value: values[i], Style: chart.Style{FillColor: colorAt(i), StrokeColor: drawing.ColorWhite, FontSize: 10}})
+	}
+	return chart.PieChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 760, Height: 760, Values: vs,
+		Background: chart.Style{Padding: chart.Box{Top: 40}}}
+}
+
+// StackBar is one bar of shares.
+type StackBar struct {
+	Name   string
+	Labels []string
+	Shares []float64 // fractions summing to 1
+}
+
+// Stacks draws shares as 100% stacked bars, one colour per label (same label, same colour).
+func Stacks(title string, bars []StackBar, labelOrder []string) chart.StackedBarChart {
+	colour := map[string]drawing.Color{}
+	for i, l := range labelOrder {
+		colour[l] = colorAt(i)
+	}
+	var out []chart.StackedBar
+	for _, b := range bars {
+		var vs []chart.Value
+		for i, l := range b.Labels {
+			if b.Shares[i] <= 0 {
+				continue
+			}
+			label := ""
+			if b.Shares[i] >= 0.04 {
+				label = fmt.Sprintf("%s %.0f%%", l, 100*b.Shares[i])
+			}
+			vs = append(vs, chart.Value{Label: label, Value: b.Shares[i], Style: chart.Style{FillColor: colour[l], StrokeColor: drawing.ColorWhite, FontSize: 8, FontColor: drawing.ColorBlack}})
+		}
+		out = append(out, chart.StackedBar{Name: b.Name, Width: 110, Values: vs})
+	}
+	return chart.StackedBarChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1100, Height: 640, BarSpacing: 40, Bars: out,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
+		XAxis: chart.Style{FontSize: 9}, YAxis: chart.Style{FontSize: 9}}
+}
+
+// Histogram is one tensor's weight histogram for the grid.
+type Histogram struct {
+	Name   string
+	Lo, Hi float64
+	Counts []int64
+}
+
+// HistogramGrid renders up to cols x rows small histograms into one PNG.
+func HistogramGrid(w io.Writer, hs []Histogram, cols int) error {
+	if len(hs) == 0 {
+		return fmt.Errorf("no histograms")
+	}
+	const cw, ch = 360, 240
+	rows := (len(hs) + cols - 1) / cols
+	grid := image.NewRGBA(image.Rect(0, 0, cols*cw, rows*ch))
+	draw.Draw(grid, grid.Bounds(), &image.Uniform{color.White}, image.Point{}, draw.Src)
+	for i, h := range hs {
+		var vs []chart.Value
+		step := (h.Hi - h.Lo) / float64(len(h.Counts))
+		for j, c := range h.Counts {
+			label := ""
+			if j == 0 || j == len(h.Counts)-1 || j == len(h.Counts)/2 {
+				label = fmt.Sprintf("%.2g", h.Lo+step*(float64(j)+0.5))
+			}
+			vs = append(vs, chart.Value{Value: float64(c), Label: label, Style: chart.Style{FillColor: colorAt(0), StrokeColor: colorAt(0)}})
+		}
+		bc := chart.BarChart{Title: shorten(h.Name, 44), TitleStyle: chart.Style{FontSize: 8}, Width: cw, Height: ch, BarWidth: 6, BarSpacing: 2,
+			Background: chart.Style{Padding: chart.Box{Top: 28, Left: 6, Right: 6, Bottom: 6}},
+			XAxis: chart.Style{FontSize: 6}, YAxis: chart.YAxis{Style: chart.Style{FontSize: 6}}, Bars: vs}
+		var buf bytes.Buffer
+		if err := bc.Render(chart.PNG, &buf); err != nil {
+			return fmt.Errorf("histogram %s: %w", h.Name, err)
+		}
+		img, err := png.Decode(&buf)
+		if err != nil {
+			return err
+		}
+		at := image.Pt((i%cols)*cw, (i/cols)*ch)
+		draw.Draw(grid, image.Rectangle{Min: at, Max: at.Add(img.Bounds().Size())}, img, img.Bounds().Min, draw.Over)
+	}
+	return png.Encode(w, grid)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n+1:]
+}
+
+// Renderer is any go-chart chart.
+type Renderer interface {
+	Render(rp chart.RendererProvider, w io.Writer) error
+}
+
+// RenderPNG and RenderSVG write a chart.
+func RenderPNG(c Renderer, w io.Writer) error { return c.Render(chart.PNG, w) }
+
+// RenderSVG writes a chart as SVG.
+func RenderSVG(c Renderer, w io.Writer) error { return c.Render(chart.SVG, w) }
