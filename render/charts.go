@@ -26,7 +26,9 @@ type LogRange struct {
 }
 
 // String implements chart.Range.
-func (r LogRange) String() string { return fmt.Sprintf("LogRange [%g,%g] => %d", r.Min, r.Max, r.Domain) }
+func (r LogRange) String() string {
+	return fmt.Sprintf("LogRange [%g,%g] => %d", r.Min, r.Max, r.Domain)
+}
 
 // IsZero implements chart.Range.
 func (r LogRange) IsZero() bool { return r.Min <= 0 || r.Max <= 0 }
@@ -359,7 +361,7 @@ func Stacks(title string, bars []StackBar, labelOrder []string) chart.StackedBar
 	}
 	return chart.StackedBarChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1100, Height: 640, BarSpacing: 40, Bars: out,
 		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis: chart.Style{FontSize: 9}, YAxis: chart.Style{FontSize: 9}}
+		XAxis:      chart.Style{FontSize: 9}, YAxis: chart.Style{FontSize: 9}}
 }
 
 // Histogram is one tensor's weight histogram for the grid.
@@ -390,7 +392,7 @@ func HistogramGrid(w io.Writer, hs []Histogram, cols int) error {
 		}
 		bc := chart.BarChart{Title: shorten(h.Name, 44), TitleStyle: chart.Style{FontSize: 8}, Width: cw, Height: ch, BarWidth: 6, BarSpacing: 2,
 			Background: chart.Style{Padding: chart.Box{Top: 28, Left: 6, Right: 6, Bottom: 6}},
-			XAxis: chart.Style{FontSize: 6}, YAxis: chart.YAxis{Style: chart.Style{FontSize: 6}}, Bars: vs}
+			XAxis:      chart.Style{FontSize: 6}, YAxis: chart.YAxis{Style: chart.Style{FontSize: 6}}, Bars: vs}
 		var buf bytes.Buffer
 		if err := bc.Render(chart.PNG, &buf); err != nil {
 			return fmt.Errorf("histogram %s: %w", h.Name, err)
