@@ -3,7 +3,6 @@ package analyzer
 import (
 	"fmt"
 	"math"
-	"sort"
 )
 
 // SweepPoint is one point of a one-knob sweep under both profiles.
@@ -66,12 +65,12 @@ func BCrit(points []SweepPoint, profile string, knee float64) (float64, bool) {
 // ExplorationRow answers: with DP = EP and TP = 1, can decode at KV length L become compute
 // bound, and at what per-GPU batch?
 type ExplorationRow struct {
-	EP       int64   `json:"ep"`
-	L        int64   `json:"kv_len"`
-	OIInfHBM float64 `json:"OI_inf_hbm"` // AI_hbm as B -> infinity: weights amortized, KV reads remain
-	OINet    float64 `json:"OI_net"`     // FLOPs per network byte as B -> infinity (inf without EP)
-	MinB     int64   `json:"min_B_g"`    // 0: none up to the search bound
-	Limiter  string  `json:"limiter"`
+	EP       int64    `json:"ep"`
+	L        int64    `json:"kv_len"`
+	OIInfHBM float64  `json:"OI_inf_hbm"` // AI_hbm as B -> infinity: weights amortized, KV reads remain
+	OINet    *float64 `json:"OI_net"`     // FLOPs per network byte as B -> infinity; nil: no network traffic
+	MinB     int64    `json:"min_B_g"`    // 0: none up to the search bound
+	Limiter  string   `json:"limiter"`
 }
 
 // ExploreDecode searches the smallest power-of-two per-GPU batch with T_comp >= alpha *
@@ -99,9 +98,9 @@ func ExploreDecode(m *Model, s Scenario, t Target, p ExecProfile, eps, lens []in
 			}
 			df := s2.Cost.FTheory - s1.Cost.FTheory
 			row.OIInfHBM = df / (s2.Cost.BytesHBM() - s1.Cost.BytesHBM())
-			row.OINet = math.Inf(1)
 			if dn := s2.Cost.BytesNet - s1.Cost.BytesNet; dn > 0 {
-				row.OINet = df / dn
+				v := df / dn
+				row.OINet = &v
 			}
 			var last Timing
 			for b := int64(1); b <= maxB; b *= 2 {
@@ -125,7 +124,7 @@ func ExploreDecode(m *Model, s Scenario, t Target, p ExecProfile, eps, lens []in
 				row.Limiter = "HBM"
 			case row.OIInfHBM < t.Knee:
 				row.Limiter = "HBM (KV)"
-			case row.OINet < t.OINet:
+			case row.OINet != nil && *row.OINet < t.OINet:
 				row.Limiter = "NET"
 			default:
 				row.Limiter = "HBM/NET"
@@ -222,14 +221,4 @@ func Envelope(m *Model, s Scenario, t Target) []EnvelopeRow {
 		out = append(out, r)
 	}
 	return out
-}
-
-// sortedKeys returns map keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

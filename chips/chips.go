@@ -113,8 +113,8 @@ func (db *DB) add(c Chip) error {
 	if c.Name == "" {
 		return errors.New("name is empty")
 	}
-	if c.HBMGBps <= 0 || c.MemoryGiB <= 0 {
-		return fmt.Errorf("%s: hbm_gbps and memory_gib must be positive", c.Name)
+	if c.HBMGBps <= 0 || c.MemoryGiB <= 0 || c.ScaleUpGBps <= 0 {
+		return fmt.Errorf("%s: hbm_gbps, memory_gib and scale_up_gbps must be positive (a chip without NVLink-class links scales up over PCIe)", c.Name)
 	}
 	if len(c.PeakTFLOPs) == 0 {
 		return fmt.Errorf("%s: peak_tflops is empty", c.Name)

@@ -78,7 +78,7 @@ func TestMissingPeakAndUnknownChip(t *testing.T) {
 func TestUserFileAddsAndReplaces(t *testing.T) {
 	user := `{"chips": [
 	 {"name": "MyChip", "vendor": "me", "title": "x", "peak_tflops": {"bf16": 100}, "memory_gib": 10, "hbm_gbps": 1000,
-	  "scale_up_gbps": 0, "scale_out_gbps": 0, "tdp_w": 0, "onchip_mib": 0, "sources": ["my lab"]},
+	  "scale_up_gbps": 64, "scale_out_gbps": 0, "tdp_w": 0, "onchip_mib": 0, "sources": ["my lab"]},
 	 {"name": "H200", "vendor": "NVIDIA", "title": "derated", "peak_tflops": {"bf16": 800}, "memory_gib": 141, "hbm_gbps": 4000,
 	  "scale_up_gbps": 900, "scale_out_gbps": 50, "tdp_w": 700, "onchip_mib": 50, "sources": ["measured"]}]}`
 	u, err := Parse("mine.json", strings.NewReader(user))
@@ -95,7 +95,7 @@ func TestUserFileAddsAndReplaces(t *testing.T) {
 	if c, _ := db.Lookup("h200-sxm"); c.Title != "derated" {
 		t.Fatalf("alias lookup after replace: %+v", c)
 	}
-	_, err = Parse("bad.json", strings.NewReader(`{"chips": [{"name": "X", "peak_tflops": {"bf16": 1}, "memory_gib": 1, "hbm_gbps": 1}]}`))
+	_, err = Parse("bad.json", strings.NewReader(`{"chips": [{"name": "X", "peak_tflops": {"bf16": 1}, "memory_gib": 1, "hbm_gbps": 1, "scale_up_gbps": 1}]}`))
 	if err == nil || !strings.Contains(err.Error(), "bad.json: /chips/0: X: every chip needs sources") {
 		t.Fatalf("missing sources: %v", err)
 	}

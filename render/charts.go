@@ -109,7 +109,8 @@ type RoofPoint struct {
 	Label string
 	AI    float64
 	TF    float64
-	Group int // points of one group share a colour and are joined by a line when Connect
+	Group int     // points of one group share a colour and are joined by a line when Connect
+	Size  float64 // marker diameter; 0 = 6
 }
 
 // RooflineSpec describes a roofline chart.
@@ -121,7 +122,8 @@ type RooflineSpec struct {
 	Connect     bool // join each group's points in order (sweeps)
 	XMin, XMax  float64
 	YMin, YMax  float64
-	LabelPoints bool // "all" label mode: annotate every point
+	LabelPoints bool   // "all" label mode: annotate every point
+	Note        string // a last legend line, e.g. what marker sizes mean
 }
 
 // Limits returns the axis limits the chart will use: requested ones, else powers of ten
@@ -196,27 +198,43 @@ func Roofline(s RooflineSpec) chart.Chart {
 		notes = append(notes, chart.Value2{XValue: k, YValue: c.Peak, Label: fmt.Sprintf("%s ridge %.0f", c.Label, k)})
 		entries = append(entries, legendEntry{Label: fmt.Sprintf("%s roof, ridge %.0f FLOP/B", c.Label, k), Color: col, Dash: dash(i)})
 	}
-	groups := map[int][]RoofPoint{}
-	var order []int
-	for _, p := range s.Points {
-		if _, ok := groups[p.Group]; !ok {
-			order = append(order, p.Group)
-		}
-		groups[p.Group] = append(groups[p.Group], p)
+	type key struct {
+		group int
+		size  float64
 	}
-	sort.Ints(order)
-	for _, g := range order {
-		pts := groups[g]
+	groups := map[key][]RoofPoint{}
+	var order []key
+	for _, p := range s.Points {
+		if p.Size == 0 {
+			p.Size = 6
+		}
+		k := key{p.Group, p.Size}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].group != order[j].group {
+			return order[i].group < order[j].group
+		}
+		return order[i].size < order[j].size
+	})
+	named := map[int]bool{}
+	for _, k := range order {
+		pts := groups[k]
+		g := k.group
 		name := ""
 		if g < len(s.GroupNames) {
 			name = s.GroupNames[g]
 		}
-		st := chart.Style{StrokeWidth: chart.Disabled, StrokeColor: colorAt(g), DotColor: colorAt(g), DotWidth: 6}
-		if name != "" {
+		st := chart.Style{StrokeWidth: chart.Disabled, StrokeColor: colorAt(g), DotColor: colorAt(g), DotWidth: k.size}
+		if name != "" && !named[g] {
 			entries = append(entries, legendEntry{Label: name, Color: colorAt(g), Dot: true})
+			named[g] = true
 		}
 		if s.Connect {
-			st.StrokeWidth, st.StrokeColor = 1.5, colorAt(g)
+			st.StrokeWidth = 1.5
 		}
 		var xs, ys []float64
 		for _, p := range pts {
@@ -226,6 +244,9 @@ func Roofline(s RooflineSpec) chart.Chart {
 			}
 		}
 		series = append(series, chart.ContinuousSeries{Name: name, Style: st, XValues: xs, YValues: ys})
+	}
+	if s.Note != "" {
+		entries = append(entries, legendEntry{Label: s.Note})
 	}
 	if len(notes) > 0 {
 		series = append(series, chart.AnnotationSeries{Annotations: notes,
@@ -271,6 +292,8 @@ func legend(entries []legendEntry) chart.Renderable {
 		r.SetFontColor(drawing.ColorFromHex("333333"))
 		for _, e := range entries {
 			switch {
+			case e.Color.IsZero():
+				// a note: text only
 			case e.Fill:
 				r.SetFillColor(e.Color.WithAlpha(90))
 				r.SetStrokeColor(e.Color)
@@ -321,14 +344,32 @@ func dash(i int) []float64 {
 
 func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
 
-// Pie is the parameter-category pie.
+// Pie is the parameter-category pie. Slices under 1.5% are merged so labels never collide;
+// the legend beside it lists every category with its exact share.
 func Pie(title string, labels []string, values []float64) chart.PieChart {
-	var vs []chart.Value
-	for i := range labels {
-		vs = append(vs, chart.Value{Label: labels[i], Value: values[i], Style: chart.Style{FillColor: colorAt(i), StrokeColor: drawing.ColorWhite, FontSize: 10}})
+	var total float64
+	for _, v := range values {
+		total += v
 	}
-	return chart.PieChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 760, Height: 760, Values: vs,
-		Background: chart.Style{Padding: chart.Box{Top: 40}}}
+	var vs []chart.Value
+	var entries []legendEntry
+	var small float64
+	for i := range labels {
+		entries = append(entries, legendEntry{Label: fmt.Sprintf("%s %.2f%%", labels[i], 100*values[i]/total), Color: colorAt(i), Fill: true})
+		if values[i]/total < 0.015 {
+			small += values[i]
+			continue
+		}
+		vs = append(vs, chart.Value{Label: fmt.Sprintf("%s %.1f%%", labels[i], 100*values[i]/total), Value: values[i],
+			Style: chart.Style{FillColor: colorAt(i), StrokeColor: drawing.ColorWhite, FontSize: 10}})
+	}
+	if small > 0 {
+		vs = append(vs, chart.Value{Label: fmt.Sprintf("others %.1f%%", 100*small/total), Value: small,
+			Style: chart.Style{FillColor: drawing.ColorFromHex("bbbbbb"), StrokeColor: drawing.ColorWhite, FontSize: 10}})
+	}
+	return chart.PieChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 700, Values: vs,
+		Background: chart.Style{Padding: chart.Box{Top: 90, Left: 20, Right: 300, Bottom: 20}},
+		Elements:   []chart.Renderable{legend(entries)}}
 }
 
 // StackBar is one bar of shares.
@@ -359,9 +400,27 @@ func Stacks(title string, bars []StackBar, labelOrder []string) chart.StackedBar
 		}
 		out = append(out, chart.StackedBar{Name: b.Name, Width: 110, Values: vs})
 	}
-	return chart.StackedBarChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1100, Height: 640, BarSpacing: 40, Bars: out,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis:      chart.Style{FontSize: 9}, YAxis: chart.Style{FontSize: 9}}
+	var entries []legendEntry
+	for _, l := range labelOrder {
+		for _, b := range bars {
+			if i := indexOf(b.Labels, l); i >= 0 && b.Shares[i] > 0 {
+				entries = append(entries, legendEntry{Label: l, Color: colour[l], Fill: true})
+				break
+			}
+		}
+	}
+	return chart.StackedBarChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1200, Height: 640, BarSpacing: 40, Bars: out,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 240, Bottom: 20}},
+		XAxis:      chart.Style{FontSize: 9}, YAxis: chart.Style{FontSize: 9}, Elements: []chart.Renderable{legend(entries)}}
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
 }
 
 // Histogram is one tensor's weight histogram for the grid.

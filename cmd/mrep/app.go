@@ -49,6 +49,7 @@ func NewApp(env Env) *cli.App {
 			showCommand(env),
 			rmCommand(env),
 			analyzeCommand(env),
+			reportCommand(env),
 			chipsCommand(),
 		},
 		HideHelpCommand: true,

@@ -1,0 +1,145 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/mrep-dev/mrep/analyzer"
+)
+
+// ChartOptions are the report's chart knobs.
+type ChartOptions struct {
+	XMin, XMax, YMin, YMax float64 // roofline limits; 0 = automatic
+	LabelMode              string  // minimal (legend only) or all (every point annotated)
+}
+
+// NamedChart is a chart and the file stem it is written under.
+type NamedChart struct {
+	Name    string
+	Chart   Renderer
+	Caption string
+}
+
+func ceilings(r analyzer.ReportData) []Ceiling {
+	var cs []Ceiling
+	for _, t := range r.Analysis.Targets {
+		cs = append(cs, Ceiling{Label: t.Label(), Peak: t.Peak / 1e12, BW: t.BWHBM})
+	}
+	return cs
+}
+
+func (o ChartOptions) spec(title string, cs []Ceiling) RooflineSpec {
+	return RooflineSpec{Title: title, Ceilings: cs, XMin: o.XMin, XMax: o.XMax, YMin: o.YMin, YMax: o.YMax, LabelPoints: o.LabelMode == "all"}
+}
+
+// ReportCharts builds every chart of the report from its data.
+func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
+	var out []NamedChart
+	m := r.Model
+	var labels []string
+	var values []float64
+	for _, c := range analyzer.Categories {
+		if n := m.Params[c]; n > 0 {
+			labels = append(labels, string(c))
+			values = append(values, float64(n))
+		}
+	}
+	out = append(out, NamedChart{"module_pie", Pie(m.Name+": parameters by category", labels, values), "Parameter category breakdown"})
+
+	primary := r.Primary.Label()
+	sp := o.spec(m.Name+": training, prefill and decode on "+primary+" (points) against every target's roofline", ceilings(r))
+	profiles := r.Analysis.Profiles
+	for gi, ph := range analyzer.Phases {
+		for pi, p := range profiles {
+			if res, ok := r.Analysis.Find(primary, ph, p.Name); ok {
+				g := gi*len(profiles) + pi
+				sp.Points = append(sp.Points, RoofPoint{Label: fmt.Sprintf("%s/%s", ph, p.Name), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: g})
+				for len(sp.GroupNames) <= g {
+					sp.GroupNames = append(sp.GroupNames, "")
+				}
+				sp.GroupNames[g] = fmt.Sprintf("%s / %s", ph, p.Name)
+			}
+		}
+	}
+	out = append(out, NamedChart{"roofline", Roofline(sp), "Multi-chip roofline overview"})
+
+	sweepChart := func(name, title, unit string, pts []analyzer.SweepPoint) NamedChart {
+		s := o.spec(title, ceilings(r)[:1])
+		s.Connect = true
+		for pi, p := range profiles {
+			s.GroupNames = append(s.GroupNames, p.Name+" ("+unit+" sweep)")
+			for _, pt := range pts {
+				res := pt.Results[p.Name]
+				s.Points = append(s.Points, RoofPoint{Label: fmt.Sprintf("%s=%d", unit, pt.X), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: pi})
+			}
+		}
+		return NamedChart{name, Roofline(s), title}
+	}
+	out = append(out,
+		sweepChart("decode_batch_roofline", fmt.Sprintf("%s decode batch sweep on %s (L=%d)", m.Name, primary, r.Analysis.Scenario.KVLen), "B", r.DecodeSweep),
+		sweepChart("prefill_seq_roofline", fmt.Sprintf("%s prefill sequence sweep on %s (B=%d)", m.Name, primary, r.Analysis.Scenario.Batch), "S", r.PrefillSweep))
+
+	var cats []string
+	for _, c := range analyzer.Categories {
+		cats = append(cats, string(c))
+	}
+	cats = append(cats, "optimizer", "network")
+	for _, p := range profiles {
+		var bars []StackBar
+		for _, st := range r.Analysis.Steps {
+			if st.Profile != p.Name {
+				continue
+			}
+			keys := analyzer.SortedCategories(st.ByCat)
+			f, b := StackBar{Name: string(st.Phase) + " FLOPs"}, StackBar{Name: string(st.Phase) + " bytes"}
+			for _, k := range keys {
+				c := st.ByCat[k]
+				f.Labels, f.Shares = append(f.Labels, k), append(f.Shares, analyzer.Share(c.FTheory, st.Cost.FTheory))
+				b.Labels, b.Shares = append(b.Labels, k), append(b.Shares, analyzer.Share(c.BytesHBM()+c.BytesNet, st.Cost.BytesHBM()+st.Cost.BytesNet))
+			}
+			bars = append(bars, f, b)
+		}
+		out = append(out, NamedChart{p.Name + "_mode_category_stacks", Stacks(fmt.Sprintf("%s: category shares of F_theory and of bytes (%s)", m.Name, p.Name), bars, cats),
+			"Category shares, " + p.Name})
+	}
+	for _, ph := range analyzer.Phases {
+		s := o.spec(fmt.Sprintf("%s %s by category on %s", m.Name, ph, primary), ceilings(r)[:1])
+		s.Note = "small dot: " + profiles[0].Name + ", large: " + profiles[len(profiles)-1].Name
+		group := map[string]int{}
+		for pi, p := range profiles {
+			for _, st := range r.Analysis.Steps {
+				if st.Phase != ph || st.Profile != p.Name {
+					continue
+				}
+				for _, k := range analyzer.SortedCategories(st.ByCat) {
+					c := st.ByCat[k]
+					if c.FTheory <= 0 || c.BytesHBM() <= 0 {
+						continue
+					}
+					g, ok := group[k]
+					if !ok {
+						g = len(group)
+						group[k] = g
+						s.GroupNames = append(s.GroupNames, k)
+					}
+					tm := analyzer.Time(c, r.Primary, 0, false)
+					size := 5.0
+					if pi > 0 {
+						size = 9
+					}
+					s.Points = append(s.Points, RoofPoint{Label: k + "/" + p.Name, AI: tm.AIHBM, TF: tm.TFEst, Group: g, Size: size})
+				}
+			}
+		}
+		out = append(out, NamedChart{string(ph) + "_category_roofline", Roofline(s), "Category roofline, " + string(ph)})
+	}
+	return out
+}
+
+// WeightHistograms picks the largest tensors with statistics for the distribution grid.
+func WeightHistograms(r analyzer.ReportData, n int) []Histogram {
+	var hs []Histogram
+	for _, t := range largestWithStats(r.Tensors, n) {
+		hs = append(hs, Histogram{Name: t.Name, Lo: t.Stats.Hist.Lo, Hi: t.Stats.Hist.Hi, Counts: t.Stats.Hist.Counts})
+	}
+	return hs
+}
