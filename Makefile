@@ -5,15 +5,16 @@ VENV_OK := .venv/.installed
 GO      ?= go
 DB      ?= out/mrep.db
 
-.PHONY: demo test test-go test-py venv build examples bench clean
+.PHONY: demo test test-go test-py venv build examples reports bench clean
 
 # Main job: build mrep, ingest the bundled example dumps into the embedded SQLite
-# database, and show what was ingested.
+# database, list them, and write the full DeepSeek-V3 report on H200 FP8 to out/report.
 demo: build
 	@mkdir -p out
 	./bin/mrep --db $(DB) ingest examples/dumps
 	./bin/mrep --db $(DB) runs
-	./bin/mrep --db $(DB) show DeepSeek-V3@base
+	./bin/mrep --db $(DB) report DeepSeek-V3@base --chip H200 --chip B200 --dtype fp8 -b 8 -s 255 -o out/report
+	@echo "open out/report/report.md"
 
 build:
 	$(GO) build -o bin/mrep ./cmd/mrep
@@ -40,6 +41,15 @@ $(VENV_OK): exporter/requirements.txt exporter/pyproject.toml
 # Regenerate examples/dumps from ../shared/configs.
 examples: $(VENV_OK)
 	PY=$(PY) examples/generate.sh
+
+# Regenerate the committed example reports and the side-by-side with the seed example.
+reports: export SOURCE_DATE_EPOCH = 1767225600
+reports: build
+	@rm -rf out/reports.db && mkdir -p out
+	./bin/mrep --db out/reports.db ingest examples/dumps/DeepSeek-V3.json.gz examples/dumps/Llama-3.1-8B.json.gz
+	./bin/mrep --db out/reports.db report DeepSeek-V3 --chip H200 --chip B200 --dtype fp8 -b 8 -s 255 -o examples/reports/deepseek-v3-h200-fp8
+	./bin/mrep --db out/reports.db report Llama-3.1-8B --chip H100 --chip A100 --chip MI300X -b 8 -s 2048 -o examples/reports/llama-3.1-8b-h100-bf16
+	$(GO) run ./internal/seedcompare -o examples/reports/COMPARISON.md
 
 bench: $(VENV_OK)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

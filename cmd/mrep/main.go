@@ -5,12 +5,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
 
 func main() {
-	app := NewApp(Env{})
+	app := NewApp(Env{Now: clock()})
 	app.ExitErrHandler = func(c *cli.Context, err error) {
 		if err == nil {
 			return
@@ -26,4 +28,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "mrep: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// clock is time.Now, or the fixed SOURCE_DATE_EPOCH when set, so regenerated reports and
+// databases are reproducible.
+func clock() func() time.Time {
+	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+		if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
+			t := time.Unix(sec, 0).UTC()
+			return func() time.Time { return t }
+		}
+	}
+	return time.Now
 }
