@@ -1,0 +1,45 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/render"
+)
+
+// The full DeepSeek-V3 report: analysis, sweeps, exploration, the 432-point grid, every chart
+// as PNG and SVG, CSV, JSON and markdown, written to disk. Goal (issue 5): <= 2 s on 2 cores.
+func BenchmarkReportDeepSeekV3(b *testing.B) {
+	d, err := ingest.ReadFile("../../examples/dumps/DeepSeek-V3.json.gz", ingest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := analyzer.DefaultScenario()
+	s.Batch, s.Seq, s.KVLen = 8, 255, 255
+	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
+	var targets []analyzer.Target
+	for _, n := range []string{"H200", "B200"} {
+		c, _ := chips.Default().Lookup(n)
+		t, _ := analyzer.NewTarget(c, "fp8")
+		targets = append(targets, t)
+	}
+	dir := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		data, err := analyzer.BuildReport(d, analyzer.RunInfo{ID: 1, Name: "DeepSeek-V3"}, s, targets,
+			[]analyzer.ExecProfile{analyzer.Naive, analyzer.Efficient}, analyzer.DefaultReportOptions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(data.Sensitivity) != 432 {
+			b.Fatal(len(data.Sensitivity))
+		}
+		if _, err := writeReport(dir, data, reportFiles{chart: render.ChartOptions{LabelMode: "minimal"},
+			md: render.ReportOptions{Generated: time.Unix(0, 0), Diagrams: true, Appendix: true}, svg: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
