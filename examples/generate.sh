@@ -15,6 +15,10 @@ for name in Llama-3.1-8B Llama-3.1-70B-Instruct Llama-3.2-1B-Instruct Mistral-7B
   "$PY" -m mrep_export --hf-config "$CONFIGS/$name.json" -o "$OUT/$name.json.gz" --label base
 done
 
+# One config changed: grouped-query attention undone (8 -> 32 KV heads), for `mrep diff`.
+"$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-8B.json" -o "$OUT/Llama-3.1-8B-mha.json.gz" \
+  --name Llama-3.1-8B --label mha --override num_key_value_heads=32
+
 # Small configs with a real forward traced by FlopCounterMode: the reference the Go analyzer
 # is checked against (dense GQA, MoE, MLA).
 small="--override num_hidden_layers=2 --override hidden_size=64 --override num_attention_heads=4"
@@ -31,3 +35,6 @@ small="--override num_hidden_layers=2 --override hidden_size=64 --override num_a
   --override qk_nope_head_dim=16 --override qk_rope_head_dim=8 --override v_head_dim=16 \
   --override num_key_value_heads=4 --override vocab_size=256 --override max_position_embeddings=256 \
   --override rope_scaling=null --label trace --trace 2,16
+
+# A real (tiny) training run dumped at checkpoints, for history and diff.
+"$PY" examples/train_checkpoints.py

@@ -152,3 +152,13 @@ func (d *Dump) TextConfig() map[string]any {
 	}
 	return d.Config
 }
+
+// TensorStat is one parameter's weight statistics, as history and diff read them.
+type TensorStat struct {
+	Name  string  `json:"name"` // qualified
+	Numel int64   `json:"numel"`
+	Mean  float64 `json:"mean"`
+	Std   float64 `json:"std"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
+}

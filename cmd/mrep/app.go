@@ -50,6 +50,8 @@ func NewApp(env Env) *cli.App {
 			rmCommand(env),
 			analyzeCommand(env),
 			reportCommand(env),
+			diffCommand(env),
+			historyCommand(env),
 			chipsCommand(),
 		},
 		HideHelpCommand: true,

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/store"
 )
 
 // The full DeepSeek-V3 report: analysis, sweeps, exploration, the 432-point grid, every chart
@@ -41,5 +45,37 @@ func BenchmarkReportDeepSeekV3(b *testing.B) {
 			md: render.ReportOptions{Generated: time.Unix(0, 0), Diagrams: true, Appendix: true}, svg: true}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// `mrep history --metric T_est:decode` over 1,000 checkpoints of one model with cached results,
+// end to end in process (open, list, one cache query, render). Goal (issue 6): <= 200 ms.
+func BenchmarkHistory1000Cached(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "h.db")
+	ctx := context.Background()
+	db, err := store.Open(ctx, path, store.Options{Now: fixedClock})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := ingest.ReadFile("../../examples/dumps/checkpoints/adamw-3e-3-step00000000.json.gz", ingest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := int64(0); i < 1000; i++ {
+		c := *d
+		step := i * 10
+		c.Run.Step = &step
+		c.Run.ContentHash = fmt.Sprintf("sha256:%064x", i)
+		if _, _, err := db.Ingest(ctx, &c, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	db.Close()
+	args := []string{"history", "tiny-llama@adamw-3e-3", "--metric", "T_est:decode", "--chip", "H100", "--json"}
+	mustRun(b, path, args...) // fills the cache
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mustRun(b, path, args...)
 	}
 }

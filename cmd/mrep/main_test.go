@@ -92,6 +92,8 @@ func TestIngestDirectoryGlobAndDuplicates(t *testing.T) {
 	out := mustRun(t, db, "ingest", "../../examples/dumps")
 	n := strings.Count(out, "ingested ")
 	files, _ := filepath.Glob("../../examples/dumps/*.json.gz")
+	sub, _ := filepath.Glob("../../examples/dumps/*/*.json.gz") // directories are walked
+	files = append(files, sub...)
 	if n != len(files) || n < 4 {
 		t.Fatalf("ingested %d of %d files:\n%s", n, len(files), out)
 	}

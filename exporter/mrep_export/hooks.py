@@ -66,7 +66,7 @@ class CheckpointDumper:
             step=step,
             tags=self.tags,
             stats=True,
-            source={"kind": "checkpoint", "path": path},
+            source={"kind": "checkpoint", "path": os.path.basename(path)},  # no machine paths in the hash
         )
         self.written.append(summary)
         return summary

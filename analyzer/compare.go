@@ -1,0 +1,316 @@
+package analyzer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/mrep-dev/mrep/model"
+)
+
+// ScenarioKey identifies what an analysis depends on besides the run: the scenario, every
+// target's figures (a changed chips file is a new key) and the profiles. The analyzer version
+// is keyed separately.
+func ScenarioKey(s Scenario, targets []Target, profiles []ExecProfile) string {
+	b, _ := json.Marshal(struct {
+		S Scenario
+		T []Target
+		P []ExecProfile
+	}{s, targets, profiles})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// PhaseMetrics are one (target, phase, profile)'s headline numbers.
+type PhaseMetrics struct {
+	Target     string  `json:"target"`
+	Phase      Phase   `json:"phase"`
+	Profile    string  `json:"profile"`
+	TEst       float64 `json:"T_est"`
+	TEstFloor  float64 `json:"T_est_floor"`
+	AIHBM      float64 `json:"AI_hbm"`
+	MFU        float64 `json:"MFU_est"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	Regime     string  `json:"regime"`
+	Dominant   string  `json:"dominant_bytes"`
+	BelowFloor bool    `json:"below_floor"`
+}
+
+// RunMetrics is what diff and history compare, and what the cache keeps per run.
+type RunMetrics struct {
+	TotalParams   int64              `json:"total_params"`
+	Active        float64            `json:"active_params"`
+	KVBytesPerTok float64            `json:"kv_bytes_per_token"`
+	Params        map[Category]int64 `json:"params_by_category"`
+	Phases        []PhaseMetrics     `json:"phases"`
+}
+
+// Metrics condenses an analysis.
+func Metrics(a Analysis) RunMetrics {
+	m := a.Model
+	r := RunMetrics{TotalParams: m.TotalParams, Active: m.Active, Params: m.Params,
+		KVBytesPerTok: float64(m.Fingerprint.CKV*m.Fingerprint.Layers) * a.Scenario.KVBytes}
+	for _, res := range a.Results {
+		t := res.Timing
+		r.Phases = append(r.Phases, PhaseMetrics{Target: res.Target, Phase: res.Step.Phase, Profile: res.Step.Profile,
+			TEst: t.TEst, TEstFloor: t.TEstFloor, AIHBM: t.AIHBM, MFU: t.MFU, TokensPerS: t.TokensPerS, Regime: t.Regime,
+			Dominant: ByteShares(res.Step.Cost).Dominant(), BelowFloor: t.BelowFloor})
+	}
+	return r
+}
+
+// Find returns one phase's metrics.
+func (r RunMetrics) Find(target string, ph Phase, profile string) (PhaseMetrics, bool) {
+	for _, p := range r.Phases {
+		if p.Target == target && p.Phase == ph && p.Profile == profile {
+			return p, true
+		}
+	}
+	return PhaseMetrics{}, false
+}
+
+// ConfigChange is one config key that differs.
+type ConfigChange struct {
+	Key string `json:"key"`
+	A   string `json:"a"`
+	B   string `json:"b"`
+}
+
+// volatileKeys change between dumps of the same model without meaning anything.
+var volatileKeys = map[string]bool{"transformers_version": true, "_name_or_path": true, "name_or_path": true}
+
+// ConfigDiff lists changed, added and removed config keys (nested keys dotted), sorted.
+func ConfigDiff(a, b map[string]any) []ConfigChange {
+	fa, fb := map[string]string{}, map[string]string{}
+	flatten("", a, fa)
+	flatten("", b, fb)
+	keys := map[string]bool{}
+	for k := range fa {
+		keys[k] = true
+	}
+	for k := range fb {
+		keys[k] = true
+	}
+	var out []ConfigChange
+	for k := range keys {
+		if volatileKeys[k[strings.LastIndex(k, ".")+1:]] {
+			continue
+		}
+		va, oka := fa[k]
+		vb, okb := fb[k]
+		if oka && okb && va == vb {
+			continue
+		}
+		if !oka {
+			va = "(absent)"
+		}
+		if !okb {
+			vb = "(absent)"
+		}
+		out = append(out, ConfigChange{k, va, vb})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, vv := range x {
+			key := k
+			if prefix != "" {
+				key = prefix + "." + k
+			}
+			flatten(key, vv, out)
+		}
+	default:
+		b, _ := json.Marshal(x)
+		out[prefix] = string(b)
+	}
+}
+
+// CountDelta is a parameter count in A and B.
+type CountDelta struct {
+	Name string `json:"name"`
+	A    int64  `json:"a"`
+	B    int64  `json:"b"`
+}
+
+// ParamDeltas compares parameters by category and by module pattern (changed rows only for
+// patterns).
+func ParamDeltas(a, b *model.Dump, ma, mb *Model) (cats, patterns []CountDelta) {
+	for _, c := range Categories {
+		if ma.Params[c] != 0 || mb.Params[c] != 0 {
+			cats = append(cats, CountDelta{string(c), ma.Params[c], mb.Params[c]})
+		}
+	}
+	pa, pb := map[string]int64{}, map[string]int64{}
+	var order []string
+	for _, r := range Breakdown(a) {
+		pa[r.Pattern] = r.TotalParams
+		order = append(order, r.Pattern)
+	}
+	for _, r := range Breakdown(b) {
+		if _, ok := pa[r.Pattern]; !ok {
+			order = append(order, r.Pattern)
+		}
+		pb[r.Pattern] = r.TotalParams
+	}
+	for _, k := range order {
+		if pa[k] != pb[k] {
+			patterns = append(patterns, CountDelta{k, pa[k], pb[k]})
+		}
+	}
+	return cats, patterns
+}
+
+// Drift is one tensor's weight-statistic change between two runs.
+type Drift struct {
+	Name      string  `json:"name"`
+	MeanA     float64 `json:"mean_a"`
+	MeanB     float64 `json:"mean_b"`
+	StdA      float64 `json:"std_a"`
+	StdB      float64 `json:"std_b"`
+	DMean     float64 `json:"d_mean"`
+	DStd      float64 `json:"d_std"`
+	RelChange float64 `json:"rel_change"` // sqrt(dmean^2 + dstd^2) / std_a: the shift in units of A's spread
+}
+
+// WeightDrift compares tensors present in both runs with the same size, largest change first.
+func WeightDrift(a, b []model.TensorStat) []Drift {
+	byName := map[string]model.TensorStat{}
+	for _, s := range a {
+		byName[s.Name] = s
+	}
+	var out []Drift
+	for _, sb := range b {
+		sa, ok := byName[sb.Name]
+		if !ok || sa.Numel != sb.Numel {
+			continue
+		}
+		d := Drift{Name: sb.Name, MeanA: sa.Mean, MeanB: sb.Mean, StdA: sa.Std, StdB: sb.Std, DMean: sb.Mean - sa.Mean, DStd: sb.Std - sa.Std}
+		scale := sa.Std
+		if scale <= 0 {
+			scale = math.Max(math.Abs(sa.Mean), 1e-12)
+		}
+		d.RelChange = math.Hypot(d.DMean, d.DStd) / scale
+		out = append(out, d)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].RelChange > out[j].RelChange })
+	return out
+}
+
+// SameArchitecture reports whether two dumps have the same module tree and tensor shapes:
+// checkpoints of one run, where weight drift means something.
+func SameArchitecture(a, b *model.Dump) bool {
+	if len(a.Modules) != len(b.Modules) {
+		return false
+	}
+	for i := range a.Modules {
+		ma, mb := a.Modules[i], b.Modules[i]
+		if ma.Name != mb.Name || len(ma.Params) != len(mb.Params) {
+			return false
+		}
+		for j := range ma.Params {
+			if ma.Params[j].Name != mb.Params[j].Name || !reflect.DeepEqual(ma.Params[j].Shape, mb.Params[j].Shape) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// PatternDrift averages tensors' relative change within a name pattern (layer indices as *).
+func PatternDrift(ds []Drift, pattern string) (float64, int) {
+	var sum float64
+	var n int
+	for _, d := range ds {
+		if MatchPattern(pattern, d.Name) {
+			sum += d.RelChange
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), n
+}
+
+// MatchPattern matches a dotted name against a pattern where * matches one component and a
+// trailing component may be omitted ("layers.*.mlp" matches "model.layers.3.mlp.up_proj.weight"
+// as a substring of components).
+func MatchPattern(pattern, name string) bool {
+	if pattern == "" || pattern == "*" {
+		return true
+	}
+	p := strings.Split(pattern, ".")
+	n := strings.Split(name, ".")
+	for start := 0; start+len(p) <= len(n); start++ {
+		ok := true
+		for i := range p {
+			if p[i] != "*" && p[i] != n[start+i] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// MetricNames lists what `mrep history --metric` accepts.
+const MetricNames = "params, trainable_params, active_params, kv_bytes_per_token, T_est:<phase>[:<profile>], tokens_per_s:<phase>[:<profile>], AI_hbm:<phase>[:<profile>], MFU:<phase>[:<profile>], drift[:<pattern>], std:<pattern>, mean:<pattern>"
+
+// ParseMetric validates a metric name; it returns the kind and its argument parts.
+func ParseMetric(name string) (kind string, args []string, err error) {
+	parts := strings.Split(name, ":")
+	kind, args = parts[0], parts[1:]
+	switch kind {
+	case "params", "trainable_params", "active_params", "kv_bytes_per_token":
+		if len(args) == 0 {
+			return kind, args, nil
+		}
+	case "T_est", "tokens_per_s", "AI_hbm", "MFU":
+		if len(args) >= 1 && len(args) <= 2 {
+			ph := Phase(args[0])
+			if ph == Training || ph == Prefill || ph == Decode {
+				return kind, args, nil
+			}
+		}
+	case "drift":
+		if len(args) <= 1 {
+			return kind, args, nil
+		}
+	case "std", "mean":
+		if len(args) == 1 {
+			return kind, args, nil
+		}
+	}
+	return "", nil, fmt.Errorf("metric %q: want one of %s", name, MetricNames)
+}
+
+// PhaseValue reads a phase metric (T_est in ms) from run metrics.
+func PhaseValue(r RunMetrics, kind, target string, ph Phase, profile string) (float64, bool) {
+	p, ok := r.Find(target, ph, profile)
+	if !ok {
+		return 0, false
+	}
+	switch kind {
+	case "T_est":
+		return p.TEst * 1e3, true
+	case "tokens_per_s":
+		return p.TokensPerS, true
+	case "AI_hbm":
+		return p.AIHBM, true
+	case "MFU":
+		return p.MFU, true
+	}
+	return 0, false
+}

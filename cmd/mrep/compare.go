@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/store"
+)
+
+// metricsFor returns a run's analysis metrics for the scenario, from the cache when an entry
+// for (run, scenario, analyzer version) exists, else computed and cached.
+func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, d *model.Dump) (analyzer.RunMetrics, error) {
+	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	if b, ok, err := db.CachedResult(ctx, id, key, analyzer.Version); err != nil {
+		return analyzer.RunMetrics{}, err
+	} else if ok {
+		var m analyzer.RunMetrics
+		if err := json.Unmarshal(b, &m); err == nil {
+			return m, nil
+		}
+		// an unreadable entry is recomputed and replaced below
+	}
+	if d == nil {
+		var err error
+		if d, err = db.LoadDump(ctx, id); err != nil {
+			return analyzer.RunMetrics{}, err
+		}
+	}
+	a, err := analyzer.Run(analyzer.NewModel(d), o.scenario, o.targets, o.profiles, analyzer.Phases)
+	if err != nil {
+		return analyzer.RunMetrics{}, err
+	}
+	m := analyzer.Metrics(a)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m, err
+	}
+	return m, db.PutResult(ctx, id, key, analyzer.Version, b)
+}
+
+func runInfo(r store.Run) analyzer.RunInfo {
+	info := analyzer.RunInfo{ID: r.ID, Name: r.ModelName, Step: r.Step, Hash: r.ContentHash}
+	if r.Label != nil {
+		info.Label = *r.Label
+	}
+	return info
+}
+
+func writeOut(dir, name string, write func(io.Writer) error) error {
+	if err := writeFileAtomic(filepath.Join(dir, name), write); err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	return nil
+}
+
+func diffCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "compare two runs: config, parameters, the performance model and (checkpoints) weight drift",
+		ArgsUsage: "RUN_A RUN_B",
+		Flags: append(scenarioFlags(),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write diff.md, diff.json and the drift chart to `DIR`"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return cli.Exit("diff: give two runs (RUN_A RUN_B)", exitFailure)
+			}
+			o, err := readScenario(c)
+			if err != nil {
+				return err
+			}
+			db, err := openDB(c, env)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			var runs [2]store.Run
+			var dumps [2]*model.Dump
+			var metrics [2]analyzer.RunMetrics
+			for i, sel := range c.Args().Slice() {
+				id, err := resolve(c.Context, db, sel)
+				if err != nil {
+					return err
+				}
+				if runs[i], err = db.Run(c.Context, id); err != nil {
+					return err
+				}
+				if dumps[i], err = db.LoadDump(c.Context, id); err != nil {
+					return err
+				}
+				if metrics[i], err = metricsFor(c.Context, db, id, o, dumps[i]); err != nil {
+					return err
+				}
+			}
+			ma, mb := analyzer.NewModel(dumps[0]), analyzer.NewModel(dumps[1])
+			cats, pats := analyzer.ParamDeltas(dumps[0], dumps[1], ma, mb)
+			d := render.DiffData{RunA: runInfo(runs[0]), RunB: runInfo(runs[1]),
+				Config: analyzer.ConfigDiff(dumps[0].Config, dumps[1].Config), Categories: cats, Patterns: pats,
+				MetricsA: metrics[0], MetricsB: metrics[1]}
+			switch {
+			case !analyzer.SameArchitecture(dumps[0], dumps[1]):
+				d.DriftNote = "Weight drift is compared only between runs of the same architecture (checkpoints); these module trees differ."
+			case !runs[0].HasStats || !runs[1].HasStats:
+				d.DriftNote = "Weight drift needs real weight statistics in both runs; at least one was dumped without values (meta device)."
+			default:
+				stats, err := db.TensorStats(c.Context, []int64{runs[0].ID, runs[1].ID})
+				if err != nil {
+					return err
+				}
+				d.Drift = analyzer.WeightDrift(stats[runs[0].ID], stats[runs[1].ID])
+			}
+			if dir := c.String("output"); dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return cli.Exit("diff: "+err.Error(), exitFailure)
+				}
+				if len(d.Drift) > 0 {
+					d.ChartName = "weight_drift.png"
+					var png bytes.Buffer
+					if err := render.RenderPNG(render.DriftChart(fmt.Sprintf("Weight drift, run %d -> %d: top movers", runs[0].ID, runs[1].ID), d.Drift, 20), &png); err != nil {
+						return cli.Exit("diff chart: "+err.Error(), exitFailure)
+					}
+					if err := writeOut(dir, d.ChartName, func(w io.Writer) error { _, err := w.Write(png.Bytes()); return err }); err != nil {
+						return err
+					}
+				}
+				if err := writeOut(dir, "diff.json", func(w io.Writer) error { return writeJSON(w, d) }); err != nil {
+					return err
+				}
+				if err := writeOut(dir, "diff.md", func(w io.Writer) error { return render.WriteDiff(w, d) }); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, "diff.md"))
+				return nil
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, d)
+			}
+			return render.WriteDiff(c.App.Writer, d)
+		},
+	}
+}
+
+func historyCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "history",
+		Usage:     "one metric across runs, ordered by training step (or ingestion time)",
+		ArgsUsage: "[MODEL | MODEL@LABEL]  (default: the latest run's model and label)",
+		Flags: append(scenarioFlags(),
+			&cli.StringFlag{Name: "metric", Value: "params", Usage: "one of " + analyzer.MetricNames},
+			&cli.StringFlag{Name: "by", Value: "step", Usage: "order by step or time"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write history.md, history.json and a line chart to `DIR`"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+		),
+		Action: func(c *cli.Context) error {
+			metric := c.String("metric")
+			kind, args, err := analyzer.ParseMetric(metric)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			by := c.String("by")
+			if by != "step" && by != "time" {
+				return cli.Exit(fmt.Sprintf("--by %q: want step or time", by), exitFailure)
+			}
+			o, err := readScenario(c)
+			if err != nil {
+				return err
+			}
+			db, err := openDB(c, env)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			f, err := historyFilter(c, db)
+			if err != nil {
+				return err
+			}
+			runs, err := db.ListRuns(c.Context, f)
+			if err != nil {
+				return err
+			}
+			if len(runs) == 0 {
+				return cli.Exit(fmt.Sprintf("history: no runs of %s", describeFilter(f)), exitFailure)
+			}
+			if by == "step" {
+				sort.SliceStable(runs, func(i, j int) bool {
+					si, sj := runs[i].Step, runs[j].Step
+					switch {
+					case si == nil && sj == nil:
+						return runs[i].ID < runs[j].ID
+					case si == nil:
+						return false
+					case sj == nil:
+						return true
+					}
+					return *si < *sj
+				})
+			}
+			pts, err := historyPoints(c.Context, db, runs, kind, args, o, by)
+			if err != nil {
+				return err
+			}
+			xLabel := "training step"
+			if by == "time" || pts[0].Run.Step == nil {
+				xLabel = "run order"
+			}
+			if dir := c.String("output"); dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return cli.Exit("history: "+err.Error(), exitFailure)
+				}
+				var png bytes.Buffer
+				if err := render.RenderPNG(render.HistoryChart(metric, xLabel, pts), &png); err != nil {
+					return cli.Exit("history chart: "+err.Error(), exitFailure)
+				}
+				for name, fn := range map[string]func(io.Writer) error{
+					"history.png":  func(w io.Writer) error { _, err := w.Write(png.Bytes()); return err },
+					"history.json": func(w io.Writer) error { return writeJSON(w, pts) },
+					"history.md":   func(w io.Writer) error { return render.WriteHistory(w, metric, xLabel, pts, "history.png") },
+				} {
+					if err := writeOut(dir, name, fn); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, "history.md"))
+				return nil
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, pts)
+			}
+			return render.WriteHistory(c.App.Writer, metric, xLabel, pts, "")
+		},
+	}
+}
+
+func historyFilter(c *cli.Context, db *store.DB) (store.Filter, error) {
+	sel := c.Args().First()
+	if sel == "" {
+		id, err := resolve(c.Context, db, "latest")
+		if err != nil {
+			return store.Filter{}, err
+		}
+		r, err := db.Run(c.Context, id)
+		if err != nil {
+			return store.Filter{}, err
+		}
+		f := store.Filter{Model: r.ModelName}
+		if r.Label != nil {
+			f.Label = *r.Label
+		}
+		return f, nil
+	}
+	name, label, _ := strings.Cut(sel, "@")
+	return store.Filter{Model: name, Label: label}, nil
+}
+
+func describeFilter(f store.Filter) string {
+	if f.Label != "" {
+		return f.Model + "@" + f.Label
+	}
+	return f.Model
+}
+
+// historyPoints evaluates the metric for each run: counts from the run rows, performance
+// metrics through the analysis cache, weight statistics straight from the tensors table.
+func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind string, args []string, o scenarioOptions, by string) ([]render.HistoryPoint, error) {
+	pts := make([]render.HistoryPoint, len(runs))
+	for i, r := range runs {
+		pts[i] = render.HistoryPoint{Run: runInfo(r), X: float64(i)}
+		if by == "step" && r.Step != nil {
+			pts[i].X = float64(*r.Step)
+		}
+	}
+	switch kind {
+	case "params":
+		for i, r := range runs {
+			pts[i].Value = float64(r.TotalParams)
+		}
+		return pts, nil
+	case "trainable_params":
+		for i, r := range runs {
+			pts[i].Value = float64(r.TrainableParams)
+		}
+		return pts, nil
+	case "drift", "std", "mean":
+		ids := make([]int64, len(runs))
+		for i, r := range runs {
+			ids[i] = r.ID
+		}
+		stats, err := db.TensorStats(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		pattern := ""
+		if len(args) > 0 {
+			pattern = args[0]
+		}
+		base := stats[runs[0].ID]
+		if len(base) == 0 {
+			return nil, cli.Exit(fmt.Sprintf("history: run %d has no weight statistics (dumped on the meta device?)", runs[0].ID), exitFailure)
+		}
+		for i, r := range runs {
+			switch kind {
+			case "drift":
+				pts[i].Value, _ = analyzer.PatternDrift(analyzer.WeightDrift(base, stats[r.ID]), pattern)
+			default:
+				pts[i].Value = meanStat(stats[r.ID], pattern, kind)
+			}
+		}
+		return pts, nil
+	}
+	// performance metrics: cached per (run, scenario, analyzer version)
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	cached, err := db.CachedResults(ctx, ids, key, analyzer.Version)
+	if err != nil {
+		return nil, err
+	}
+	profile := o.profiles[len(o.profiles)-1].Name
+	if kind != "active_params" && kind != "kv_bytes_per_token" && len(args) > 1 {
+		profile = args[1]
+	}
+	target := o.targets[0].Label()
+	for i, r := range runs {
+		var m analyzer.RunMetrics
+		b, ok := cached[r.ID]
+		if !ok || json.Unmarshal(b, &m) != nil {
+			if m, err = metricsFor(ctx, db, r.ID, o, nil); err != nil {
+				return nil, err
+			}
+		}
+		switch kind {
+		case "active_params":
+			pts[i].Value = m.Active
+		case "kv_bytes_per_token":
+			pts[i].Value = m.KVBytesPerTok
+		default:
+			v, ok := analyzer.PhaseValue(m, kind, target, analyzer.Phase(args[0]), profile)
+			if !ok {
+				return nil, cli.Exit(fmt.Sprintf("history: no %s/%s result for %s (profiles: --exec)", args[0], profile, target), exitFailure)
+			}
+			pts[i].Value = v
+		}
+	}
+	return pts, nil
+}
+
+// meanStat is the numel-weighted mean of a statistic over tensors matching a pattern.
+func meanStat(stats []model.TensorStat, pattern, kind string) float64 {
+	var sum, n float64
+	for _, s := range stats {
+		if !analyzer.MatchPattern(pattern, s.Name) {
+			continue
+		}
+		v := s.Mean
+		if kind == "std" {
+			v = s.Std
+		}
+		sum += v * float64(s.Numel)
+		n += float64(s.Numel)
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/store"
+)
+
+func TestDiffTwoConfigsOfOneFamily(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "d.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz", "../../examples/dumps/Llama-3.1-8B-mha.json.gz",
+		"../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
+	var d struct {
+		Config     []analyzer.ConfigChange `json:"config_changes"`
+		Categories []analyzer.CountDelta   `json:"params_by_category"`
+		Patterns   []analyzer.CountDelta   `json:"params_by_pattern"`
+		A          analyzer.RunMetrics     `json:"metrics_a"`
+		B          analyzer.RunMetrics     `json:"metrics_b"`
+		Note       string                  `json:"drift_note"`
+	}
+	out := mustRun(t, db, "diff", "Llama-3.1-8B@base", "Llama-3.1-8B@mha", "--json", "--chip", "H100")
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Config) != 1 || d.Config[0].Key != "num_key_value_heads" || d.Config[0].A != "8" || d.Config[0].B != "32" {
+		t.Fatalf("config changes: %+v", d.Config)
+	}
+	// K and V projections grow 4x: 32 layers x 2 x 4096 x (4096 - 1024)
+	if got := d.B.TotalParams - d.A.TotalParams; got != 32*2*4096*(4096-1024) {
+		t.Errorf("parameter delta %d", got)
+	}
+	if d.A.KVBytesPerTok != 131072 || d.B.KVBytesPerTok != 4*131072 {
+		t.Errorf("KV bytes per token %g -> %g", d.A.KVBytesPerTok, d.B.KVBytesPerTok)
+	}
+	dec, _ := d.A.Find("H100-SXM bf16", analyzer.Decode, "naive")
+	decB, _ := d.B.Find("H100-SXM bf16", analyzer.Decode, "naive")
+	if decB.TEst <= dec.TEst {
+		t.Errorf("4x the KV cache must slow decode: %g -> %g", dec.TEst, decB.TEst)
+	}
+	if !strings.Contains(d.Note, "same architecture") {
+		t.Errorf("drift note: %q", d.Note)
+	}
+	md := mustRun(t, db, "diff", "Llama-3.1-8B@base", "Llama-3.1-70B-Instruct", "--chip", "H100")
+	for _, want := range []string{"| `num_hidden_layers` | `32` | `80` |", "| KV bytes per token | 131072 | 327680 | +196608 | +150.0% |", "## Performance model"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("diff markdown lacks %q", want)
+		}
+	}
+}
+
+func TestHistoryAndDiffOfCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/checkpoints")
+	var pts []struct {
+		Run   analyzer.RunInfo `json:"run"`
+		X     float64          `json:"x"`
+		Value float64          `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "history", "--metric", "drift", "--json")), &pts); err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 4 || pts[0].X != 0 || pts[3].X != 6 {
+		t.Fatalf("history points: %+v", pts)
+	}
+	if pts[0].Value != 0 || !(pts[1].Value > 0 && pts[2].Value > pts[1].Value && pts[3].Value > pts[2].Value) {
+		t.Errorf("drift should start at 0 and grow over training: %+v", pts)
+	}
+	out := mustRun(t, db, "history", "tiny-llama@adamw-3e-3", "--metric", "drift:mlp", "-o", filepath.Join(dir, "hist"))
+	if !strings.Contains(out, "history.md") {
+		t.Fatal(out)
+	}
+	for _, f := range []string{"history.md", "history.png", "history.json"} {
+		if _, err := os.Stat(filepath.Join(dir, "hist", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	md := mustRun(t, db, "diff", "1", "4")
+	if !strings.Contains(md, "tensors compared; mean relative change") || !strings.Contains(md, "| #1 |") {
+		t.Errorf("checkpoint diff lacks drift:\n%s", md)
+	}
+	mustRun(t, db, "diff", "1", "4", "-o", filepath.Join(dir, "diff"))
+	if _, err := os.Stat(filepath.Join(dir, "diff", "weight_drift.png")); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []struct{ args []string }{{[]string{"history", "--metric", "T_est:lunch"}}, {[]string{"history", "--metric", "bogus"}}, {[]string{"diff", "1"}}} {
+		if _, _, err := run(t, db, c.args...); err == nil {
+			t.Errorf("%v accepted", c.args)
+		}
+	}
+}
+
+// Results are cached per (run, scenario, analyzer version): a second history reads them, a
+// new scenario gets new rows, and rows of another analyzer version are never read.
+func TestAnalysisCache(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.db")
+	mustRun(t, path, "ingest", "../../examples/dumps/checkpoints")
+	mustRun(t, path, "history", "--metric", "T_est:decode", "--chip", "H100", "--json")
+	ctx := context.Background()
+	db, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	count := func() int {
+		n := 0
+		for id := int64(1); id <= 4; id++ {
+			rows, _ := db.CachedResults(ctx, []int64{id}, "", "") // wrong key: nothing
+			n += len(rows)
+		}
+		return n
+	}
+	if count() != 0 {
+		t.Fatal("an empty key matched cache rows")
+	}
+	o := scenarioForTest(t, "H100")
+	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	got, err := db.CachedResults(ctx, []int64{1, 2, 3, 4}, key, analyzer.Version)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("cached rows for the scenario: %d, %v", len(got), err)
+	}
+	// Poison the current rows: history must read them (proving it does not recompute)...
+	var m analyzer.RunMetrics
+	json.Unmarshal(got[1], &m)
+	for i := range m.Phases {
+		m.Phases[i].TEst = 42
+	}
+	b, _ := json.Marshal(m)
+	if err := db.PutResult(ctx, 1, key, analyzer.Version, b); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, path, "history", "--metric", "T_est:decode", "--chip", "H100", "--json"); !strings.Contains(out, `"value": 42000`) {
+		t.Fatalf("history did not use the cache:\n%s", out)
+	}
+	// ...while a row under another analyzer version is ignored.
+	if err := db.PutResult(ctx, 2, key, "mrep-analyzer/0", b); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, path, "history", "--metric", "T_est:decode", "--chip", "H100", "--json"); strings.Count(out, `"value": 42000`) != 1 {
+		t.Fatalf("a stale analyzer version was read:\n%s", out)
+	}
+	mustRun(t, path, "history", "--metric", "T_est:decode", "--chip", "H200", "--json")
+	o2 := scenarioForTest(t, "H200")
+	if got, _ := db.CachedResults(ctx, []int64{1, 2, 3, 4}, analyzer.ScenarioKey(o2.scenario, o2.targets, o2.profiles), analyzer.Version); len(got) != 4 {
+		t.Fatalf("a new scenario should be cached under its own key: %d rows", len(got))
+	}
+}
+
+// scenarioForTest builds the options the commands build from default flags and one chip.
+func scenarioForTest(t *testing.T, chip string) scenarioOptions {
+	t.Helper()
+	app := NewApp(Env{Now: fixedClock})
+	var o scenarioOptions
+	cmd := app.Command("analyze")
+	action := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		var err error
+		o, err = readScenario(c)
+		return err
+	}
+	defer func() { cmd.Action = action }()
+	if err := app.Run([]string{"mrep", "--db", filepath.Join(t.TempDir(), "x.db"), "analyze", "--chip", chip}); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
