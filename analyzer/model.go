@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/internal/units"
 	"github.com/mrep-dev/mrep/model"
 )
 
@@ -144,10 +145,10 @@ func Time(c Cost, t Target, tokens float64, onChipWeights bool) Timing {
 	var short []string
 	if c.BytesWeights < weightsFloor*(1-1e-3) {
 		short = append(short, fmt.Sprintf("bytes_weights %s < %s (every active weight once per pass; they do not fit in the %g MiB on chip)",
-			si(c.BytesWeights, "B"), si(weightsFloor, "B"), t.Chip.OnChipMiB))
+			units.SI(c.BytesWeights, "B"), units.SI(weightsFloor, "B"), t.Chip.OnChipMiB))
 	}
 	if c.BytesKV < c.FloorKV*(1-1e-3) {
-		short = append(short, fmt.Sprintf("bytes_kv %s < %s (the KV cache once)", si(c.BytesKV, "B"), si(c.FloorKV, "B")))
+		short = append(short, fmt.Sprintf("bytes_kv %s < %s (the KV cache once)", units.SI(c.BytesKV, "B"), units.SI(c.FloorKV, "B")))
 	}
 	if len(short) > 0 {
 		tm.BelowFloor = true
@@ -156,16 +157,6 @@ func Time(c Cost, t Target, tokens float64, onChipWeights bool) Timing {
 	hbm := math.Max(c.BytesWeights, weightsFloor) + c.BytesActivations + math.Max(c.BytesKV, c.FloorKV) + c.BytesTemporary
 	tm.TEstFloor = math.Max(tm.TComp, math.Max(hbm/t.BWHBM, tm.TNet))
 	return tm
-}
-
-func si(x float64, unit string) string {
-	prefixes := []string{"", "k", "M", "G", "T", "P", "E"}
-	i := 0
-	for math.Abs(x) >= 1000 && i < len(prefixes)-1 {
-		x /= 1000
-		i++
-	}
-	return fmt.Sprintf("%.2f %s%s", x, prefixes[i], unit)
 }
 
 // Step is one phase under one profile on one GPU.

@@ -8,18 +8,11 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/internal/units"
 )
 
 // SI formats a quantity with decimal prefixes: 1.30 TB, 481.25 TFLOP.
-func SI(x float64, unit string) string {
-	prefixes := []string{"", "k", "M", "G", "T", "P", "E"}
-	i := 0
-	for math.Abs(x) >= 1000 && i < len(prefixes)-1 {
-		x /= 1000
-		i++
-	}
-	return fmt.Sprintf("%.2f %s%s", x, prefixes[i], unit)
-}
+func SI(x float64, unit string) string { return units.SI(x, unit) }
 
 // Ms formats seconds as milliseconds.
 func Ms(s float64) string {

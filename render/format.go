@@ -3,10 +3,11 @@
 package render
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/mrep-dev/mrep/internal/units"
 )
 
 // Comma formats an integer with thousands separators: 671026404352 -> 671,026,404,352.
@@ -30,18 +31,7 @@ func Comma(n int64) string {
 }
 
 // IEC formats a size in bytes with binary units, labelled as such (KiB, MiB, GiB, TiB).
-func IEC(n float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for math.Abs(n) >= 1024 && i < len(units)-1 {
-		n /= 1024
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f B", n)
-	}
-	return fmt.Sprintf("%.2f %s", n, units[i])
-}
+func IEC(n float64) string { return units.IEC(n) }
 
 // Shape formats a tensor shape as torch prints it: (512, 256); lazy tensors have none.
 func Shape(s []int64) string {

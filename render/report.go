@@ -20,8 +20,8 @@ type ReportOptions struct {
 	Charts      map[string]bool
 	HasWeights  bool // a weight-distribution grid was written
 	CSVName     string
-	JSONName    string
 	ChartPrefix string
+	Chart       ChartOptions // the roofline limits and label mode, for the configuration table
 }
 
 func largestWithStats(ts []analyzer.TensorRow, n int) []analyzer.TensorRow {

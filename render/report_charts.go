@@ -31,6 +31,26 @@ func (o ChartOptions) spec(title string, cs []Ceiling) RooflineSpec {
 	return RooflineSpec{Title: title, Ceilings: cs, XMin: o.XMin, XMax: o.XMax, YMin: o.YMin, YMax: o.YMax, LabelPoints: o.LabelMode == "all"}
 }
 
+// overviewPoints are the primary target's phase x profile points, one group each.
+func overviewPoints(r analyzer.ReportData) ([]RoofPoint, []string) {
+	var pts []RoofPoint
+	var names []string
+	for _, ph := range analyzer.Phases {
+		for _, p := range r.Analysis.Profiles {
+			if res, ok := r.Analysis.Find(r.Primary.Label(), ph, p.Name); ok {
+				pts = append(pts, RoofPoint{Label: fmt.Sprintf("%s/%s", ph, p.Name), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: len(names)})
+				names = append(names, fmt.Sprintf("%s / %s", ph, p.Name))
+			}
+		}
+	}
+	return pts, names
+}
+
+func (s RooflineSpec) withPoints(pts []RoofPoint, names []string) RooflineSpec {
+	s.Points, s.GroupNames = pts, names
+	return s
+}
+
 // ReportCharts builds every chart of the report from its data.
 func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 	var out []NamedChart
@@ -46,20 +66,8 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 	out = append(out, NamedChart{"module_pie", Pie(m.Name+": parameters by category", labels, values), "Parameter category breakdown"})
 
 	primary := r.Primary.Label()
-	sp := o.spec(m.Name+": training, prefill and decode on "+primary+" (points) against every target's roofline", ceilings(r))
 	profiles := r.Analysis.Profiles
-	for gi, ph := range analyzer.Phases {
-		for pi, p := range profiles {
-			if res, ok := r.Analysis.Find(primary, ph, p.Name); ok {
-				g := gi*len(profiles) + pi
-				sp.Points = append(sp.Points, RoofPoint{Label: fmt.Sprintf("%s/%s", ph, p.Name), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: g})
-				for len(sp.GroupNames) <= g {
-					sp.GroupNames = append(sp.GroupNames, "")
-				}
-				sp.GroupNames[g] = fmt.Sprintf("%s / %s", ph, p.Name)
-			}
-		}
-	}
+	sp := o.spec(m.Name+": training, prefill and decode on "+primary+" (points) against every target's roofline", ceilings(r)).withPoints(overviewPoints(r))
 	out = append(out, NamedChart{"roofline", Roofline(sp), "Multi-chip roofline overview"})
 
 	sweepChart := func(name, title, unit string, pts []analyzer.SweepPoint) NamedChart {

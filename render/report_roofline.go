@@ -35,7 +35,14 @@ func (w *reportWriter) roofline() {
 	w.printf("Left of the ridge (`AI_hbm < OI_knee`) a point is bounded by HBM, right of it by compute. This is a roofline diagnostic; the `Regime` labels in KPI tables come from the time model.\n\nFor this run (`%s` mode, primary target `%s`), decode has `AI_hbm=%.2f` against `OI_knee=%.2f`, so it is `%s` under the HBM roofline; prefill has `AI_hbm=%.2f`, so it is `%s`.\n",
 		last, pt.Label(), dec.Timing.AIHBM, pt.Knee, side(dec.Timing.AIHBM), pre.Timing.AIHBM, side(pre.Timing.AIHBM))
 	w.h3("Configuration & Assumptions")
-	xmin, xmax := "auto", "auto"
+	limits := func(lo, hi float64) string {
+		if lo == 0 && hi == 0 {
+			return "None"
+		}
+		return fmt.Sprintf("(%g, %g)", lo, hi)
+	}
+	co := w.o.Chart
+	rx0, rx1, ry0, ry1 := co.spec("", ceilings(r)).withPoints(overviewPoints(r)).Limits()
 	rows := [][]string{
 		{"Batch size (`B`)", code(fmt.Sprint(sc.Batch))}, {"Prefill sequence length (`S`)", code(fmt.Sprint(sc.Seq))},
 		{"Decode KV length (`L`)", code(fmt.Sprint(sc.KVLen))},
@@ -61,7 +68,11 @@ func (w *reportWriter) roofline() {
 		[]string{"Network ridge (`OI_net`)", code(fmt.Sprintf("%.3f FLOP/byte", pt.OINet))},
 		[]string{"Decode batch sweep", code(int64s(r.Options.Batches))},
 		[]string{"Prefill sequence sweep", code(int64s(r.Options.Seqs))},
-		[]string{"Roofline x-limits", code(xmin + " .. " + xmax)},
+		[]string{"Requested roofline x-limits", code(limits(co.XMin, co.XMax))},
+		[]string{"Requested roofline y-limits", code(limits(co.YMin, co.YMax))},
+		[]string{"Rendered roofline x-limits (overview)", code(fmt.Sprintf("(%g, %g)", rx0, rx1))},
+		[]string{"Rendered roofline y-limits (overview)", code(fmt.Sprintf("(%g, %g)", ry0, ry1))},
+		[]string{"Roofline label mode", code(orNone(co.LabelMode))},
 	)
 	w.table([]string{"Property", "Value"}, "ll", rows)
 	w.printf("\n**Roofline Targets (%s dense)**\n\n", strings.ToUpper(sc.ComputeDType))

@@ -177,15 +177,7 @@ func analyzeCommand(env Env) *cli.Command {
 				return err
 			}
 			defer db.Close()
-			sel := c.Args().First()
-			if sel == "" {
-				sel = "latest"
-			}
-			id, err := resolve(c.Context, db, sel)
-			if err != nil {
-				return err
-			}
-			d, err := db.LoadDump(c.Context, id)
+			_, d, err := loadRun(c.Context, db, c.Args().First())
 			if err != nil {
 				return err
 			}

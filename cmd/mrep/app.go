@@ -232,6 +232,26 @@ func resolve(ctx context.Context, db *store.DB, sel string) (int64, error) {
 	return id, err
 }
 
+// loadRun resolves a selector (default latest) and loads its row and dump.
+func loadRun(ctx context.Context, db *store.DB, sel string) (store.Run, *model.Dump, error) {
+	if sel == "" {
+		sel = "latest"
+	}
+	id, err := resolve(ctx, db, sel)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	run, err := db.Run(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	d, err := db.LoadDump(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	return run, d, nil
+}
+
 func showCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "show",
@@ -248,19 +268,7 @@ func showCommand(env Env) *cli.Command {
 				return err
 			}
 			defer db.Close()
-			sel := c.Args().First()
-			if sel == "" {
-				sel = "latest"
-			}
-			id, err := resolve(c.Context, db, sel)
-			if err != nil {
-				return err
-			}
-			run, err := db.Run(c.Context, id)
-			if err != nil {
-				return err
-			}
-			d, err := db.LoadDump(c.Context, id)
+			run, d, err := loadRun(c.Context, db, c.Args().First())
 			if err != nil {
 				return err
 			}

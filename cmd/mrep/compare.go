@@ -91,17 +91,10 @@ func diffCommand(env Env) *cli.Command {
 			var dumps [2]*model.Dump
 			var metrics [2]analyzer.RunMetrics
 			for i, sel := range c.Args().Slice() {
-				id, err := resolve(c.Context, db, sel)
-				if err != nil {
+				if runs[i], dumps[i], err = loadRun(c.Context, db, sel); err != nil {
 					return err
 				}
-				if runs[i], err = db.Run(c.Context, id); err != nil {
-					return err
-				}
-				if dumps[i], err = db.LoadDump(c.Context, id); err != nil {
-					return err
-				}
-				if metrics[i], err = metricsFor(c.Context, db, id, o, dumps[i]); err != nil {
+				if metrics[i], err = metricsFor(c.Context, db, runs[i].ID, o, dumps[i]); err != nil {
 					return err
 				}
 			}

@@ -107,27 +107,11 @@ func reportCommand(env Env) *cli.Command {
 				return err
 			}
 			defer db.Close()
-			sel := c.Args().First()
-			if sel == "" {
-				sel = "latest"
-			}
-			id, err := resolve(c.Context, db, sel)
+			run, d, err := loadRun(c.Context, db, c.Args().First())
 			if err != nil {
 				return err
 			}
-			run, err := db.Run(c.Context, id)
-			if err != nil {
-				return err
-			}
-			d, err := db.LoadDump(c.Context, id)
-			if err != nil {
-				return err
-			}
-			info := analyzer.RunInfo{ID: run.ID, Name: run.ModelName, Step: run.Step, Hash: run.ContentHash}
-			if run.Label != nil {
-				info.Label = *run.Label
-			}
-			data, err := analyzer.BuildReport(d, info, o.scenario, o.targets, o.profiles, ro)
+			data, err := analyzer.BuildReport(d, runInfo(run), o.scenario, o.targets, o.profiles, ro)
 			if err != nil {
 				return cli.Exit("report: "+err.Error(), exitFailure)
 			}
@@ -158,7 +142,7 @@ func writeReport(dir string, data analyzer.ReportData, f reportFiles) ([]string,
 	f.md.Charts = map[string]bool{}
 	f.md.ChartExt = "png"
 	f.md.CSVName = "sensitivity.csv"
-	f.md.JSONName = "report.json"
+	f.md.Chart = f.chart
 	for _, nc := range render.ReportCharts(data, f.chart) {
 		var png bytes.Buffer
 		if err := render.RenderPNG(nc.Chart, &png); err != nil {
