@@ -9,6 +9,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/internal/units"
+	"github.com/mrep-dev/mrep/model"
 )
 
 // SI formats a quantity with decimal prefixes: 1.30 TB, 481.25 TFLOP.
@@ -128,7 +129,7 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 	table(w, []string{"Phase", "Exec", "Term", "F_theory", "F_realizable", "bytes_hbm", "bytes_net"}, "lllrrrr", tr)
 	if len(a.Steps) > 0 {
 		st := a.Steps[0]
-		w.printf("\nAttention convention: F_theory counts QK^T and PV over the full KV length, as PyTorch's FlopCounterMode does (%s in `%s`); a causal kernel executes %s.\n",
+		w.printf("\nConventions: F_theory counts QK^T and PV over the full KV length, as PyTorch's FlopCounterMode does (%s in `%s`; a causal kernel executes %s), and adds softmax (3 FLOPs per score) and elementwise FLOPs, which FlopCounterMode does not count: compare its figures with F_tensorcore.\n",
 			SI(st.FAttnFull, "FLOP"), st.Phase, SI(st.FAttnCausal, "FLOP"))
 	}
 	if ops != nil {
@@ -194,5 +195,34 @@ func WriteChips(out io.Writer, list []chips.Chip) error {
 	}
 	table(w, []string{"Chip", "Title", "Dense peaks (TFLOP/s)", "Memory (GiB)", "HBM (GB/s)", "Scale-up (GB/s, bidir)", "Scale-out (GB/s)", "TDP (W)", "Ridge bf16 (FLOP/B)"}, "lllrrrrrr", rows)
 	w.printf("\nSources for every figure: `mrep chips --json`.\n")
+	return w.err
+}
+
+// WriteTraceCheck sets FlopCounterMode's per-module count beside mrep's, when the run has one.
+func WriteTraceCheck(out io.Writer, tr *model.Trace, rows []analyzer.TraceRow) error {
+	if tr == nil || len(rows) == 0 {
+		return nil
+	}
+	w := &errWriter{w: out}
+	impl := func(s *string) string {
+		if s == nil {
+			return "unknown"
+		}
+		return *s
+	}
+	w.printf("\n## Traced FLOPs vs the model\n\nOne real forward at B=%d, S=%d on %s (attention `%s`, experts `%s`), counted by PyTorch's FlopCounterMode, beside mrep's F_tensorcore for the same prefill step (modules up to three levels deep).\n\n",
+		tr.Batch, tr.Seq, tr.Device, impl(tr.AttnImplementation), impl(tr.ExpertsImplementation))
+	var rs [][]string
+	worst := 0.0
+	for _, r := range rows {
+		name := r.Module
+		if name == "" {
+			name = "(model)"
+		}
+		rs = append(rs, []string{code(name), Comma(r.Traced), Comma(int64(math.Round(r.Mrep))), fmt.Sprintf("%.4f", r.Ratio)})
+		worst = math.Max(worst, math.Abs(r.Ratio-1))
+	}
+	table(w, []string{"Module", "FlopCounterMode", "mrep F_tensorcore", "ratio"}, "lrrr", rs)
+	w.printf("\nLargest deviation: %.3f%%.\n", 100*worst)
 	return w.err
 }

@@ -198,13 +198,21 @@ func analyzeCommand(env Env) *cli.Command {
 				}
 				ops = &t
 			}
+			trace, err := analyzer.TraceCheck(d, 3)
+			if err != nil {
+				return err
+			}
 			if c.Bool("json") {
 				return writeJSON(c.App.Writer, struct {
 					Analysis  analyzer.Analysis       `json:"analysis"`
 					Operators *analyzer.OperatorTable `json:"operators,omitempty"`
-				}{a, ops})
+					Trace     []analyzer.TraceRow     `json:"trace_check,omitempty"`
+				}{a, ops, trace})
 			}
-			return render.WriteAnalysis(c.App.Writer, a, ops)
+			if err := render.WriteAnalysis(c.App.Writer, a, ops); err != nil {
+				return err
+			}
+			return render.WriteTraceCheck(c.App.Writer, d.Trace, trace)
 		},
 	}
 }

@@ -348,3 +348,12 @@ func TestAnalyzeGoldenAndErrors(t *testing.T) {
 	}
 	golden(t, "chips.md", mustRun(t, db, "chips"))
 }
+
+func TestAnalyzeTracedRunShowsFlopCounterModeBesideTheModel(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/tiny-mixtral-trace.json.gz")
+	out := mustRun(t, db, "analyze", "--phase", "prefill", "--exec", "naive")
+	if !strings.Contains(out, "## Traced FLOPs vs the model") || !strings.Contains(out, "Largest deviation: 0.000%.") {
+		t.Fatalf("trace check missing or off:\n%s", out)
+	}
+}
