@@ -1,6 +1,6 @@
 module github.com/mrep-dev/mrep
 
-go 1.26.8
+go 1.22
 
 require (
 	github.com/mattn/go-sqlite3 v1.14.52

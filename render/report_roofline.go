@@ -154,7 +154,8 @@ func (w *reportWriter) roofline() {
 	}
 	w.printf("#### Category Roofline (Per Mode)\n\n")
 	for _, ph := range analyzer.Phases {
-		w.printf("**%s**\n\n", strings.Title(string(ph))) //nolint:staticcheck // ASCII phase names
+		name := string(ph)
+		w.printf("**%s**\n\n", strings.ToUpper(name[:1])+name[1:])
 		w.image(string(ph) + "_category_roofline")
 	}
 	w.exploration()
