@@ -251,6 +251,9 @@ func (w *reportWriter) exploration() {
 	}
 	pt := r.Primary
 	w.h3("Decode Compute-Bound Exploration (DP=EP, TP=1)")
+	if r.Model.Fingerprint.MoE == nil {
+		w.printf("This model has no routed experts, so only `EP=1` applies. ")
+	}
 	w.printf("For each expert-parallel size `EP` and KV length `L`, can decode become compute-limited, and at what per-GPU batch `B_g`? With `DP=EP`, each GPU holds `E/EP` experts and dispatches tokens over the network. `OI_inf_hbm(L)` is `AI_hbm` as `B_g→∞` (weights amortized, KV reads remain); `OI_net` is the same against network bytes. `min B_g` is the first power of two up to %d with `T_comp ≥ %.2f*max(T_hbm, T_net)` (`%s` mode, `OI_knee=%.1f`, `OI_net` ridge %.1f).\n\n",
 		r.Options.ExploreMaxB, r.Options.ExploreAlpha, w.lastProfile(), pt.Knee, pt.OINet)
 	var rows [][]string
@@ -327,7 +330,11 @@ func (w *reportWriter) sensitivity() {
 		fast, slow := analyzer.Extremes(r.Sensitivity, p.Name, 3)
 		for _, pt := range append(fast, slow...) {
 			k := pt.Knobs
-			rows = append(rows, []string{code(k.Exec), fmt.Sprint(k.KVBytes), fmt.Sprint(k.TopK), fmt.Sprintf("%.2f", k.KVRankScale), fmt.Sprintf("%.2f", k.HiddenScale), fmt.Sprint(k.L),
+			topK := "—"
+			if k.TopK > 0 {
+				topK = fmt.Sprint(k.TopK)
+			}
+			rows = append(rows, []string{code(k.Exec), fmt.Sprint(k.KVBytes), topK, fmt.Sprintf("%.2f", k.KVRankScale), fmt.Sprintf("%.2f", k.HiddenScale), fmt.Sprint(k.L),
 				E4(pt.Timing.AIHBM), Ms(pt.Timing.TEst) + map[bool]string{true: " ⚠", false: ""}[pt.Timing.BelowFloor], E4(pt.Timing.MFU), code(pt.Timing.Regime)})
 		}
 	}
@@ -362,7 +369,7 @@ func (w *reportWriter) limits() {
 	for _, ph := range analyzer.Phases {
 		res, _ := w.res(ph, last)
 		s := fmt.Sprintf("%s is `%s` (`T_est` %s ms", ph, res.Timing.Regime, Ms(res.Timing.TEst))
-		if res.Timing.BelowFloor {
+		if res.Timing.BelowFloor && res.Timing.TEstFloor > res.Timing.TEst*1.001 {
 			s += fmt.Sprintf(", at least %s ms at the compulsory floor", Ms(res.Timing.TEstFloor))
 		}
 		parts = append(parts, s+")")
