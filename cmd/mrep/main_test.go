@@ -357,3 +357,15 @@ func TestAnalyzeTracedRunShowsFlopCounterModeBesideTheModel(t *testing.T) {
 		t.Fatalf("trace check missing or off:\n%s", out)
 	}
 }
+
+func TestExampleChipsFileAndProfiles(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/gpt2.json.gz")
+	out := mustRun(t, db, "--chips-file", "../../examples/chips/derated-h100.json", "analyze", "--chip", "h100m",
+		"--exec", "../../examples/profiles/tuned.json", "--phase", "decode")
+	for _, want := range []string{"## H100-SXM-measured bf16", "`flash-resident-kv`", "`flash-refetch`", "OI_knee 258.6"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("analyze with the example files lacks %q", want)
+		}
+	}
+}

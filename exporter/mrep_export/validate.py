@@ -12,7 +12,8 @@ import os
 from functools import lru_cache
 from typing import Any, Iterator
 
-SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "schemas", "dump.schema.json")
+# A symlink to schemas/dump.schema.json (the single source) that wheels carry as a file.
+SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "dump.schema.json")
 
 
 class DumpInvalid(ValueError):
