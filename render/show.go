@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -136,13 +135,7 @@ func WriteShow(out io.Writer, s Show, opt ShowOptions) error {
 		w.printf("Weight statistics are unavailable: this run's parameters have no values (meta-initialized or lazy).\n")
 		return w.err
 	}
-	var withStats []analyzer.TensorRow
-	for _, t := range s.Tensors {
-		if t.Stats != nil {
-			withStats = append(withStats, t)
-		}
-	}
-	sort.SliceStable(withStats, func(i, j int) bool { return withStats[i].Params > withStats[j].Params })
+	withStats := largestWithStats(s.Tensors, 0)
 	limit := len(withStats)
 	if opt.MaxStats > 0 && limit > opt.MaxStats {
 		limit = opt.MaxStats
