@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -426,5 +427,48 @@ func TestOperatorsMatchRooflineAnalyzer(t *testing.T) {
 	within(t, "a second query adds its own KV", two.StorageKV-tab.StorageKV, 1025*kvTok*48, 1e-9)
 	if _, err := m.Operators([]Query{{Cached: 5, Input: 0}}, 2, 2, 2); err == nil {
 		t.Error("zero input tokens accepted")
+	}
+}
+
+// Experts held as one fused tensor and experts as E separate Linear modules (older transformers
+// and most training codebases) cost the same: same FLOPs, same bytes, same categories.
+func TestFusedAndSeparateExpertsCostTheSame(t *testing.T) {
+	fused := load(t, "Mixtral-8x7B-v0.1")
+	sep := *fused
+	sep.Modules = nil
+	for _, m := range fused.Modules {
+		if !strings.HasSuffix(m.Name, ".experts") {
+			sep.Modules = append(sep.Modules, m)
+			continue
+		}
+		parent := m.Name
+		sep.Modules = append(sep.Modules, model.Module{Name: m.Name, Class: "ModuleList", PyModule: "torch.nn", Parent: m.Parent,
+			Params: []model.Param{}, Buffers: []model.Buffer{}})
+		gateUp, down := m.Params[0], m.Params[1] // [E, 2F, H], [E, H, F]
+		E, F2, H := gateUp.Shape[0], gateUp.Shape[1], gateUp.Shape[2]
+		for e := int64(0); e < E; e++ {
+			en := parent + "." + fmt.Sprint(e)
+			sep.Modules = append(sep.Modules, model.Module{Name: en, Class: "MixtralBlockSparseTop2MLP", PyModule: "x", Parent: &parent,
+				Params: []model.Param{}, Buffers: []model.Buffer{}})
+			lin := func(name string, out, in int64) model.Module {
+				return model.Module{Name: en + "." + name, Class: "Linear", PyModule: "torch.nn", Parent: &en, Buffers: []model.Buffer{},
+					Params: []model.Param{{Tensor: model.Tensor{Name: "weight", Shape: []int64{out, in}, DType: "bfloat16", Numel: out * in, Device: "meta"}, RequiresGrad: true}}}
+			}
+			sep.Modules = append(sep.Modules, lin("w1", F2/2, H), lin("w3", F2/2, H), lin("w2", H, down.Shape[2]))
+		}
+	}
+	mf, ms := NewModel(fused), NewModel(&sep)
+	if mf.TotalParams != ms.TotalParams || mf.Params[CatRoutedExperts] != ms.Params[CatRoutedExperts] {
+		t.Fatalf("params: fused %d/%d, separate %d/%d", mf.TotalParams, mf.Params[CatRoutedExperts], ms.TotalParams, ms.Params[CatRoutedExperts])
+	}
+	s := DefaultScenario()
+	for _, b := range []int64{1, 8, 256} {
+		s.Batch = b
+		for _, ph := range Phases {
+			f := analyze(t, mf, ph, s, Naive).ByCat[string(CatRoutedExperts)]
+			g := analyze(t, ms, ph, s, Naive).ByCat[string(CatRoutedExperts)]
+			within(t, fmt.Sprintf("%s B=%d expert GEMM FLOPs", ph, b), g.FTensorcore, f.FTensorcore, 1e-9)
+			within(t, fmt.Sprintf("%s B=%d expert weight bytes", ph, b), g.BytesWeights, f.BytesWeights, 1e-9)
+		}
 	}
 }

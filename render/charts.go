@@ -151,8 +151,8 @@ func (s RooflineSpec) Limits() (xmin, xmax, ymin, ymax float64) {
 	if xmax <= 0 {
 		xmax = math.Pow(10, math.Ceil(math.Log10(hi))+1)
 	}
-	if ymin <= 0 {
-		ymin = math.Pow(10, math.Floor(math.Log10(ylo))-1)
+	if ymin <= 0 { // the decade holding the lowest point (or a hundredth of the lowest roof)
+		ymin = math.Pow(10, math.Floor(math.Log10(ylo)))
 	}
 	if ymax <= 0 {
 		ymax = math.Pow(10, math.Ceil(math.Log10(yhi*1.5)))
