@@ -195,9 +195,10 @@ func Roofline(s RooflineSpec) chart.Chart {
 				XValues: []float64{x0, k, xmax}, YValues: []float64{c.BW * x0 / 1e12, c.Peak, c.Peak}},
 			chart.ContinuousSeries{Name: c.Label + " ridge", Style: chart.Style{StrokeWidth: chart.Disabled, DotColor: col, DotWidth: 5},
 				XValues: []float64{k}, YValues: []float64{c.Peak}})
-		notes = append(notes, chart.Value2{XValue: k, YValue: c.Peak, Label: fmt.Sprintf("%s ridge %.0f", c.Label, k)})
 		entries = append(entries, legendEntry{Label: fmt.Sprintf("%s roof, ridge %.0f FLOP/B", c.Label, k), Color: col, Dash: dash(i)})
 	}
+	// Ridges are marked by a dot and named in the legend: a label box on the ceiling would hide
+	// the compute-bound points that sit there.
 	type key struct {
 		group int
 		size  float64

@@ -34,8 +34,8 @@ func TestRooflinePointAtKneeLandsOnRidge(t *testing.T) {
 	if err := RenderSVG(Roofline(spec), &buf); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(buf.Bytes(), []byte("H200 fp8 ridge 412")) {
-		t.Fatal("ridge label missing")
+	if !bytes.Contains(buf.Bytes(), []byte("H200 fp8 roof, ridge 412 FLOP/B")) {
+		t.Fatal("ridge legend missing")
 	}
 	if out := os.Getenv("MREP_CHART_OUT"); out != "" { // look at it: MREP_CHART_OUT=/tmp/r.png
 		var png bytes.Buffer
