@@ -12,6 +12,7 @@ import (
 type ReportOptions struct {
 	Batches            []int64 // decode batch sweep
 	Seqs               []int64 // prefill sequence sweep
+	SeqsDefault        bool    // Seqs are the defaults: the model's context length may be appended
 	SensitivityProfile string  // a GridProfiles name, or "off"
 	ExploreEPs         []int64
 	ExploreLens        []int64
@@ -25,6 +26,7 @@ func DefaultReportOptions() ReportOptions {
 	return ReportOptions{
 		Batches:            []int64{1, 2, 4, 8, 16, 32, 64, 128},
 		Seqs:               []int64{64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768},
+		SeqsDefault:        true,
 		SensitivityProfile: "medium_full_grid",
 		ExploreEPs:         []int64{1, 2, 4, 8, 16, 32, 64},
 		ExploreLens:        []int64{2048, 4096, 8192, 16384},
@@ -85,7 +87,13 @@ func BuildReport(d *model.Dump, run RunInfo, s Scenario, targets []Target, profi
 			r.BCrit[p.Name] = b
 		}
 	}
-	if r.PrefillSweep, err = SweepPrefillSeq(m, s, targets[0], profiles, o.Seqs); err != nil {
+	seqs := o.Seqs
+	// As the seed does, end the default sweep at the model's context length when it is longer.
+	if mp := m.Fingerprint.MaxPositions; o.SeqsDefault && len(seqs) > 0 && mp > seqs[len(seqs)-1] && mp <= 1<<20 {
+		seqs = append(append([]int64(nil), seqs...), mp)
+		r.Options.Seqs = seqs
+	}
+	if r.PrefillSweep, err = SweepPrefillSeq(m, s, targets[0], profiles, seqs); err != nil {
 		return r, err
 	}
 	// Worked example: the preferred batch (the seed uses 128) under the last profile, else the

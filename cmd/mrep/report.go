@@ -91,7 +91,7 @@ func reportCommand(env Env) *cli.Command {
 			if s, err := int64List(c, "seqs"); err != nil {
 				return err
 			} else if s != nil {
-				ro.Seqs = s
+				ro.Seqs, ro.SeqsDefault = s, false
 			}
 			ro.SensitivityProfile = c.String("sensitivity")
 			mode := c.String("label-mode")
