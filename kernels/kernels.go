@@ -1,0 +1,135 @@
+// Package kernels is the vocabulary between counting and timing: a step is a list of
+// kernels (GEMMs, attention, memory-bound passes, collectives) with their exact work and
+// traffic. The analyzer writes them without knowing any chip's efficiency; the timing layer
+// reads them without knowing any model. Neither imports the other.
+package kernels
+
+// Kind is how a kernel is timed.
+type Kind uint8
+
+// Kernel kinds.
+const (
+	GEMM       Kind = iota // tensor-core matrix multiply: Groups problems of [M,K]x[K,N]
+	Attention              // fused (flash-style) attention: QK^T, softmax, PV
+	Memory                 // elementwise, norms, casts, gathers, the optimizer: bandwidth-bound
+	Collective             // inter-GPU communication
+)
+
+func (k Kind) String() string {
+	switch k {
+	case GEMM:
+		return "gemm"
+	case Attention:
+		return "attention"
+	case Memory:
+		return "memory"
+	case Collective:
+		return "collective"
+	}
+	return "unknown"
+}
+
+// Coll is a collective's algorithm.
+type Coll uint8
+
+// Collectives.
+const (
+	AllReduce Coll = iota
+	AllGather
+	ReduceScatter
+	AllToAll
+	P2P
+)
+
+func (c Coll) String() string {
+	return [...]string{"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p"}[c]
+}
+
+// Tier is the link a collective runs on.
+type Tier uint8
+
+// Link tiers.
+const (
+	ScaleUp  Tier = iota // NVLink, Infinity Fabric, ICI: inside the scale-up domain
+	ScaleOut             // InfiniBand, RoCE: across domains
+)
+
+// Kernel is one kind of launch in a step, Count times over (identical launches, e.g. the
+// same all-reduce in every layer). FLOPs and Bytes are totals over the Count launches.
+type Kernel struct {
+	Name     string // op or module the kernel belongs to
+	Category string // analyzer category, for the breakdown
+	Kind     Kind
+	Count    float64 // identical launches (>= 1 for kernels that launch; 0: fused into a neighbour)
+
+	// GEMM: Groups independent problems of [M,K]x[K,N] per launch (routed experts touched).
+	M, N, K, Groups float64
+	// Tensor-core FLOPs executed and their precision (which peak applies).
+	FLOPs float64
+	DType string
+	// VectorFLOPs are the non-tensor-core FLOPs (softmax, norms, optimizer) at the vector rate.
+	VectorFLOPs float64
+	// Bytes is the HBM traffic: weights, activations, KV cache and temporaries.
+	Bytes float64
+
+	// Attention: parallel work tiles are Batch x Heads x ceil(Queries/tile); Decode kernels
+	// read the KV cache with GroupM query rows per KV head (query heads per KV head, all
+	// heads for MLA's shared latent).
+	Batch, Heads, Queries float64
+	Decode                bool
+	GroupM                float64
+	Backward              bool // the backward pass of a flash kernel, which runs below the forward's efficiency
+
+	// Graphed kernels are replayed from a CUDA graph (engines capture decode steps): no host
+	// launch cost. Others are launched one by one from the host, which bounds short kernels.
+	Graphed bool
+
+	// Collective: Coll over Ranks GPUs on Tier moving Message bytes per launch (the full
+	// tensor, before the algorithm's (n-1)/n factors). Exposed is the share of its time not
+	// hidden behind compute (1: serialized with the layer, as TP all-reduces are).
+	Coll    Coll
+	Tier    Tier
+	Ranks   float64
+	Message float64
+	Exposed float64
+}
+
+// Time is a step's predicted time and where it goes. All times in seconds.
+type Time struct {
+	// T_est: the achievable prediction, the sum over kernels of max(compute, memory) plus
+	// launch latency, exposed communication and the per-step overhead.
+	TEst float64 `json:"T_est"`
+	// Totals by resource at achieved efficiency: T_comp = F_realizable / P_peak (every kernel's
+	// FLOPs at its achieved fraction of peak), T_hbm (every byte at achievable bandwidth),
+	// T_net (every collective, exposed or not).
+	TComp float64 `json:"T_comp"`
+	THBM  float64 `json:"T_hbm"`
+	TNet  float64 `json:"T_net"`
+	// Breakdown of T_est: they sum to it.
+	TGEMM      float64 `json:"T_gemm"`
+	TAttention float64 `json:"T_attention"`
+	TMemory    float64 `json:"T_memory_bound"`
+	TComm      float64 `json:"T_comm_exposed"`
+	TLatency   float64 `json:"T_latency"`  // kernel launches and the per-step overhead
+	TOverhead  float64 `json:"T_overhead"` // of which the per-step overhead
+	// Time spent in kernels limited by compute vs by memory (for the regime).
+	TComputeBound float64 `json:"T_compute_bound"`
+	TMemoryBound  float64 `json:"T_memory_bound_kernels"`
+	// FRealizable is peak-equivalent FLOPs: T_comp x P_peak of the step's compute dtype.
+	FRealizable float64 `json:"F_realizable"`
+	Launches    float64 `json:"launches"`
+	Regime      string  `json:"regime"`
+	// The ideal roofline of the same kernels: executed FLOPs at the datasheet peak, bytes at
+	// nominal HBM bandwidth, collectives at nominal link bandwidth with no latency.
+	// T_roofline = max of the three is the ceiling no run beats; T_est >= T_roofline always.
+	TCompIdeal     float64 `json:"T_comp_ideal"`
+	THBMIdeal      float64 `json:"T_hbm_ideal"`
+	TNetIdeal      float64 `json:"T_net_ideal"`
+	TRoofline      float64 `json:"T_roofline"`
+	RooflineRegime string  `json:"roofline_regime"`
+}
+
+// Predictor times a step's kernels on one chip and precision.
+type Predictor interface {
+	Predict(ks []Kernel) Time
+}

@@ -1,0 +1,295 @@
+// Package timing turns counted kernels into time on a chip: what GEMMs, attention kernels,
+// memory-bound passes and collectives actually achieve, as opposed to the datasheet roofline.
+// Every parameter comes from the chip database (chips.Efficiency) with its source. Pure: no
+// I/O, no knowledge of models or layouts.
+package timing
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/kernels"
+)
+
+// Model times kernels on one chip for a step whose headline precision is DType (the peak
+// F_realizable and MFU are quoted against).
+type Model struct {
+	Chip  chips.Chip
+	DType string
+	Eff   chips.Efficiency
+
+	peak    float64 // FLOP/s of DType
+	bw      float64 // achievable HBM B/s
+	vec     float64 // vector (non-tensor-core) FLOP/s
+	lat     float64 // s per kernel launch
+	host    float64 // s per eager launch from the host
+	step    float64 // s per step
+	upBW    float64 // achievable scale-up B/s per direction
+	outBW   float64 // achievable scale-out B/s per direction
+	upLat   float64
+	outLat  float64
+	tiles   [][2]float64
+	peakFor map[string]float64
+}
+
+// New resolves a chip's efficiency parameters for a step in dtype.
+func New(c chips.Chip, dtype string) (*Model, error) {
+	peak, err := c.Peak(dtype)
+	if err != nil {
+		return nil, err
+	}
+	e := c.Efficiency
+	if e.HBMFrac <= 0 || e.HBMFrac > 1 {
+		return nil, fmt.Errorf("chip %s: efficiency.hbm_frac must be in (0, 1], got %g", c.Name, e.HBMFrac)
+	}
+	m := &Model{Chip: c, DType: dtype, Eff: e, peak: peak, bw: c.HBMBytesPerSec() * e.HBMFrac,
+		lat: e.KernelLatencyUs * 1e-6, host: e.HostLaunchUs * 1e-6, step: e.StepOverheadUs * 1e-6,
+		upBW: c.NetBytesPerSec() * e.ScaleUpFrac, outBW: c.ScaleOutGBps * 1e9 * e.ScaleOutFrac,
+		upLat: e.ScaleUpLatencyUs * 1e-6, outLat: e.ScaleOutLatencyUs * 1e-6, peakFor: map[string]float64{}}
+	m.vec = c.PeakTFLOPs["fp32"] * 1e12
+	if m.vec <= 0 { // no published vector rate (TPUs): the VPU is a small fraction of the MXU
+		m.vec = peak / 16
+	}
+	for _, t := range e.GEMMTiles {
+		m.tiles = append(m.tiles, [2]float64{float64(t[0]), float64(t[1])})
+	}
+	return m, nil
+}
+
+// Peak is the dense tensor-core peak of dtype in FLOP/s, falling back to the step's peak when
+// the chip has none for it (an fp8 GEMM on a chip without fp8 runs at its bf16 rate).
+func (m *Model) Peak(dtype string) float64 {
+	if p, ok := m.peakFor[dtype]; ok {
+		return p
+	}
+	p, err := m.Chip.Peak(dtype)
+	if err != nil {
+		if p, err = m.Chip.Peak("bf16"); err != nil {
+			p = m.peak
+		}
+	}
+	m.peakFor[dtype] = p
+	return p
+}
+
+// GEMMFrac is the achieved fraction of peak a large, well-shaped GEMM in dtype reaches.
+func (m *Model) GEMMFrac(dtype string) float64 {
+	if f, ok := m.Eff.GEMMFrac[dtype]; ok {
+		return f
+	}
+	if f, ok := m.Eff.GEMMFrac["bf16"]; ok {
+		return f
+	}
+	return 1
+}
+
+// WaveEfficiency is the share of a wave of SMs doing useful work for a GEMM of groups x
+// [M,N] output tiles: tile quantization (a partial tile computes a full one), then wave
+// quantization (the last wave of tiles leaves SMs idle). Small grids split K across idle
+// SMs (split-K / stream-K, as cuBLAS and CUTLASS do), bounded by K/128 slices. Of the tile
+// shapes the chip's kernels offer, the best is taken, as a kernel heuristic would.
+func (m *Model) WaveEfficiency(M, N, K, groups float64) float64 {
+	sms := float64(m.Chip.SMs)
+	if sms <= 0 || len(m.tiles) == 0 || M <= 0 || N <= 0 {
+		return 1
+	}
+	groups = math.Max(groups, 1)
+	best := 0.0
+	for _, t := range m.tiles {
+		tm, tn := math.Ceil(M/t[0]), math.Ceil(N/t[1])
+		quant := M / (tm * t[0]) * N / (tn * t[1])
+		n := tm * tn * groups
+		split := 1.0
+		if n < sms {
+			split = math.Max(1, math.Min(math.Floor(sms/n), math.Floor(K/128)))
+		}
+		n *= split
+		wave := n / (math.Ceil(n/sms) * sms)
+		best = math.Max(best, quant*wave)
+	}
+	return best
+}
+
+// GEMMEta is the achieved fraction of dtype's peak for one GEMM shape.
+func (m *Model) GEMMEta(k kernels.Kernel) float64 {
+	return m.GEMMFrac(k.DType) * m.WaveEfficiency(k.M, k.N, k.K, k.Groups)
+}
+
+// KernelTime is one kernel's prediction.
+type KernelTime struct {
+	Compute, Memory, Latency, Comm float64 // seconds; Comm is the collective's full time
+	Eta                            float64 // achieved fraction of the kernel's own peak
+}
+
+// Time is the kernel's wall time: the slower of compute and memory (a kernel overlaps its
+// loads with its math), plus its launch latency; a collective's own time.
+func (kt KernelTime) Time() float64 { return math.Max(kt.Compute, kt.Memory) + kt.Latency + kt.Comm }
+
+// hostBound is the extra time eager launches add: the host issues one kernel per host_launch,
+// so Count launches take at least Count x host_launch even when the GPU finishes sooner.
+func (m *Model) hostBound(k kernels.Kernel, gpu float64) float64 {
+	if k.Graphed || k.Count == 0 {
+		return 0
+	}
+	return math.Max(0, k.Count*m.host-gpu)
+}
+
+// Kernel times one kernel (all Count launches).
+func (m *Model) Kernel(k kernels.Kernel) KernelTime {
+	var kt KernelTime
+	kt.Latency = k.Count * m.lat
+	kt.Memory = k.Bytes / m.bw
+	switch k.Kind {
+	case kernels.GEMM:
+		kt.Eta = m.GEMMEta(k)
+		kt.Compute = k.FLOPs/(m.Peak(k.DType)*kt.Eta) + k.VectorFLOPs/m.vec
+	case kernels.Attention:
+		peak := m.Peak(k.DType)
+		if k.Decode {
+			// A decode attention kernel streams the KV cache: its M is the query rows sharing one
+			// KV head, so MHA (M = 1) runs on the vector units and a wide GQA group or MLA's
+			// shared latent fills tensor-core tiles; either way it never falls below the vector rate.
+			kt.Eta = m.Eff.AttnFrac * math.Min(1, k.GroupM/64)
+			rate := math.Max(m.vec, peak*kt.Eta)
+			kt.Eta = rate / peak
+			kt.Compute = (k.FLOPs + k.VectorFLOPs) / rate
+			break
+		}
+		frac := m.Eff.AttnFrac
+		if k.Backward {
+			frac = m.Eff.AttnBwdFrac
+		}
+		// Flash kernels tile queries in blocks of 128 per (sequence, head): short prompts and
+		// few heads leave SMs idle, exactly as a GEMM's waves do.
+		kt.Eta = frac * m.WaveEfficiency(k.Queries, 128, 128, k.Batch*k.Heads)
+		kt.Compute = k.FLOPs / (peak * kt.Eta)
+	case kernels.Memory:
+		kt.Compute = k.VectorFLOPs / m.vec
+	case kernels.Collective:
+		kt.Latency, kt.Memory = 0, 0
+		kt.Comm = k.Count * m.collective(k)
+	}
+	return kt
+}
+
+// collective is one launch: a fixed latency plus the bytes each GPU sends over its link at
+// achievable bandwidth (ring algorithm factors: all-reduce 2(n-1)/n, all-gather,
+// reduce-scatter and all-to-all (n-1)/n, point-to-point 1).
+func (m *Model) collective(k kernels.Kernel) float64 {
+	n := math.Max(k.Ranks, 1)
+	if n == 1 && k.Coll != kernels.P2P {
+		return 0
+	}
+	var factor float64
+	switch k.Coll {
+	case kernels.AllReduce:
+		factor = 2 * (n - 1) / n
+	case kernels.AllGather, kernels.ReduceScatter, kernels.AllToAll:
+		factor = (n - 1) / n
+	default:
+		factor = 1
+	}
+	bw, lat := m.upBW, m.upLat
+	if m.scaleOut(k) {
+		bw, lat = m.outBW, m.outLat
+	}
+	if bw <= 0 {
+		return math.Inf(1)
+	}
+	return lat + factor*k.Message/bw
+}
+
+// scaleOut: a collective runs on the scale-out network when asked to, or when its group is
+// larger than the chip's scale-up domain.
+func (m *Model) scaleOut(k kernels.Kernel) bool {
+	return k.Tier == kernels.ScaleOut || k.Ranks > float64(m.Eff.ScaleUpDomain)
+}
+
+// idealNet is a collective at the nominal link bandwidth with no latency.
+func (m *Model) idealNet(k kernels.Kernel) float64 {
+	n := math.Max(k.Ranks, 1)
+	factor := 1.0
+	switch k.Coll {
+	case kernels.AllReduce:
+		factor = 2 * (n - 1) / n
+	case kernels.AllGather, kernels.ReduceScatter, kernels.AllToAll:
+		factor = (n - 1) / n
+	}
+	bw := m.Chip.NetBytesPerSec()
+	if m.scaleOut(k) {
+		bw = m.Chip.ScaleOutGBps * 1e9
+	}
+	if bw <= 0 {
+		return math.Inf(1)
+	}
+	return k.Count * factor * k.Message / bw
+}
+
+// Predict times a step: kernels run one after another on the GPU (a kernel overlaps its own
+// memory and math, not its neighbour's), collectives add their exposed share, and every step
+// pays the per-step overhead once.
+func (m *Model) Predict(ks []kernels.Kernel) kernels.Time {
+	var t kernels.Time
+	t.TLatency, t.TOverhead = m.step, m.step
+	for _, k := range ks {
+		kt := m.Kernel(k)
+		t.TComp += kt.Compute
+		t.THBM += kt.Memory
+		t.THBMIdeal += k.Bytes / m.Chip.HBMBytesPerSec()
+		if k.FLOPs > 0 {
+			t.TCompIdeal += k.FLOPs / m.Peak(k.DType)
+		}
+		if k.Kind == kernels.Collective {
+			t.TNetIdeal += m.idealNet(k)
+			t.TNet += kt.Comm
+			exposed := k.Exposed
+			if exposed < 0 || exposed > 1 {
+				exposed = 1
+			}
+			t.TComm += exposed * kt.Comm
+			continue
+		}
+		t.Launches += k.Count
+		body := math.Max(kt.Compute, kt.Memory)
+		t.TLatency += kt.Latency + m.hostBound(k, body+kt.Latency)
+		if kt.Compute >= kt.Memory {
+			t.TComputeBound += body
+		} else {
+			t.TMemoryBound += body
+		}
+		switch k.Kind {
+		case kernels.GEMM:
+			t.TGEMM += body
+		case kernels.Attention:
+			t.TAttention += body
+		default:
+			t.TMemory += body
+		}
+	}
+	t.TEst = t.TGEMM + t.TAttention + t.TMemory + t.TComm + t.TLatency
+	// Communication hidden behind compute still cannot finish faster than its links carry it.
+	if t.TNet > t.TEst {
+		t.TComm += t.TNet - t.TEst
+		t.TEst = t.TNet
+	}
+	t.FRealizable = t.TComp * m.peak
+	t.TRoofline, t.RooflineRegime = t.TCompIdeal, "compute-bound"
+	if t.THBMIdeal > t.TRoofline {
+		t.TRoofline, t.RooflineRegime = t.THBMIdeal, "hbm-bound"
+	}
+	if t.TNetIdeal > t.TRoofline {
+		t.TRoofline, t.RooflineRegime = t.TNetIdeal, "net-bound"
+	}
+	t.Regime = "compute-bound"
+	best := t.TComputeBound
+	for _, c := range []struct {
+		v float64
+		r string
+	}{{t.TMemoryBound, "hbm-bound"}, {t.TComm, "net-bound"}, {t.TLatency, "latency-bound"}} {
+		if c.v > best {
+			best, t.Regime = c.v, c.r
+		}
+	}
+	return t
+}

@@ -1,0 +1,132 @@
+package timing
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/kernels"
+)
+
+func h100(t *testing.T) *Model {
+	t.Helper()
+	c, err := chips.Default().Lookup("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(c, "bf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func near(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.9g, want %.9g", what, got, want)
+	}
+}
+
+// Hand calculations on the H100's 132 SMs.
+func TestWaveQuantization(t *testing.T) {
+	m := h100(t)
+	m.tiles = [][2]float64{{128, 128}} // one tile shape, to count by hand
+	// 133 full tiles (one more than the SMs): two waves, the second with one tile busy
+	near(t, "133 tiles", m.WaveEfficiency(128, 133*128, 4096, 1), 133.0/264)
+	// exactly 132 tiles: one full wave
+	near(t, "132 tiles", m.WaveEfficiency(128*12, 11*128, 4096, 1), 1)
+	// tile quantization: M=129 pads to 256 rows; 2x66 tiles = 132, one wave
+	near(t, "M=129", m.WaveEfficiency(129, 66*128, 4096, 1), 129.0/256)
+	// a small grid splits K: 4 tiles on 132 SMs could take 33 slices each, but K=4096 gives at
+	// most 32 slices of 128: 128 CTAs busy of 132
+	near(t, "split-K", m.WaveEfficiency(128, 4*128, 4096, 1), 128.0/132)
+	// ... but not below 128-deep slices: K=256 allows 2, so 8 of 132 SMs work
+	near(t, "split-K bounded by K", m.WaveEfficiency(128, 4*128, 256, 1), 8.0/132)
+}
+
+// A decode GEMM (M = 8 rows) is limited by reading its weights, not by a tensor-core penalty:
+// its time is the weight bytes at achievable bandwidth, plus launch latency.
+func TestSmallMGEMMIsWeightBound(t *testing.T) {
+	m := h100(t)
+	n, k := 4096.0, 4096.0
+	kn := kernels.Kernel{Kind: kernels.GEMM, Count: 1, M: 8, N: n, K: k, Groups: 1, FLOPs: 2 * 8 * n * k, DType: "bf16", Bytes: n * k * 2, Graphed: true}
+	kt := m.Kernel(kn)
+	if kt.Compute >= kt.Memory {
+		t.Fatalf("decode GEMM should be memory-bound: compute %g, memory %g", kt.Compute, kt.Memory)
+	}
+	near(t, "memory time", kt.Memory, n*k*2/(3350e9*m.Eff.HBMFrac))
+	near(t, "kernel time", kt.Time(), kt.Memory+m.Eff.KernelLatencyUs*1e-6)
+}
+
+// MHA decode attention streams the KV cache at bandwidth and is never charged at 1/64 of
+// tensor-core peak: its compute runs at least at the vector rate.
+func TestDecodeAttentionIsKVBound(t *testing.T) {
+	m := h100(t)
+	// Llama-2-7B-like layer: B=384, L=2048, 32 heads x 128, MHA (group 1), bf16 KV
+	b, l, h, d := 384.0, 2048.0, 32.0, 128.0
+	kv := b * l * 2 * h * d * 2
+	k := kernels.Kernel{Kind: kernels.Attention, Count: 1, Decode: true, GroupM: 1, DType: "bf16",
+		FLOPs: 4 * b * h * l * d, VectorFLOPs: 3 * b * h * l, Bytes: kv, Batch: b, Heads: h, Queries: 1, Graphed: true}
+	kt := m.Kernel(k)
+	if kt.Compute >= kt.Memory {
+		t.Errorf("MHA decode attention labelled compute-bound: compute %g s, KV read %g s", kt.Compute, kt.Memory)
+	}
+	p := m.Predict([]kernels.Kernel{k})
+	if p.Regime != "hbm-bound" {
+		t.Errorf("regime %s", p.Regime)
+	}
+}
+
+// Achievable time is never below the ideal roofline, kernel by kernel and in sum.
+func TestAchievableNeverBeatsTheRoofline(t *testing.T) {
+	for _, name := range []string{"H100-SXM", "H200", "B200", "A100-SXM", "MI300X", "TPU-v5p", "Gaudi3"} {
+		c, _ := chips.Default().Lookup(name)
+		m, err := New(c, "bf16")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ks []kernels.Kernel
+		for _, mm := range []float64{1, 7, 64, 129, 1000, 8192, 65536} {
+			ks = append(ks, kernels.Kernel{Kind: kernels.GEMM, Count: 1, M: mm, N: 4096, K: 4096, Groups: 1, FLOPs: 2 * mm * 4096 * 4096, DType: "bf16", Bytes: 4096 * 4096 * 2})
+			ks = append(ks, kernels.Kernel{Kind: kernels.Attention, Count: 1, Queries: mm, Batch: 1, Heads: 32, FLOPs: 4 * mm * mm * 32 * 128 / 2, DType: "bf16", Bytes: mm * 32 * 128 * 8})
+		}
+		ks = append(ks, kernels.Kernel{Kind: kernels.Memory, Count: 1, Bytes: 1e9, VectorFLOPs: 1e9},
+			kernels.Kernel{Kind: kernels.Collective, Coll: kernels.AllReduce, Count: 10, Ranks: 8, Message: 1e8, Exposed: 1})
+		for _, k := range ks {
+			p := m.Predict([]kernels.Kernel{k})
+			if p.TEst < p.TRoofline*(1-1e-12) {
+				t.Errorf("%s %v M=%g: T_est %g below the roofline %g", name, k.Kind, k.M, p.TEst, p.TRoofline)
+			}
+		}
+		p := m.Predict(ks)
+		if p.TEst < p.TRoofline {
+			t.Errorf("%s: step T_est %g below the roofline %g", name, p.TEst, p.TRoofline)
+		}
+		near(t, name+" breakdown sums to T_est", p.TGEMM+p.TAttention+p.TMemory+p.TComm+p.TLatency, p.TEst)
+	}
+}
+
+// Collectives: latency plus the ring's bytes at achievable link bandwidth.
+func TestCollectiveRing(t *testing.T) {
+	m := h100(t)
+	k := kernels.Kernel{Kind: kernels.Collective, Coll: kernels.AllReduce, Count: 1, Ranks: 4, Message: 64e6, Exposed: 1}
+	want := 10e-6 + 2*3.0/4*64e6/(450e9*0.83)
+	near(t, "TP4 all-reduce of 64 MB", m.Kernel(k).Comm, want)
+	k.Ranks = 16 // beyond the 8-GPU NVLink domain: scale-out
+	want = 10e-6 + 2*15.0/16*64e6/(50e9*0.83)
+	near(t, "16-rank all-reduce over InfiniBand", m.Kernel(k).Comm, want)
+}
+
+// Eager kernels are bounded by the host's launch rate; graphed (decode) ones are not.
+func TestHostLaunchBound(t *testing.T) {
+	m := h100(t)
+	tiny := kernels.Kernel{Kind: kernels.Memory, Count: 100, Bytes: 1e3}
+	eager := m.Predict([]kernels.Kernel{tiny})
+	tiny.Graphed = true
+	graphed := m.Predict([]kernels.Kernel{tiny})
+	near(t, "eager: 100 launches at the host rate", eager.TEst, 100*m.Eff.HostLaunchUs*1e-6)
+	if graphed.TEst >= eager.TEst {
+		t.Errorf("CUDA graphs should remove the host bound: %g vs %g", graphed.TEst, eager.TEst)
+	}
+}
