@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 )
@@ -35,8 +36,135 @@ type Chip struct {
 	ScaleOutGBps float64            `json:"scale_out_gbps"`
 	TDPW         float64            `json:"tdp_w"` // 0: not published
 	OnChipMiB    float64            `json:"onchip_mib"`
-	Sources      []string           `json:"sources"`
-	Notes        string             `json:"notes,omitempty"`
+	// SMs is the number of streaming multiprocessors (compute units on AMD) that GEMM tiles
+	// spread over; 0 for chips whose matrix units are not tiled that way (TPU MXUs, Gaudi MMEs).
+	SMs int `json:"sms,omitempty"`
+	// Efficiency is what kernels achieve on the chip: the file's efficiency_defaults with
+	// this chip's own figures over them.
+	Efficiency Efficiency `json:"efficiency"`
+	Sources    []string   `json:"sources"`
+	Notes      string     `json:"notes,omitempty"`
+}
+
+// Efficiency holds what real kernels achieve, as opposed to the datasheet: the time model's
+// parameters. Every figure names its source in Sources (parameter name -> where it comes from:
+// "datasheet …", "measured on … with …", "fitted to measured-calibration rows …").
+type Efficiency struct {
+	// GEMMFrac is the fraction of the dense peak a large, well-shaped GEMM reaches, by dtype
+	// (a missing dtype uses bf16's). Tile and wave quantization come on top, from SMs.
+	GEMMFrac map[string]float64 `json:"gemm_frac,omitempty"`
+	// GEMMTiles are the output tile shapes [M, N] the chip's GEMM kernels choose from.
+	GEMMTiles [][2]int `json:"gemm_tiles,omitempty"`
+	// AttnFrac and AttnBwdFrac: fused (flash) attention forward and backward, fraction of the
+	// 16-bit peak for long sequences.
+	AttnFrac    float64 `json:"attn_frac,omitempty"`
+	AttnBwdFrac float64 `json:"attn_bwd_frac,omitempty"`
+	// HBMFrac is the achievable share of the nominal memory bandwidth.
+	HBMFrac float64 `json:"hbm_frac,omitempty"`
+	// KernelLatencyUs is the fixed cost of one kernel launch (launch, ramp-up, tail, sync).
+	KernelLatencyUs float64 `json:"kernel_latency_us,omitempty"`
+	// HostLaunchUs is the host's cost to launch one kernel outside a CUDA graph: an eagerly
+	// launched kernel takes at least this long, however little work it has.
+	HostLaunchUs float64 `json:"host_launch_us,omitempty"`
+	// StepOverheadUs is the fixed cost of one engine step (scheduling, sampling, host sync).
+	StepOverheadUs float64 `json:"step_overhead_us,omitempty"`
+	// Links: achievable share of the per-direction bandwidth and the fixed latency of one
+	// collective, for the scale-up fabric and the scale-out network.
+	ScaleUpFrac       float64 `json:"scale_up_frac,omitempty"`
+	ScaleUpLatencyUs  float64 `json:"scale_up_latency_us,omitempty"`
+	ScaleOutFrac      float64 `json:"scale_out_frac,omitempty"`
+	ScaleOutLatencyUs float64 `json:"scale_out_latency_us,omitempty"`
+	// ScaleUpDomain is how many chips share the scale-up fabric (8 in an HGX node, 72 in an NVL72).
+	ScaleUpDomain int               `json:"scale_up_domain,omitempty"`
+	Sources       map[string]string `json:"sources,omitempty"`
+}
+
+// over returns e with every figure o sets replaced by o's (and o's sources).
+func (e Efficiency) over(o Efficiency) Efficiency {
+	out := e
+	out.GEMMFrac = map[string]float64{}
+	for k, v := range e.GEMMFrac {
+		out.GEMMFrac[k] = v
+	}
+	for k, v := range o.GEMMFrac {
+		out.GEMMFrac[k] = v
+	}
+	if len(o.GEMMTiles) > 0 {
+		out.GEMMTiles = o.GEMMTiles
+	}
+	setF := func(dst *float64, v float64) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setF(&out.AttnFrac, o.AttnFrac)
+	setF(&out.AttnBwdFrac, o.AttnBwdFrac)
+	setF(&out.HBMFrac, o.HBMFrac)
+	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
+	setF(&out.StepOverheadUs, o.StepOverheadUs)
+	setF(&out.HostLaunchUs, o.HostLaunchUs)
+	setF(&out.ScaleUpFrac, o.ScaleUpFrac)
+	setF(&out.ScaleUpLatencyUs, o.ScaleUpLatencyUs)
+	setF(&out.ScaleOutFrac, o.ScaleOutFrac)
+	setF(&out.ScaleOutLatencyUs, o.ScaleOutLatencyUs)
+	if o.ScaleUpDomain != 0 {
+		out.ScaleUpDomain = o.ScaleUpDomain
+	}
+	out.Sources = map[string]string{}
+	for k, v := range e.Sources {
+		out.Sources[k] = v
+	}
+	for k, v := range o.Sources {
+		out.Sources[k] = v
+	}
+	return out
+}
+
+// validate checks a resolved efficiency: fractions in (0, 1], latencies non-negative, a source
+// for every figure.
+func (e Efficiency) validate() error {
+	fracs := map[string]float64{"attn_frac": e.AttnFrac, "attn_bwd_frac": e.AttnBwdFrac, "hbm_frac": e.HBMFrac,
+		"scale_up_frac": e.ScaleUpFrac, "scale_out_frac": e.ScaleOutFrac}
+	for d, v := range e.GEMMFrac {
+		fracs["gemm_frac."+d] = v
+	}
+	for _, k := range sortedKeys(fracs) {
+		if v := fracs[k]; !(v > 0 && v <= 1) {
+			return fmt.Errorf("efficiency.%s must be in (0, 1], got %g", k, v)
+		}
+	}
+	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs,
+		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs} {
+		if v < 0 || math.IsNaN(v) {
+			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
+		}
+	}
+	if len(e.GEMMFrac) == 0 {
+		return errors.New("efficiency.gemm_frac is empty")
+	}
+	for _, t := range e.GEMMTiles {
+		if t[0] <= 0 || t[1] <= 0 {
+			return fmt.Errorf("efficiency.gemm_tiles: %v is not a tile shape", t)
+		}
+	}
+	if e.ScaleUpDomain < 1 {
+		return errors.New("efficiency.scale_up_domain must be >= 1")
+	}
+	for _, k := range []string{"gemm_frac", "attn_frac", "hbm_frac", "kernel_latency_us", "host_launch_us", "step_overhead_us", "scale_up_frac", "scale_out_frac"} {
+		if e.Sources[k] == "" {
+			return fmt.Errorf("efficiency.sources.%s: every efficiency figure needs a source", k)
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // DTypes are the peak keys mrep knows, in display order.
@@ -78,28 +206,54 @@ type DB struct {
 
 type file struct {
 	About string `json:"about,omitempty"`
-	Chips []Chip `json:"chips"`
+	// EfficiencyDefaults apply to every chip of the file, under each chip's own figures.
+	EfficiencyDefaults *Efficiency `json:"efficiency_defaults,omitempty"`
+	Chips              []Chip      `json:"chips"`
 }
 
 // Default returns the embedded database.
 func Default() *DB {
-	db, err := Parse("chips.json", bytes.NewReader(embedded))
+	db, err := parse("chips.json", bytes.NewReader(embedded), nil)
 	if err != nil {
 		panic(fmt.Sprintf("embedded chips.json: %v", err)) // a build defect, caught by tests
 	}
 	return db
 }
 
-// Parse reads a chips file; name is used in errors.
-func Parse(name string, r io.Reader) (*DB, error) {
+// embeddedDefaults are the efficiency defaults of the embedded file: a user file's chips start
+// from them unless the file brings its own.
+func embeddedDefaults() *Efficiency {
+	var f file
+	if err := json.Unmarshal(embedded, &f); err != nil || f.EfficiencyDefaults == nil {
+		panic("embedded chips.json has no efficiency_defaults")
+	}
+	return f.EfficiencyDefaults
+}
+
+// Parse reads a chips file; name is used in errors. Chips without efficiency figures of their
+// own take the file's efficiency_defaults, else the embedded database's.
+func Parse(name string, r io.Reader) (*DB, error) { return parse(name, r, embeddedDefaults()) }
+
+func parse(name string, r io.Reader, fallback *Efficiency) (*DB, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	var f file
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("chips file %s: %w", name, err)
 	}
+	base := fallback
+	if f.EfficiencyDefaults != nil {
+		base = f.EfficiencyDefaults
+	}
+	if base == nil {
+		return nil, fmt.Errorf("chips file %s: /efficiency_defaults: missing", name)
+	}
 	db := &DB{index: map[string]int{}}
 	for i, c := range f.Chips {
+		c.Efficiency = base.over(c.Efficiency)
+		if err := c.Efficiency.validate(); err != nil {
+			return nil, fmt.Errorf("chips file %s: /chips/%d: %s: %w", name, i, c.Name, err)
+		}
 		if err := db.add(c); err != nil {
 			return nil, fmt.Errorf("chips file %s: /chips/%d: %w", name, i, err)
 		}
@@ -171,3 +325,11 @@ func (db *DB) Lookup(name string) (Chip, error) {
 
 // All lists the chips in file order.
 func (db *DB) All() []Chip { return append([]Chip(nil), db.chips...) }
+
+// Write writes chips as a chips file (the shape Parse reads): each chip with its resolved
+// efficiency, so the file stands on its own.
+func Write(w io.Writer, list []Chip) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(file{About: "written by mrep calibrate: chips with fitted efficiency figures; use with --chips-file", Chips: list})
+}
