@@ -32,7 +32,7 @@ type PhaseMetrics struct {
 	Phase      Phase   `json:"phase"`
 	Profile    string  `json:"profile"`
 	TEst       float64 `json:"T_est"`
-	TEstFloor  float64 `json:"T_est_floor"`
+	TRoofline  float64 `json:"T_roofline"`
 	AIHBM      float64 `json:"AI_hbm"`
 	MFU        float64 `json:"MFU_est"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -58,7 +58,7 @@ func Metrics(a Analysis) RunMetrics {
 	for _, res := range a.Results {
 		t := res.Timing
 		r.Phases = append(r.Phases, PhaseMetrics{Target: res.Target, Phase: res.Step.Phase, Profile: res.Step.Profile,
-			TEst: t.TEst, TEstFloor: t.TEstFloor, AIHBM: t.AIHBM, MFU: t.MFU, TokensPerS: t.TokensPerS, Regime: t.Regime,
+			TEst: t.TEst, TRoofline: t.TRoofline, AIHBM: t.AIHBM, MFU: t.MFU, TokensPerS: t.TokensPerS, Regime: t.Regime,
 			Dominant: ByteShares(res.Step.Cost).Dominant(), BelowFloor: t.BelowFloor})
 	}
 	return r
@@ -333,7 +333,7 @@ func TraceCheck(d *model.Dump, depth int) ([]TraceRow, error) {
 	}
 	m := NewModel(d)
 	s := DefaultScenario()
-	s.Batch, s.Seq = d.Trace.Batch, d.Trace.Seq
+	s.Batch, s.Seq, s.AllLogits = d.Trace.Batch, d.Trace.Seq, true
 	st, err := m.Analyze(Prefill, s, Naive)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package analyzer
 import (
 	"fmt"
 	"math"
+
+	"github.com/mrep-dev/mrep/kernels"
 )
 
 // Phase is what a step does.
@@ -34,24 +36,40 @@ type Scenario struct {
 	TP int64 `json:"tp"` // tensor parallel: heads, FFN width and vocab split TP ways
 	EP int64 `json:"ep"` // expert parallel (with DP = EP): E/EP experts per GPU
 
-	BSat      float64 `json:"b_sat"`      // M_eff at which tensor cores saturate
-	EtaScalar float64 `json:"eta_scalar"` // non-tensor-core throughput as a fraction of P_peak
-
 	Recompute string `json:"recompute"`  // training: none, selective (attention core) or full
 	GradAccum int64  `json:"grad_accum"` // training: microbatches per optimizer step
 	// OptimizerStateBytes is the optimizer's per-parameter state beyond weights and gradients
 	// (Adam mixed precision: fp32 master, m, v = 12 B; ZeRO, Rajbhandari et al. 2019).
 	OptimizerStateBytes float64 `json:"optimizer_state_bytes"`
+	// AllLogits makes prefill compute the LM head at every position, as a plain Hugging Face
+	// forward does (the exporter's traces); serving engines compute the last position only.
+	AllLogits bool `json:"all_logits,omitempty"`
 	// SeedTraining selects the seed report's compatibility model: training = prefill x
 	// FlopsMult FLOPs and x BytesMult bytes, instead of forward + backward + optimizer.
 	SeedTraining bool `json:"seed_training"`
 }
 
-// DefaultScenario is bf16 everywhere, B=1, S=L=2048, one GPU, B_sat=64 as in the seed.
+// DefaultScenario is bf16 everywhere, B=1, S=L=2048, one GPU.
 func DefaultScenario() Scenario {
 	return Scenario{Batch: 1, Seq: 2048, KVLen: 2048, WeightBytes: 2, ActBytes: 2, KVBytes: 2, GradBytes: 2,
-		ComputeDType: "bf16", TP: 1, EP: 1, BSat: 64, EtaScalar: 1.0 / 16, Recompute: "none", GradAccum: 1,
-		OptimizerStateBytes: 12}
+		ComputeDType: "bf16", TP: 1, EP: 1, Recompute: "none", GradAccum: 1, OptimizerStateBytes: 12}
+}
+
+// AttnDType is the precision recipe's attention core: flash kernels run QK^T and PV in 16-bit
+// even when the linear layers run in fp8/fp4/int8 (Transformer Engine's FP8 recipe keeps
+// attention, softmax and norms in BF16; inference engines of the measured rows do the same).
+func (s Scenario) AttnDType() string {
+	switch s.ComputeDType {
+	case "fp8", "fp4", "int8":
+		return "bf16"
+	}
+	return s.ComputeDType
+}
+
+// lowPrecisionTraining: FP8/FP4 training quantizes GEMM inputs every pass (cast + amax), which
+// 16-bit training does not.
+func (s Scenario) lowPrecisionTraining(ph Phase) bool {
+	return ph == Training && (s.ComputeDType == "fp8" || s.ComputeDType == "fp4")
 }
 
 // Validate checks a scenario.
@@ -63,8 +81,6 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("dtype byte widths must be positive")
 	case s.TP < 1 || s.EP < 1:
 		return fmt.Errorf("tp and ep must be >= 1 (got %d, %d)", s.TP, s.EP)
-	case s.BSat <= 0 || s.EtaScalar <= 0 || s.EtaScalar > 1:
-		return fmt.Errorf("b_sat must be > 0 and eta_scalar in (0, 1]")
 	case s.Recompute != "none" && s.Recompute != "selective" && s.Recompute != "full":
 		return fmt.Errorf("recompute must be none, selective or full, got %q", s.Recompute)
 	case s.GradAccum < 1:
@@ -77,7 +93,9 @@ func (s Scenario) Validate() error {
 type Cost struct {
 	FTheory     float64 `json:"F_theory"`     // algorithmic FLOPs (model FLOPs)
 	FTensorcore float64 `json:"F_tensorcore"` // the GEMM (tensor-core eligible) part of F_theory
-	FRealizable float64 `json:"F_realizable"` // peak-equivalent cost: F_tc/eta_tc + F_scalar/eta_scalar (+ recompute, optimizer)
+	// FExecuted is what the kernels execute: F_theory with causal attention at its lower
+	// triangle (and the LM head of prefill on the last token), plus recomputation.
+	FExecuted float64 `json:"F_executed"`
 
 	BytesWeights     float64 `json:"bytes_weights"`
 	BytesActivations float64 `json:"bytes_activations"`
@@ -98,14 +116,14 @@ func (c Cost) BytesHBM() float64 {
 
 // Add returns c + o.
 func (c Cost) Add(o Cost) Cost {
-	return Cost{c.FTheory + o.FTheory, c.FTensorcore + o.FTensorcore, c.FRealizable + o.FRealizable,
+	return Cost{c.FTheory + o.FTheory, c.FTensorcore + o.FTensorcore, c.FExecuted + o.FExecuted,
 		c.BytesWeights + o.BytesWeights, c.BytesActivations + o.BytesActivations, c.BytesKV + o.BytesKV,
 		c.BytesTemporary + o.BytesTemporary, c.BytesNet + o.BytesNet, c.FloorWeights + o.FloorWeights, c.FloorKV + o.FloorKV}
 }
 
 // Scale returns c with every field multiplied by k.
 func (c Cost) Scale(k float64) Cost {
-	return Cost{c.FTheory * k, c.FTensorcore * k, c.FRealizable * k, c.BytesWeights * k, c.BytesActivations * k,
+	return Cost{c.FTheory * k, c.FTensorcore * k, c.FExecuted * k, c.BytesWeights * k, c.BytesActivations * k,
 		c.BytesKV * k, c.BytesTemporary * k, c.BytesNet * k, c.FloorWeights * k, c.FloorKV * k}
 }
 
@@ -138,29 +156,31 @@ func DistinctExperts(e, k, tokens float64) float64 {
 	return e * (1 - math.Pow(1-k/e, tokens))
 }
 
-// eta is tensor-core utilization at effective GEMM M: min(1, M_eff / B_sat).
-func eta(mEff, bSat float64) float64 {
-	if mEff <= 0 {
-		return 1
-	}
-	return math.Min(1, mEff/bSat)
-}
-
-// opCost is one op's forward cost on one GPU and, for training, what its backward adds.
+// opCost is one op's forward cost on one GPU and, for training, what its backward adds, with
+// the kernels that execute them.
 type opCost struct {
 	fwd, bwd Cost
 	// recompute is the extra forward work activation recomputation does (hardware FLOPs).
-	recomputeSelective, recomputeFull Cost
-	params                            float64 // trainable parameters this GPU updates (optimizer)
+	recomputeSelective Cost
+	params             float64 // trainable parameters this GPU updates (optimizer)
+
+	fwdK, recK kernels.Kernel
+	bwdK       [2]kernels.Kernel
+	nBwd       int
+	castK      kernels.Kernel // low-precision training: quantizing this GEMM's inputs
 }
 
 // costOp models one op. Conventions (stated in the report's appendix):
 //   - GEMM FLOPs 2*M*K*N; attention QK^T and PV over the full KV length (FlopCounterMode's
-//     convention; the causal-executed count is reported beside it); softmax 3 FLOPs per score.
+//     convention; the causal-executed count is F_executed); softmax 3 FLOPs per score.
 //   - Weights cross HBM once per pass, divided by the profile's WRF; only the touched share of
 //     routed experts and of embedding rows is read.
 //   - GEMM inputs and outputs are activations (x act_fusion); elementwise traffic and naive
 //     attention's score/prob matrices are temporaries (x elementwise).
+//   - Inference prefill runs the LM head on each sequence's last token only.
+//
+// The kernels carry the same work with the profile's bytes raised to the compulsory floor:
+// the time model never sees fewer bytes than a step must move.
 func costOp(op Op, fp Fingerprint, ph Phase, s Scenario, p ExecProfile) opCost {
 	sh := shapeOf(ph, s)
 	A, Wb, G := s.ActBytes, s.WeightBytes, s.GradBytes
@@ -170,28 +190,48 @@ func costOp(op Op, fp Fingerprint, ph Phase, s Scenario, p ExecProfile) opCost {
 	switch op.Kind {
 	case OpGEMM:
 		m := sh.tokens
+		if op.Category == CatLMHead && ph == Prefill && !s.AllLogits {
+			m = sh.batch // logits of the last position are all a prefill samples from
+		}
 		f := 2 * m * float64(op.Numel) / tp
 		w := float64(op.Numel) * Wb / tp
+		g := float64(op.Numel) * G / tp
 		act := A * m * float64(op.In+op.Out)
-		c.fwd = Cost{FTheory: f, FTensorcore: f, FRealizable: f / eta(m, s.BSat),
-			BytesWeights: w / wrf, BytesActivations: p.ActFusion * act / tp, FloorWeights: w}
-		c.bwd = Cost{FTheory: 2 * f, FTensorcore: 2 * f, FRealizable: 2 * f / eta(m, s.BSat),
-			BytesWeights: w/wrf + float64(op.Numel)*G/tp, BytesActivations: 2 * p.ActFusion * act / tp,
-			FloorWeights: w + float64(op.Numel)*G/tp}
+		c.fwd = Cost{FTheory: f, FTensorcore: f, FExecuted: f, BytesWeights: w / wrf, BytesActivations: p.ActFusion * act / tp, FloorWeights: w}
+		c.bwd = Cost{FTheory: 2 * f, FTensorcore: 2 * f, FExecuted: 2 * f, BytesWeights: w/wrf + g, BytesActivations: 2 * p.ActFusion * act / tp,
+			FloorWeights: w + g}
 		if !op.Tied {
 			c.params = float64(op.Numel) / tp
 		}
+		in, out := float64(op.In), float64(op.Out)/tp
+		c.fwdK = gemmKernel(op, s.ComputeDType, m, out, in, 1, f, math.Max(w/wrf, w)+p.ActFusion*act/tp)
+		// backward: dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N], each the forward's FLOPs
+		half := p.ActFusion * act / tp
+		c.bwdK[0] = gemmKernel(op, s.ComputeDType, m, in, out, 1, f, math.Max(w/wrf, w)+half)
+		c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, m, 1, f, g+half)
+		c.nBwd = 2
+		if s.lowPrecisionTraining(ph) {
+			// cast + amax of the input (forward) and of the output gradient (backward), read in
+			// 16-bit and written in 8-bit, and the weight cast once per optimizer step
+			elems := m*(in+out) + float64(op.Numel)/tp/float64(s.GradAccum)
+			c.castK = kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 2,
+				Bytes: elems * (2 + s.WeightBytes)}
+		}
 	case OpExperts:
-		c = costExperts(op, fp, sh, s, p)
+		c = costExperts(op, fp, ph, sh, s, p)
 	case OpEmbedding:
 		rows := DistinctExperts(float64(op.Rows), 1, sh.tokens) // distinct rows gathered
 		w := rows * float64(op.Width) * Wb / tp
-		c.fwd = Cost{BytesWeights: w / wrf, BytesActivations: p.ActFusion * A * sh.tokens * float64(op.Width), FloorWeights: w}
-		c.bwd = Cost{BytesWeights: rows * float64(op.Width) * G / tp, BytesActivations: p.ActFusion * A * sh.tokens * float64(op.Width),
-			FloorWeights: rows * float64(op.Width) * G / tp}
+		act := p.ActFusion * A * sh.tokens * float64(op.Width)
+		c.fwd = Cost{BytesWeights: w / wrf, BytesActivations: act, FloorWeights: w}
+		g := rows * float64(op.Width) * G / tp
+		c.bwd = Cost{BytesWeights: g, BytesActivations: act, FloorWeights: g}
 		if !op.Tied {
 			c.params = float64(op.Numel) / tp
 		}
+		c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Memory, Count: 1, Bytes: math.Max(w/wrf, w) + act}
+		c.bwdK[0] = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Memory, Count: 1, Bytes: g + act}
+		c.nBwd = 1
 	case OpElementwise:
 		m := sh.tokens
 		if op.PerAssignment && fp.MoE != nil {
@@ -204,19 +244,35 @@ func costOp(op Op, fp Fingerprint, ph Phase, s Scenario, p ExecProfile) opCost {
 		f := m * float64(op.FlopsPerToken) / div
 		tmp := p.Elementwise * A * m * float64(op.ElemsPerToken) / div
 		w := float64(op.WeightElems) * Wb / div
-		c.fwd = Cost{FTheory: f, FRealizable: f / s.EtaScalar, BytesWeights: w / wrf, BytesTemporary: tmp, FloorWeights: w}
-		c.bwd = Cost{FTheory: f, FRealizable: f / s.EtaScalar, BytesWeights: w/wrf + float64(op.WeightElems)*G/div,
-			BytesTemporary: 2 * tmp, FloorWeights: w + float64(op.WeightElems)*G/div}
+		g := float64(op.WeightElems) * G / div
+		c.fwd = Cost{FTheory: f, FExecuted: f, BytesWeights: w / wrf, BytesTemporary: tmp, FloorWeights: w}
+		c.bwd = Cost{FTheory: f, FExecuted: f, BytesWeights: w/wrf + g, BytesTemporary: 2 * tmp, FloorWeights: w + g}
 		if !op.Tied {
 			c.params = float64(op.WeightElems) / div
 		}
+		// Residual adds fuse into the next norm and bias adds into the GEMM epilogue, as the
+		// engines do: they move bytes but launch nothing of their own.
+		launches := 1.0
+		if op.Name == "residual_add" || op.ElemsPerToken == 0 {
+			launches = 0
+		}
+		c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Memory, Count: launches,
+			VectorFLOPs: f, Bytes: math.Max(w/wrf, w) + tmp}
+		c.bwdK[0] = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Memory, Count: launches,
+			VectorFLOPs: f, Bytes: w + g + 2*tmp}
+		c.nBwd = 1
 	case OpAttnCore:
 		c = costAttention(op, fp, sh, s, p)
 	}
 	return c
 }
 
-func costExperts(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfile) opCost {
+func gemmKernel(op Op, dtype string, m, n, k, groups, flops, bytes float64) kernels.Kernel {
+	return kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.GEMM, Count: 1,
+		M: m, N: n, K: k, Groups: groups, FLOPs: flops, DType: dtype, Bytes: bytes}
+}
+
+func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecProfile) opCost {
 	var c opCost
 	if fp.MoE == nil {
 		return c
@@ -242,12 +298,25 @@ func costExperts(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfile)
 	f := 2 * assignments * perExpert / tp
 	wTouched := held * frac * perExpert * Wb / tp
 	act := A * assignments * float64(op.In+op.Out) / tp
-	c.fwd = Cost{FTheory: f, FTensorcore: f, FRealizable: f / eta(mEff, s.BSat),
-		BytesWeights: wTouched / p.WRFMoE, BytesActivations: p.ActFusion * act, FloorWeights: wTouched}
+	c.fwd = Cost{FTheory: f, FTensorcore: f, FExecuted: f, BytesWeights: wTouched / p.WRFMoE, BytesActivations: p.ActFusion * act, FloorWeights: wTouched}
 	gTouched := held * frac * perExpert * G / tp
-	c.bwd = Cost{FTheory: 2 * f, FTensorcore: 2 * f, FRealizable: 2 * f / eta(mEff, s.BSat),
-		BytesWeights: wTouched/p.WRFMoE + gTouched, BytesActivations: 2 * p.ActFusion * act, FloorWeights: wTouched + gTouched}
+	c.bwd = Cost{FTheory: 2 * f, FTensorcore: 2 * f, FExecuted: 2 * f, BytesWeights: wTouched/p.WRFMoE + gTouched, BytesActivations: 2 * p.ActFusion * act,
+		FloorWeights: wTouched + gTouched}
 	c.params = held * perExpert / tp
+	// One grouped GEMM over the touched experts: each a thin [M_eff, K] x [K, N] problem whose
+	// small M leaves it reading its weights at HBM speed.
+	groups := math.Max(held*frac, 1e-12)
+	in, out := float64(op.In), float64(op.Out)/tp
+	w := math.Max(wTouched/p.WRFMoE, wTouched)
+	c.fwdK = gemmKernel(op, s.ComputeDType, mEff, out, in, groups, f, w+p.ActFusion*act)
+	c.bwdK[0] = gemmKernel(op, s.ComputeDType, mEff, in, out, groups, f, w+p.ActFusion*act)
+	c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, mEff, groups, f, gTouched+p.ActFusion*act)
+	c.nBwd = 2
+	if s.lowPrecisionTraining(ph) {
+		elems := assignments*(in+out) + held*perExpert/tp/float64(s.GradAccum)
+		c.castK = kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 2,
+			Bytes: elems * (2 + s.WeightBytes)}
+	}
 	return c
 }
 
@@ -260,6 +329,11 @@ func kvElems(fp Fingerprint, s Scenario) float64 {
 	heads := math.Max(1, float64(fp.KVHeads)/float64(s.TP))
 	return 2 * heads * float64(fp.HeadDim)
 }
+
+// FlashBwdFactor is the backward's executed FLOPs over the forward's for flash kernels: they
+// recompute the scores (QK^T) before dV, dP, dQ and dK, five GEMMs to the forward's two
+// (Dao-AILab/flash-attention benchmarks: bwd = 2.5 x fwd).
+const FlashBwdFactor = 2.5
 
 func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfile) opCost {
 	var c opCost
@@ -278,16 +352,17 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	scores := sh.batch * h * sh.queries * lk
 	fTC := 2*scores*dqk + 2*scores*dv
 	fSoftmax := 3 * scores
-	// M_eff: queries per head in prefill; in decode the query heads sharing a KV head (GQA
-	// group, all heads for MLA's shared latent) are the GEMM's M.
-	mEff := sh.queries
-	if sh.decode {
-		mEff = float64(fp.Heads) / float64(max(fp.KVHeads, 1))
-		if fp.MLA != nil {
-			mEff = float64(fp.Heads)
+	// What a causal kernel executes: query i attends over i+1 keys (the lower triangle, with
+	// the diagonal); a sliding window caps each row at the window.
+	exec := 1.0
+	if !sh.decode && sh.queries > 1 {
+		q := sh.queries
+		if w := float64(op.Window); w > 0 && w < q {
+			exec = (w*(w+1)/2 + (q-w)*w) / (q * q)
+		} else {
+			exec = (q + 1) / (2 * q)
 		}
 	}
-	fReal := fTC/eta(mEff, s.BSat) + fSoftmax/s.EtaScalar
 	kvTok := kvElems(fp, s) * s.KVBytes
 	var kv, floorKV float64
 	if sh.decode {
@@ -306,33 +381,65 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	}
 	var tmp float64
 	if p.AttentionBytes == "naive" {
-		tmp = p.Elementwise * A * scores * 4 // write scores, read them, write probs, read them
+		tmp = p.Elementwise * A * scores * exec * 4 // write scores, read them, write probs, read them
 	}
-	c.fwd = Cost{FTheory: fTC + fSoftmax, FTensorcore: fTC, FRealizable: fReal,
-		BytesActivations: p.ActFusion * (qo + kvRead), BytesKV: kv, BytesTemporary: tmp, FloorKV: floorKV}
-	// Backward: 2x the forward FLOPs (dQ, dK, dV, dP), Q/K/V/O/dO read, dQ/dK/dV written.
-	c.bwd = Cost{FTheory: 2 * (fTC + fSoftmax), FTensorcore: 2 * fTC, FRealizable: 2 * fReal,
-		BytesActivations: 2 * p.ActFusion * (qo + kvRead), BytesTemporary: 2 * tmp}
-	c.recomputeSelective = Cost{FRealizable: fReal, BytesActivations: p.ActFusion * (qo + kvRead), BytesTemporary: tmp}
+	act := p.ActFusion * (qo + kvRead)
+	c.fwd = Cost{FTheory: fTC + fSoftmax, FTensorcore: fTC, FExecuted: exec * (fTC + fSoftmax),
+		BytesActivations: act, BytesKV: kv, BytesTemporary: tmp, FloorKV: floorKV}
+	// Backward: 2x the forward FLOPs (dQ, dK, dV, dP) as model FLOPs; a flash kernel executes
+	// 2.5x, recomputing the scores. Q/K/V/O/dO read, dQ/dK/dV written.
+	c.bwd = Cost{FTheory: 2 * (fTC + fSoftmax), FTensorcore: 2 * fTC, FExecuted: exec * FlashBwdFactor * (fTC + fSoftmax),
+		BytesActivations: 2 * act, BytesTemporary: 2 * tmp}
+	c.recomputeSelective = Cost{FExecuted: exec * (fTC + fSoftmax), BytesActivations: act, BytesTemporary: tmp}
+	groupM := float64(fp.Heads) / float64(max(fp.KVHeads, 1))
+	if fp.MLA != nil {
+		groupM = float64(fp.Heads)
+	}
+	c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Attention, Count: 1,
+		FLOPs: exec * fTC, VectorFLOPs: exec * fSoftmax, DType: s.AttnDType(), Bytes: act + math.Max(kv, floorKV) + tmp,
+		Batch: sh.batch, Heads: h, Queries: sh.queries, Decode: sh.decode, GroupM: groupM * sh.queries}
+	c.bwdK[0] = c.fwdK
+	c.bwdK[0].FLOPs, c.bwdK[0].VectorFLOPs = exec*FlashBwdFactor*fTC, exec*FlashBwdFactor*fSoftmax
+	c.bwdK[0].Bytes, c.bwdK[0].Backward = 2*act+2*tmp, true
+	c.nBwd = 1
+	c.recK = c.fwdK
+	c.recK.Bytes = act + tmp
 	return c
 }
 
-// netCost is the interconnect traffic one GPU sends per step: TP all-reduces after attention
-// and MLP (ring: 2(TP-1)/TP of the tensor), EP dispatch and combine of routed tokens.
-func netCost(fp Fingerprint, moeLayers, layers float64, ph Phase, s Scenario) float64 {
+// netKernels are the collectives one GPU takes part in per step: TP all-reduces after
+// attention and MLP, EP dispatch and combine of routed tokens (the backward pass moves the
+// gradients of the same tensors). They are serialized with the layer (exposed): the next GEMM
+// needs their result. Activations travel in at least 16 bits (the engines reduce in bf16/fp16).
+func netKernels(fp Fingerprint, moeLayers, layers float64, ph Phase, s Scenario) []kernels.Kernel {
 	sh := shapeOf(ph, s)
-	A := s.ActBytes
-	var b float64
+	A := math.Max(s.ActBytes, 2)
+	passes := 1.0
+	if ph == Training {
+		passes = 2
+	}
+	var ks []kernels.Kernel
 	if s.TP > 1 {
-		tp := float64(s.TP)
-		b += layers * 2 * 2 * (tp - 1) / tp * sh.tokens * float64(fp.Hidden) * A
+		ks = append(ks, kernels.Kernel{Name: "tp_all_reduce", Category: "network", Kind: kernels.Collective, Coll: kernels.AllReduce,
+			Count: passes * 2 * layers, Ranks: float64(s.TP), Message: sh.tokens * float64(fp.Hidden) * A, Exposed: 1})
 	}
 	if s.EP > 1 && fp.MoE != nil {
-		ep := float64(s.EP)
-		b += moeLayers * 2 * sh.tokens * float64(fp.MoE.TopK) * float64(fp.Hidden) * A * (ep - 1) / ep
+		ks = append(ks, kernels.Kernel{Name: "ep_all_to_all", Category: "network", Kind: kernels.Collective, Coll: kernels.AllToAll,
+			Count: passes * 2 * moeLayers, Ranks: float64(s.EP), Message: sh.tokens * float64(fp.MoE.TopK) * float64(fp.Hidden) * A, Exposed: 1})
 	}
-	if ph == Training {
-		b *= 2 // the backward pass moves the gradients of the same tensors
+	return ks
+}
+
+// SentBytes is what one GPU sends over its links for a collective kernel (ring factors:
+// all-reduce 2(n-1)/n, all-gather, reduce-scatter, all-to-all (n-1)/n, point-to-point 1).
+func SentBytes(k kernels.Kernel) float64 {
+	n := math.Max(k.Ranks, 1)
+	f := 1.0
+	switch k.Coll {
+	case kernels.AllReduce:
+		f = 2 * (n - 1) / n
+	case kernels.AllGather, kernels.ReduceScatter, kernels.AllToAll:
+		f = (n - 1) / n
 	}
-	return b
+	return k.Count * f * k.Message
 }

@@ -8,11 +8,12 @@ import (
 
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/internal/units"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/model"
 )
 
 // Version identifies the analytical model; results cached under another version are stale.
-const Version = "mrep-analyzer/1"
+const Version = "mrep-analyzer/2"
 
 // Model is a dump read once for costing: fingerprint, ops and parameter categories.
 type Model struct {
@@ -53,24 +54,27 @@ type ModuleCost struct {
 	Cost     Cost     `json:"cost"`
 }
 
-// Target is the chip and precision a step is timed on.
+// Target is the chip and precision a step is timed on, with the time model that knows what
+// the chip's kernels achieve. A nil Predictor times steps on the ideal roofline alone.
 type Target struct {
-	Chip  chips.Chip `json:"chip"`
-	DType string     `json:"dtype"`
-	Peak  float64    `json:"P_peak"`  // FLOP/s
-	BWHBM float64    `json:"BW_hbm"`  // B/s
-	BWNet float64    `json:"BW_net"`  // B/s per direction
-	Knee  float64    `json:"OI_knee"` // P_peak / BW_hbm
-	OINet float64    `json:"OI_net"`  // P_peak / BW_net
+	Chip      chips.Chip        `json:"chip"`
+	DType     string            `json:"dtype"`
+	Peak      float64           `json:"P_peak"`  // FLOP/s
+	BWHBM     float64           `json:"BW_hbm"`  // B/s
+	BWNet     float64           `json:"BW_net"`  // B/s per direction
+	Knee      float64           `json:"OI_knee"` // P_peak / BW_hbm
+	OINet     float64           `json:"OI_net"`  // P_peak / BW_net
+	Predictor kernels.Predictor `json:"-"`
 }
 
-// NewTarget resolves a chip's peak for dtype.
-func NewTarget(c chips.Chip, dtype string) (Target, error) {
+// NewTarget resolves a chip's peak for dtype; p is the time model (timing.New), nil for the
+// ideal roofline only.
+func NewTarget(c chips.Chip, dtype string, p kernels.Predictor) (Target, error) {
 	peak, err := c.Peak(dtype)
 	if err != nil {
 		return Target{}, err
 	}
-	t := Target{Chip: c, DType: dtype, Peak: peak, BWHBM: c.HBMBytesPerSec(), BWNet: c.NetBytesPerSec()}
+	t := Target{Chip: c, DType: dtype, Peak: peak, BWHBM: c.HBMBytesPerSec(), BWNet: c.NetBytesPerSec(), Predictor: p}
 	t.Knee = t.Peak / t.BWHBM
 	if t.BWNet > 0 {
 		t.OINet = t.Peak / t.BWNet
@@ -81,13 +85,24 @@ func NewTarget(c chips.Chip, dtype string) (Target, error) {
 // Label is "H200 fp8".
 func (t Target) Label() string { return t.Chip.Name + " " + t.DType }
 
-// Timing is the time model for one cost on one target.
+// Timing is one step on one target: the achievable prediction (T_est and its breakdown), the
+// ideal roofline beside it as the ceiling, and the physics check.
 type Timing struct {
+	// The achievable model: T_comp = F_realizable / P_peak (every kernel's FLOPs at its achieved
+	// share of peak), T_hbm (every byte at achievable bandwidth), T_net (every collective).
 	TComp  float64 `json:"T_comp"`
 	THBM   float64 `json:"T_hbm"`
 	TNet   float64 `json:"T_net"`
 	TEst   float64 `json:"T_est"`
-	Regime string  `json:"regime"` // compute-bound, hbm-bound, net-bound
+	Regime string  `json:"regime"` // compute-bound, hbm-bound, net-bound, latency-bound: where most of T_est goes
+	// Breakdown of T_est by kernel family, with launch latency and the per-step overhead.
+	Breakdown   kernels.Time `json:"breakdown"`
+	FRealizable float64      `json:"F_realizable"`
+	EtaTC       float64      `json:"eta_tc"` // F_executed / F_realizable: the share of peak the step's compute achieves
+
+	// The ideal roofline of the same work: the ceiling no run beats (T_est >= T_roofline).
+	TRoofline      float64 `json:"T_roofline"`
+	RooflineRegime string  `json:"roofline_regime"`
 
 	AIHBM      float64 `json:"AI_hbm"`
 	AITotal    float64 `json:"AI_total"`
@@ -96,45 +111,19 @@ type Timing struct {
 	PEffective float64 `json:"P_effective"` // FLOP/s
 	TokensPerS float64 `json:"tokens_per_s"`
 
-	// Physics check: the compulsory HBM traffic and whether the profile went below it.
+	// Physics check: the compulsory HBM traffic and whether the profile's knobs went below it.
+	// The prediction always uses at least the floor; TKnob is what the knobs alone would claim
+	// (the roofline with the profile's bytes), shown beside it, never as the result.
 	FloorBytes float64 `json:"bytes_floor"`
 	BelowFloor bool    `json:"below_floor"`
 	FloorNote  string  `json:"floor_note,omitempty"`
-	// TEstFloor is T_est with each byte term raised to its floor: the fastest this step can be.
-	TEstFloor float64 `json:"T_est_floor"`
+	TKnob      float64 `json:"T_knob"`
 }
 
-// Time evaluates T_est = max(T_comp, T_hbm, T_net) and the roofline quantities.
-func Time(c Cost, t Target, tokens float64, onChipWeights bool) Timing {
+// Time evaluates a step: the time model over its kernels, the ideal roofline and the physics
+// check of the profile's bytes.
+func Time(c Cost, ks []kernels.Kernel, t Target, tokens float64, onChipWeights bool) Timing {
 	var tm Timing
-	tm.TComp = c.FRealizable / t.Peak
-	tm.THBM = c.BytesHBM() / t.BWHBM
-	if c.BytesNet > 0 && t.BWNet > 0 {
-		tm.TNet = c.BytesNet / t.BWNet
-	} else if c.BytesNet > 0 {
-		tm.TNet = math.Inf(1)
-	}
-	tm.TEst, tm.Regime = tm.TComp, "compute-bound"
-	if tm.THBM > tm.TEst {
-		tm.TEst, tm.Regime = tm.THBM, "hbm-bound"
-	}
-	if tm.TNet > tm.TEst {
-		tm.TEst, tm.Regime = tm.TNet, "net-bound"
-	}
-	if b := c.BytesHBM(); b > 0 {
-		tm.AIHBM = c.FTheory / b
-	}
-	if b := c.BytesHBM() + c.BytesNet; b > 0 {
-		tm.AITotal = c.FTheory / b
-	}
-	if tm.TEst > 0 {
-		tm.TFEst = c.FTheory / tm.TEst / 1e12
-		tm.MFU = c.FTheory / (t.Peak * tm.TEst)
-		tm.TokensPerS = tokens / tm.TEst
-	}
-	if c.FRealizable > 0 {
-		tm.PEffective = t.Peak * c.FTheory / c.FRealizable
-	}
 	weightsFloor := c.FloorWeights
 	if onChipWeights {
 		weightsFloor = 0
@@ -152,10 +141,51 @@ func Time(c Cost, t Target, tokens float64, onChipWeights bool) Timing {
 	}
 	if len(short) > 0 {
 		tm.BelowFloor = true
-		tm.FloorNote = "below the compulsory HBM traffic: " + strings.Join(short, "; ") + "; no chip reaches this T_est"
+		tm.FloorNote = "below the compulsory HBM traffic: " + strings.Join(short, "; ") + "; the prediction uses the floor"
 	}
-	hbm := math.Max(c.BytesWeights, weightsFloor) + c.BytesActivations + math.Max(c.BytesKV, c.FloorKV) + c.BytesTemporary
-	tm.TEstFloor = math.Max(tm.TComp, math.Max(hbm/t.BWHBM, tm.TNet))
+	tNetIdeal := 0.0
+	if c.BytesNet > 0 {
+		tNetIdeal = math.Inf(1)
+		if t.BWNet > 0 {
+			tNetIdeal = c.BytesNet / t.BWNet
+		}
+	}
+	tm.TKnob = math.Max(c.FExecuted/t.Peak, math.Max(c.BytesHBM()/t.BWHBM, tNetIdeal))
+	if t.Predictor != nil {
+		p := t.Predictor.Predict(ks)
+		tm.Breakdown = p
+		tm.TComp, tm.THBM, tm.TNet, tm.TEst, tm.Regime = p.TComp, p.THBM, p.TNet, p.TEst, p.Regime
+		tm.FRealizable = p.FRealizable
+		tm.TRoofline, tm.RooflineRegime = p.TRoofline, p.RooflineRegime
+	} else {
+		// The ideal roofline alone: executed FLOPs at peak, floored bytes at nominal bandwidth.
+		hbm := math.Max(c.BytesWeights, weightsFloor) + c.BytesActivations + math.Max(c.BytesKV, c.FloorKV) + c.BytesTemporary
+		tm.TComp, tm.THBM, tm.TNet = c.FExecuted/t.Peak, hbm/t.BWHBM, tNetIdeal
+		tm.TEst, tm.Regime = tm.TComp, "compute-bound"
+		if tm.THBM > tm.TEst {
+			tm.TEst, tm.Regime = tm.THBM, "hbm-bound"
+		}
+		if tm.TNet > tm.TEst {
+			tm.TEst, tm.Regime = tm.TNet, "net-bound"
+		}
+		tm.FRealizable = c.FExecuted
+		tm.TRoofline, tm.RooflineRegime = tm.TEst, tm.Regime
+	}
+	if b := c.BytesHBM(); b > 0 {
+		tm.AIHBM = c.FTheory / b
+	}
+	if b := c.BytesHBM() + c.BytesNet; b > 0 {
+		tm.AITotal = c.FTheory / b
+	}
+	if tm.TEst > 0 {
+		tm.TFEst = c.FTheory / tm.TEst / 1e12
+		tm.MFU = c.FTheory / (t.Peak * tm.TEst)
+		tm.TokensPerS = tokens / tm.TEst
+	}
+	if tm.FRealizable > 0 {
+		tm.PEffective = t.Peak * c.FTheory / tm.FRealizable
+		tm.EtaTC = c.FExecuted / tm.FRealizable
+	}
 	return tm
 }
 
@@ -175,6 +205,9 @@ type Step struct {
 	FAttnFull   float64 `json:"F_attn_full"`
 	// ActiveWeightBytes is the weights this step must read (per GPU): the on-chip test input.
 	ActiveWeightBytes float64 `json:"active_weight_bytes"`
+	// Kernels are the step's launches with their exact work and floored traffic: what the
+	// time model reads.
+	Kernels []kernels.Kernel `json:"-"`
 }
 
 // Analyze costs one phase under one profile. It is pure and cheap (a pass over the ops).
@@ -197,22 +230,36 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	st.Tokens = sh.tokens
 	var fwd, bwd, rec Cost
 	var nParams float64
+	st.Kernels = make([]kernels.Kernel, 0, 4*len(m.Ops))
 	for _, op := range m.Ops {
 		oc := costOp(op, m.Fingerprint, ph, s, p)
 		cost := oc.fwd
 		fwd = fwd.Add(oc.fwd)
+		if oc.fwdK.Name != "" {
+			st.Kernels = append(st.Kernels, oc.fwdK)
+		}
 		if ph == Training {
 			bwd = bwd.Add(oc.bwd)
 			cost = cost.Add(oc.bwd)
+			st.Kernels = append(st.Kernels, oc.bwdK[:oc.nBwd]...)
+			if oc.castK.Name != "" {
+				st.Kernels = append(st.Kernels, oc.castK)
+			}
 			switch s.Recompute {
 			case "full":
 				r := oc.fwd
 				r.FTheory, r.FTensorcore, r.FloorWeights, r.FloorKV = 0, 0, 0, 0 // hardware FLOPs, not model FLOPs
 				rec = rec.Add(r)
 				cost = cost.Add(r)
+				if oc.fwdK.Name != "" {
+					st.Kernels = append(st.Kernels, oc.fwdK)
+				}
 			case "selective":
 				rec = rec.Add(oc.recomputeSelective)
 				cost = cost.Add(oc.recomputeSelective)
+				if oc.recK.Name != "" {
+					st.Kernels = append(st.Kernels, oc.recK)
+				}
 			}
 			nParams += oc.params
 		}
@@ -228,11 +275,17 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	} else if sh.kvLen > 0 {
 		st.FAttnCausal = st.FAttnFull * (sh.kvLen + 1) / (2 * sh.kvLen)
 	}
-	net := Cost{BytesNet: netCost(m.Fingerprint, m.moeLayers, m.layers, ph, s)}
+	var net Cost
+	for _, k := range netKernels(m.Fingerprint, m.moeLayers, m.layers, ph, s) {
+		net.BytesNet += SentBytes(k)
+		st.Kernels = append(st.Kernels, k)
+	}
 	st.Terms = append(st.Terms, Term{"forward", fwd})
 	total := fwd
 	if ph == Training {
 		opt := optimizerCost(nParams, s)
+		st.Kernels = append(st.Kernels, kernels.Kernel{Name: "optimizer", Category: "optimizer", Kind: kernels.Memory, Count: 1,
+			VectorFLOPs: opt.FExecuted, Bytes: opt.BytesWeights})
 		st.Terms = append(st.Terms, Term{"backward", bwd})
 		if s.Recompute != "none" {
 			st.Terms = append(st.Terms, Term{"recompute (" + s.Recompute + ")", rec})
@@ -247,6 +300,12 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 		st.ByCat["network"] = net
 	}
 	st.Cost = total
+	if ph == Decode {
+		// serving engines (vLLM, TensorRT-LLM, SGLang) capture decode steps in CUDA graphs
+		for i := range st.Kernels {
+			st.Kernels[i].Graphed = true
+		}
+	}
 	return st, nil
 }
 
@@ -259,7 +318,7 @@ const AdamFlopsPerParam = 12
 func optimizerCost(n float64, s Scenario) Cost {
 	bytes := n * (2*s.OptimizerStateBytes + s.GradBytes + s.WeightBytes) / float64(s.GradAccum)
 	f := n * AdamFlopsPerParam / float64(s.GradAccum)
-	return Cost{FRealizable: f / s.EtaScalar, BytesWeights: bytes, FloorWeights: bytes}
+	return Cost{FExecuted: f, BytesWeights: bytes, FloorWeights: bytes}
 }
 
 // Seed compatibility multipliers (../shared/seeds/001 section 6.2).
@@ -274,7 +333,7 @@ func seedTraining(pre Step) Step {
 	scale := func(c Cost) Cost {
 		c.FTheory *= SeedTrainingFlopsMult
 		c.FTensorcore *= SeedTrainingFlopsMult
-		c.FRealizable *= SeedTrainingFlopsMult
+		c.FExecuted *= SeedTrainingFlopsMult
 		c.BytesWeights *= SeedTrainingBytesMult
 		c.BytesActivations *= SeedTrainingBytesMult
 		c.BytesKV *= SeedTrainingBytesMult
@@ -290,12 +349,32 @@ func seedTraining(pre Step) Step {
 	for k, v := range pre.ByCat {
 		st.ByCat[k] = scale(v)
 	}
+	st.Kernels = nil
+	for _, k := range pre.Kernels {
+		if k.Kind != kernels.Collective {
+			k.FLOPs, k.VectorFLOPs, k.Bytes = k.FLOPs*SeedTrainingFlopsMult, k.VectorFLOPs*SeedTrainingFlopsMult, k.Bytes*SeedTrainingBytesMult
+		} else {
+			k.Count *= SeedTrainingBytesMult
+		}
+		st.Kernels = append(st.Kernels, k)
+	}
 	st.Modules = nil
 	for _, mc := range pre.Modules {
 		mc.Cost = scale(mc.Cost)
 		st.Modules = append(st.Modules, mc)
 	}
 	return st
+}
+
+// KernelsOf returns the step's kernels of one category.
+func (st Step) KernelsOf(category string) []kernels.Kernel {
+	var out []kernels.Kernel
+	for _, k := range st.Kernels {
+		if k.Category == category {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Result is a step timed on a target.
@@ -309,7 +388,7 @@ type Result struct {
 // fit in the chip's on-chip memory.
 func Evaluate(st Step, t Target) Result {
 	onChip := st.ActiveWeightBytes > 0 && st.ActiveWeightBytes <= t.Chip.OnChipBytes()
-	return Result{Step: st, Target: t.Label(), Timing: Time(st.Cost, t, st.Tokens, onChip)}
+	return Result{Step: st, Target: t.Label(), Timing: Time(st.Cost, st.Kernels, t, st.Tokens, onChip)}
 }
 
 // ModuleTree sums op costs up the module tree: each module's inclusive cost (its ops and all

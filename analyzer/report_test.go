@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/mrep-dev/mrep/chips"
 )
 
 func seedScenario() Scenario {
@@ -15,12 +14,7 @@ func seedScenario() Scenario {
 }
 
 func h200fp8(t testing.TB) Target {
-	c, _ := chips.Default().Lookup("H200")
-	tg, err := NewTarget(c, "fp8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg
+	return target(t, "H200", "fp8")
 }
 
 // The report's tables agree with each other: the KPI matrix, the sweeps at the anchor and the
@@ -88,8 +82,7 @@ func TestDenseDecodeReachesBCrit(t *testing.T) {
 	m := NewModel(load(t, "Llama-3.1-8B"))
 	s := DefaultScenario()
 	s.KVLen = 256
-	c, _ := chips.Default().Lookup("H100-SXM")
-	tg, _ := NewTarget(c, "bf16")
+	tg := target(t, "H100-SXM", "bf16")
 	pts, err := SweepDecodeBatch(m, s, tg, []ExecProfile{Naive}, []int64{64, 256, 1024, 2048, 4096, 8192})
 	if err != nil {
 		t.Fatal(err)

@@ -222,3 +222,29 @@ func Envelope(m *Model, s Scenario, t Target) []EnvelopeRow {
 	}
 	return out
 }
+
+// Fit is the memory verdict of a scenario on a target, for the top of every analysis.
+type Fit struct {
+	Feasibility
+	Verdict string `json:"verdict"`
+}
+
+// FitFor checks whether the scenario's resident bytes fit in one GPU's memory: inference
+// (weights + KV cache) and training (weights, gradients, optimizer state, saved activations,
+// split only by TP/EP: no ZeRO, pipeline or data-parallel sharding yet).
+func FitFor(m *Model, s Scenario, t Target) Fit {
+	f, err := Memory(m, s, t)
+	if err != nil {
+		return Fit{Verdict: "memory not estimated: " + err.Error()}
+	}
+	gib := func(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }
+	say := func(what string, total float64, fits bool) string {
+		if fits {
+			return fmt.Sprintf("%s fits, %s of %s (headroom %s)", what, gib(total), gib(f.HBMBudget), gib(f.HBMBudget-total))
+		}
+		return fmt.Sprintf("%s does NOT fit, %s of %s (%.2fx the memory)", what, gib(total), gib(f.HBMBudget), total/f.HBMBudget)
+	}
+	v := say(fmt.Sprintf("inference (weights %s + KV cache %s)", gib(f.Rows[0].Bytes), gib(f.Rows[1].Bytes)), f.InferenceTotal, f.InferenceFits)
+	v += "; " + say("training (weights, gradients, Adam state, saved activations; TP/EP sharding only)", f.TrainingTotal, f.TrainingFits)
+	return Fit{Feasibility: f, Verdict: v + "."}
+}
