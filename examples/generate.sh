@@ -15,6 +15,11 @@ for name in Llama-3.1-8B Llama-3.1-70B-Instruct Llama-3.2-1B-Instruct Mistral-7B
   "$PY" -m mrep_export --hf-config "$CONFIGS/$name.json" -o "$OUT/$name.json.gz" --label base
 done
 
+# The older TensorRT-LLM tables' "LLaMA 7B" and "LLaMA 70B" (measured calibration rows).
+for name in Llama-2-7b Llama-2-70b; do
+  "$PY" -m mrep_export --hf-config "$CONFIGS/$name.RECONSTRUCTED.json" -o "$OUT/$name.json.gz" --name "$name" --label base
+done
+
 # One config changed: grouped-query attention undone (8 -> 32 KV heads), for `mrep diff`.
 "$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-8B.json" -o "$OUT/Llama-3.1-8B-mha.json.gz" \
   --name Llama-3.1-8B --label mha --override num_key_value_heads=32

@@ -1,0 +1,176 @@
+package calib
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/model"
+)
+
+func bundled(name string) (*model.Dump, error) {
+	f, err := examples.Dump(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ingest.Decode(name, f, ingest.Options{})
+}
+
+func prepared(t *testing.T, rows []Row) []Prepared {
+	t.Helper()
+	ps, err := Prepare(rows, chips.Default(), bundled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// The issue's thresholds, on the rows mrep can express (TTFT and static-batch throughput):
+// median |err| <= 10%, worst <= 30% per phase, and no prediction beyond the roofline.
+func TestShippedCalibrationSetMeetsThresholds(t *testing.T) {
+	rep, err := Validate(prepared(t, Default()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ph := range []string{"ttft", "static_throughput"} {
+		s, ok := rep.Summary[ph]
+		if !ok || s.Rows < 4 {
+			t.Fatalf("%s: %d rows predicted, want the 4 published ones", ph, s.Rows)
+		}
+		if s.MedianAbsErr > 0.10 || s.WorstAbsErr > 0.30 {
+			t.Errorf("%s: median |err| %.1f%%, worst %.1f%%: over 10%% / 30%%", ph, 100*s.MedianAbsErr, 100*s.WorstAbsErr)
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.Skipped != "" {
+			if !strings.Contains(r.Skipped, "not expressible yet") {
+				t.Errorf("%s skipped without the reason: %s", r.ID, r.Skipped)
+			}
+			continue
+		}
+		if r.FasterThanPhysics {
+			t.Errorf("%s: predicted %g beyond the roofline %g", r.ID, r.Predicted, r.Roofline)
+		}
+		if !r.Fits {
+			t.Errorf("%s: the measured run must fit in memory", r.ID)
+		}
+	}
+	if s := rep.Summary["training"]; s.NotExpressible != 12 {
+		t.Errorf("training rows not expressible: %d, want 12", s.NotExpressible)
+	}
+}
+
+// The fit on part of the rows predicts the rest: leave-one-out over the shipped rows stays
+// within the issue's worst-case bound of 30%... for all but the most latency-bound row, which
+// alone pins the launch cost; and fitting moves the parameters toward the shipped ones.
+func TestCalibrateRecoversTheShippedFit(t *testing.T) {
+	ps := prepared(t, Default())
+	// start from a deliberately wrong chip: GEMMs at full peak, no launch cost
+	for i := range ps {
+		e := ps[i].Chip.Efficiency
+		e.GEMMFrac = map[string]float64{"bf16": 1, "fp8": 1}
+		e.HostLaunchUs, e.StepOverheadUs = 0, 0
+		ps[i].Chip.Efficiency = e
+	}
+	fits, err := Calibrate(ps, DefaultFit, "test rows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fits) != 1 || fits[0].Chip != "H100-SXM" {
+		t.Fatalf("fits: %+v", fits)
+	}
+	f := fits[0]
+	shipped, _ := chips.Default().Lookup("H100-SXM")
+	if got, want := f.Params["gemm_frac.fp8"], shipped.Efficiency.GEMMFrac["fp8"]; math.Abs(got-want) > 0.03 {
+		t.Errorf("gemm_frac.fp8 fitted %.3f, shipped %.3f", got, want)
+	}
+	for _, ph := range []string{"ttft", "static_throughput"} {
+		b, a := f.Before.Summary[ph], f.After.Summary[ph]
+		if a.MedianAbsErr >= b.MedianAbsErr {
+			t.Errorf("%s: fit did not improve the median error (%.3f -> %.3f)", ph, b.MedianAbsErr, a.MedianAbsErr)
+		}
+	}
+	if len(f.LeaveOneOut) != 8 {
+		t.Fatalf("leave-one-out rows: %d", len(f.LeaveOneOut))
+	}
+	var errs []float64
+	for _, r := range f.LeaveOneOut {
+		errs = append(errs, math.Abs(r.Err()))
+	}
+	if m := medianOf(errs); m > 0.15 {
+		t.Errorf("leave-one-out median |err| %.1f%%: the fit does not generalise", 100*m)
+	}
+	if !strings.Contains(f.Efficiency.Sources["gemm_frac"], "fitted by mrep calibrate") {
+		t.Errorf("fitted figures must say where they come from: %q", f.Efficiency.Sources["gemm_frac"])
+	}
+}
+
+func medianOf(x []float64) float64 {
+	y := append([]float64(nil), x...)
+	for i := range y {
+		for j := i + 1; j < len(y); j++ {
+			if y[j] < y[i] {
+				y[i], y[j] = y[j], y[i]
+			}
+		}
+	}
+	return median(y)
+}
+
+func TestBadRowsNameFileLineAndProblem(t *testing.T) {
+	head := "id,kind,model,chip,dtype,tp,batch,isl,measured,unit\n"
+	cases := []struct{ name, text, want string }{
+		{"neg.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,1,1,128,-7,s\n", "neg.csv: line 2 (id \"a\"): measured must be a positive number"},
+		{"zero.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,1,1,128,0,s\n", "line 2"},
+		{"unit.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,1,1,128,0.007,ms\n", "unit \"ms\""},
+		{"col.csv", "id,speed\n", "line 1: unknown column \"speed\""},
+		{"num.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,x,1,128,0.007,s\n", "line 2: tp \"x\" is not an integer"},
+		{"dup.json", `[{"id":"a","kind":"ttft","model":"m","chip":"c","dtype":"fp8","isl":1,"measured":1,"unit":"s"},{"id":"a","kind":"ttft","model":"m","chip":"c","dtype":"fp8","isl":1,"measured":1,"unit":"s"}]`, "/rows/1: duplicate id"},
+		{"field.json", `[{"id":"a","speed":1}]`, "unknown field"},
+	}
+	for _, c := range cases {
+		_, err := Parse(c.name, strings.NewReader(c.text))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
+		}
+	}
+	rows, err := Parse("ok.csv", strings.NewReader(head+"a,ttft,NoSuchModel,H100-SXM,fp8,1,1,128,0.007,s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(rows, chips.Default(), bundled); err == nil || !strings.Contains(err.Error(), `row a: model "NoSuchModel"`) {
+		t.Errorf("unknown model: %v", err)
+	}
+	rows[0].Model, rows[0].Chip = "Llama-2-7b", "H900"
+	if _, err := Prepare(rows, chips.Default(), bundled); err == nil || !strings.Contains(err.Error(), "row a") || !strings.Contains(err.Error(), "unknown chip") {
+		t.Errorf("unknown chip: %v", err)
+	}
+}
+
+// A static-batch run integrates decode over the growing KV length: the midpoint rule over
+// DecodeSamples segments equals summing every step for a run short enough to count whole.
+func TestStaticBatchIntegration(t *testing.T) {
+	row := Row{ID: "s", Kind: KindStatic, Model: "Llama-2-7b", Chip: "H100-SXM", DType: "fp8", TP: 1, Batch: 64, ISL: 512, OSL: 9, Measured: 1, Unit: "tok/s/gpu"}
+	ps := prepared(t, []Row{row})
+	if n := len(ps[0].steps); n != 1+8 {
+		t.Fatalf("steps: %d, want a prefill and one decode step per output token after the first", n)
+	}
+	for i, ws := range ps[0].steps[1:] {
+		if ws.w != 1 || ws.step.Scenario.KVLen != 512+int64(i)+1 {
+			t.Errorf("decode step %d: weight %g at L=%d", i, ws.w, ws.step.Scenario.KVLen)
+		}
+	}
+	row.OSL = 1001
+	ps = prepared(t, []Row{row})
+	var total float64
+	for _, ws := range ps[0].steps[1:] {
+		total += ws.w
+	}
+	if total != 1000 || len(ps[0].steps) != 1+DecodeSamples {
+		t.Errorf("1000 decode steps integrated as weight %g over %d samples", total, len(ps[0].steps)-1)
+	}
+}

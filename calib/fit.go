@@ -1,0 +1,254 @@
+package calib
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/mrep-dev/mrep/chips"
+)
+
+// Param is one efficiency figure a fit may move, with its physical range.
+type Param struct {
+	Name   string
+	Lo, Hi float64
+	get    func(e *chips.Efficiency) float64
+	set    func(e *chips.Efficiency, v float64)
+}
+
+// DefaultFit are the figures `mrep calibrate` fits unless told otherwise: the GEMM ceiling of
+// each precision the rows use, the launch latency and the per-step overhead. HBM and link
+// fractions keep their measured sources unless named.
+var DefaultFit = []string{"gemm_frac", "host_launch_us", "step_overhead_us"}
+
+// FitParams resolves names (gemm_frac expands to gemm_frac.<dtype> for each dtype the rows
+// use) to parameters.
+func FitParams(names []string, ps []Prepared) ([]Param, error) {
+	var out []Param
+	frac := func(name string, lo, hi float64, f func(e *chips.Efficiency) *float64) Param {
+		return Param{Name: name, Lo: lo, Hi: hi, get: func(e *chips.Efficiency) float64 { return *f(e) },
+			set: func(e *chips.Efficiency, v float64) { *f(e) = v }}
+	}
+	for _, n := range names {
+		switch n {
+		case "gemm_frac":
+			seen := map[string]bool{}
+			for _, p := range ps {
+				if d := strings.ToLower(p.Row.DType); p.Skip == nil && !seen[d] {
+					seen[d] = true
+					out = append(out, gemmParam(d))
+				}
+			}
+		case "hbm_frac":
+			out = append(out, frac(n, 0.3, 1, func(e *chips.Efficiency) *float64 { return &e.HBMFrac }))
+		case "attn_frac":
+			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.AttnFrac }))
+		case "kernel_latency_us":
+			out = append(out, frac(n, 0, 50, func(e *chips.Efficiency) *float64 { return &e.KernelLatencyUs }))
+		case "host_launch_us":
+			out = append(out, frac(n, 0, 100, func(e *chips.Efficiency) *float64 { return &e.HostLaunchUs }))
+		case "step_overhead_us":
+			out = append(out, frac(n, 0, 20000, func(e *chips.Efficiency) *float64 { return &e.StepOverheadUs }))
+		case "scale_up_frac":
+			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.ScaleUpFrac }))
+		default:
+			if d, ok := strings.CutPrefix(n, "gemm_frac."); ok {
+				out = append(out, gemmParam(d))
+				continue
+			}
+			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us or scale_up_frac", n)
+		}
+	}
+	return out, nil
+}
+
+func gemmParam(dtype string) Param {
+	return Param{Name: "gemm_frac." + dtype, Lo: 0.05, Hi: 1,
+		get: func(e *chips.Efficiency) float64 {
+			if v, ok := e.GEMMFrac[dtype]; ok {
+				return v
+			}
+			return e.GEMMFrac["bf16"]
+		},
+		set: func(e *chips.Efficiency, v float64) {
+			m := make(map[string]float64, len(e.GEMMFrac)+1)
+			for k, x := range e.GEMMFrac {
+				m[k] = x
+			}
+			m[dtype] = v
+			e.GEMMFrac = m
+		}}
+}
+
+// Loss is the mean squared log error of the predictable rows under eff: symmetric in over-
+// and under-prediction, and independent of the rows' units.
+func Loss(ps []Prepared, eff chips.Efficiency) (float64, error) {
+	var sum float64
+	var n int
+	for _, p := range ps {
+		if p.Skip != nil {
+			continue
+		}
+		pred, _, err := p.Predict(eff)
+		if err != nil {
+			return 0, err
+		}
+		if !(pred > 0) || math.IsInf(pred, 0) {
+			return math.Inf(1), nil
+		}
+		l := math.Log(pred / p.Row.Measured)
+		sum += l * l
+		n++
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("no predictable rows to fit")
+	}
+	return sum / float64(n), nil
+}
+
+// Fit moves params to minimize Loss from base: coordinate descent, a golden-section search
+// per parameter within its range, repeated until no parameter moves (at most 6 sweeps).
+func Fit(ps []Prepared, base chips.Efficiency, params []Param) (chips.Efficiency, float64, error) {
+	eff := clone(base)
+	best, err := Loss(ps, eff)
+	if err != nil {
+		return eff, 0, err
+	}
+	for sweep := 0; sweep < 6; sweep++ {
+		moved := false
+		for _, pr := range params {
+			f := func(v float64) float64 {
+				e := clone(eff)
+				pr.set(&e, v)
+				l, err := Loss(ps, e)
+				if err != nil {
+					return math.Inf(1)
+				}
+				return l
+			}
+			v := golden(f, pr.Lo, pr.Hi, 40)
+			if l := f(v); l < best-1e-12 {
+				if math.Abs(v-pr.get(&eff)) > 1e-6*(pr.Hi-pr.Lo) {
+					moved = true
+				}
+				pr.set(&eff, v)
+				best = l
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	return eff, best, nil
+}
+
+func golden(f func(float64) float64, lo, hi float64, iters int) float64 {
+	const r = 0.6180339887498949
+	a, b := lo, hi
+	c, d := b-r*(b-a), a+r*(b-a)
+	fc, fd := f(c), f(d)
+	for i := 0; i < iters; i++ {
+		if fc < fd {
+			b, d, fd = d, c, fc
+			c = b - r*(b-a)
+			fc = f(c)
+		} else {
+			a, c, fc = c, d, fd
+			d = a + r*(b-a)
+			fd = f(d)
+		}
+	}
+	return (a + b) / 2
+}
+
+func clone(e chips.Efficiency) chips.Efficiency {
+	out := e
+	out.GEMMFrac = map[string]float64{}
+	for k, v := range e.GEMMFrac {
+		out.GEMMFrac[k] = v
+	}
+	out.Sources = map[string]string{}
+	for k, v := range e.Sources {
+		out.Sources[k] = v
+	}
+	return out
+}
+
+// ChipFit is one chip's calibration: the fitted figures, and errors before, after and
+// leave-one-out (each row predicted by a fit on the others: does the fit generalise?).
+type ChipFit struct {
+	Chip        string             `json:"chip"`
+	Rows        int                `json:"rows"`
+	Params      map[string]float64 `json:"params"`
+	Before      Report             `json:"before"`
+	After       Report             `json:"after"`
+	LeaveOneOut []Result           `json:"leave_one_out"`
+	Efficiency  chips.Efficiency   `json:"efficiency"`
+}
+
+// Calibrate fits each chip the rows name, separately. source describes the rows for the
+// fitted figures' sources.
+func Calibrate(ps []Prepared, names []string, source string) ([]ChipFit, error) {
+	byChip := map[string][]Prepared{}
+	var order []string
+	for _, p := range ps {
+		if p.Skip != nil {
+			continue
+		}
+		if _, ok := byChip[p.Chip.Name]; !ok {
+			order = append(order, p.Chip.Name)
+		}
+		byChip[p.Chip.Name] = append(byChip[p.Chip.Name], p)
+	}
+	sort.Strings(order)
+	if len(order) == 0 {
+		return nil, fmt.Errorf("no predictable rows to fit")
+	}
+	var out []ChipFit
+	for _, chip := range order {
+		rows := byChip[chip]
+		params, err := FitParams(names, rows)
+		if err != nil {
+			return nil, err
+		}
+		base := rows[0].Chip.Efficiency
+		eff, _, err := Fit(rows, base, params)
+		if err != nil {
+			return nil, fmt.Errorf("fit %s: %w", chip, err)
+		}
+		cf := ChipFit{Chip: chip, Rows: len(rows), Params: map[string]float64{}}
+		for _, pr := range params {
+			v := pr.get(&eff)
+			cf.Params[pr.Name] = v
+			key := pr.Name
+			if strings.HasPrefix(key, "gemm_frac.") {
+				key = "gemm_frac"
+			}
+			eff.Sources[key] = fmt.Sprintf("fitted by mrep calibrate to %d rows of %s", len(rows), source)
+		}
+		cf.Efficiency = eff
+		if cf.Before, err = Validate(rows, nil); err != nil {
+			return nil, err
+		}
+		if cf.After, err = Validate(rows, map[string]chips.Efficiency{chip: eff}); err != nil {
+			return nil, err
+		}
+		if len(rows) > len(params) {
+			for i := range rows {
+				rest := append(append([]Prepared{}, rows[:i]...), rows[i+1:]...)
+				e, _, err := Fit(rest, base, params)
+				if err != nil {
+					return nil, err
+				}
+				rep, err := Validate(rows[i:i+1], map[string]chips.Efficiency{chip: e})
+				if err != nil {
+					return nil, err
+				}
+				cf.LeaveOneOut = append(cf.LeaveOneOut, rep.Rows[0])
+			}
+		}
+		out = append(out, cf)
+	}
+	return out, nil
+}

@@ -1,0 +1,305 @@
+package calib
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+// Models resolves a row's model name to a dump.
+type Models func(name string) (*model.Dump, error)
+
+// Prepared is a row made ready to predict: its steps are counted once (counting does not
+// depend on the chip's efficiency), so re-timing them under other parameters is cheap.
+type Prepared struct {
+	Row  Row
+	Skip error // why the row cannot be predicted (ErrNotExpressible), nil if it can
+	Chip chips.Chip
+	// Fits says whether the run's weights and KV cache fit in one GPU at its layout.
+	Fits    bool
+	FitNote string
+
+	steps []weighted
+	value func(t float64) float64 // total step time -> the row's measured quantity
+}
+
+type weighted struct {
+	step analyzer.Step
+	w    float64
+}
+
+// DecodeSamples is how many decode steps a static-batch run is integrated over: step time is
+// linear in the KV length while the regime holds, so the midpoint rule over a few segments
+// is exact up to regime changes.
+const DecodeSamples = 8
+
+// Prepare counts every expressible row's steps. Unknown chips and models are errors (with the
+// row's id); rows that need features mrep lacks are kept with Skip set.
+func Prepare(rows []Row, db *chips.DB, models Models) ([]Prepared, error) {
+	cache := map[string]*analyzer.Model{}
+	var out []Prepared
+	for _, r := range rows {
+		chip, err := db.Lookup(r.Chip)
+		if err != nil {
+			return nil, fmt.Errorf("row %s: %w", r.ID, err)
+		}
+		if _, err := chip.Peak(r.DType); err != nil {
+			return nil, fmt.Errorf("row %s: %w", r.ID, err)
+		}
+		m, ok := cache[r.Model]
+		if !ok {
+			d, err := models(r.Model)
+			if err != nil {
+				return nil, fmt.Errorf("row %s: model %q: %w", r.ID, r.Model, err)
+			}
+			m = analyzer.NewModel(d)
+			cache[r.Model] = m
+		}
+		p := Prepared{Row: r, Chip: chip}
+		if p.Skip = r.Expressible(); p.Skip != nil {
+			out = append(out, p)
+			continue
+		}
+		if err := p.count(m); err != nil {
+			return nil, fmt.Errorf("row %s: %w", r.ID, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func dtypeBytes(name, fallback string) (float64, error) {
+	if name == "" {
+		name = fallback
+	}
+	b, ok := analyzer.DTypeBytes[strings.ToLower(name)]
+	if !ok {
+		return 0, fmt.Errorf("dtype %q: want fp32, tf32, bf16, fp16, fp8, int8 or fp4", name)
+	}
+	return b, nil
+}
+
+// Scenario is the row's precision recipe and layout as an analyzer scenario.
+func (r Row) Scenario() (analyzer.Scenario, error) {
+	s := analyzer.DefaultScenario()
+	s.ComputeDType = strings.ToLower(r.DType)
+	var err error
+	if _, err = dtypeBytes(s.ComputeDType, ""); err != nil {
+		return s, err
+	}
+	if s.WeightBytes, err = dtypeBytes(r.WeightDType, s.ComputeDType); err != nil {
+		return s, err
+	}
+	if s.ActBytes, err = dtypeBytes(r.ActDType, s.ComputeDType); err != nil {
+		return s, err
+	}
+	act := r.ActDType
+	if act == "" {
+		act = s.ComputeDType
+	}
+	if s.KVBytes, err = dtypeBytes(r.KVDType, act); err != nil {
+		return s, err
+	}
+	s.TP, s.EP = max(r.TP, 1), max(r.EP, 1)
+	return s, nil
+}
+
+func (p *Prepared) count(m *analyzer.Model) error {
+	r := p.Row
+	s, err := r.Scenario()
+	if err != nil {
+		return err
+	}
+	add := func(ph analyzer.Phase, s analyzer.Scenario, w float64) error {
+		st, err := m.Analyze(ph, s, analyzer.Achievable)
+		if err != nil {
+			return err
+		}
+		p.steps = append(p.steps, weighted{st, w})
+		return nil
+	}
+	fit := s
+	switch r.Kind {
+	case KindTTFT:
+		s.Batch, s.Seq = max(r.Batch, 1), r.ISL
+		fit.Batch, fit.KVLen = s.Batch, r.ISL+1
+		err = add(analyzer.Prefill, s, 1)
+		p.value = func(t float64) float64 { return t }
+	case KindDecodeStep:
+		s.Batch, s.KVLen = max(r.Batch, 1), r.ISL
+		fit.Batch, fit.KVLen = s.Batch, r.ISL+1
+		err = add(analyzer.Decode, s, 1)
+		p.value = func(t float64) float64 { return t }
+	case KindStatic:
+		s.Batch, s.Seq = r.Batch, r.ISL
+		fit.Batch, fit.KVLen = r.Batch, r.ISL+r.OSL
+		if err = add(analyzer.Prefill, s, 1); err != nil {
+			return err
+		}
+		// decode step j (1..OSL-1) attends over ISL+j tokens
+		steps := float64(r.OSL - 1)
+		n := math.Min(steps, DecodeSamples)
+		for i := 0; i < int(n); i++ {
+			lo, hi := 1+steps*float64(i)/n, 1+steps*float64(i+1)/n
+			d := s
+			d.KVLen = r.ISL + int64(math.Round((lo+hi)/2-0.5))
+			if err = add(analyzer.Decode, d, hi-lo); err != nil {
+				return err
+			}
+		}
+		tokens := float64(r.Batch * r.OSL)
+		gpus := float64(s.TP)
+		p.value = func(t float64) float64 { return tokens / t / gpus }
+	case KindTrainStep:
+		mbs := max(r.MBS, 1)
+		s.Batch, s.Seq, s.GradAccum = mbs, r.Seq, max(r.GBS/mbs, 1)
+		fit.Batch, fit.Seq, fit.KVLen = mbs, r.Seq, 1
+		err = add(analyzer.Training, s, float64(s.GradAccum))
+		p.value = func(t float64) float64 { return t }
+	default:
+		return fmt.Errorf("kind %s is not predictable", r.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	tg, err := analyzer.NewTarget(p.Chip, s.ComputeDType, nil)
+	if err != nil {
+		return err
+	}
+	f := analyzer.FitFor(m, fit, tg)
+	p.Fits, p.FitNote = f.InferenceFits, f.Verdict
+	if r.Kind == KindTrainStep {
+		p.Fits = f.TrainingFits
+	}
+	return nil
+}
+
+// Predict times the row's steps with the chip's efficiency replaced by eff: the predicted
+// value and the ideal roofline's value (the bound no run beats).
+func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) {
+	chip := p.Chip
+	chip.Efficiency = eff
+	s, err := p.Row.Scenario()
+	if err != nil {
+		return 0, 0, err
+	}
+	tm, err := timing.New(chip, s.ComputeDType)
+	if err != nil {
+		return 0, 0, err
+	}
+	tg, err := analyzer.NewTarget(chip, s.ComputeDType, tm)
+	if err != nil {
+		return 0, 0, err
+	}
+	var t, r float64
+	for _, ws := range p.steps {
+		res := analyzer.Evaluate(ws.step, tg)
+		t += ws.w * res.Timing.TEst
+		r += ws.w * res.Timing.TRoofline
+	}
+	return p.value(t), p.value(r), nil
+}
+
+// Result is one row's prediction.
+type Result struct {
+	ID        string  `json:"id"`
+	Phase     string  `json:"phase"`
+	Measured  float64 `json:"measured"`
+	Predicted float64 `json:"predicted"`
+	Ratio     float64 `json:"ratio"` // predicted / measured
+	Unit      string  `json:"unit"`
+	Model     string  `json:"model"`
+	Chip      string  `json:"chip"`
+	// Roofline is the ideal roofline's value: a time-like prediction never below it, a
+	// throughput never above it.
+	Roofline          float64 `json:"roofline"`
+	FasterThanPhysics bool    `json:"faster_than_physics,omitempty"`
+	Fits              bool    `json:"fits"`
+	Skipped           string  `json:"not_expressible,omitempty"`
+}
+
+// Err is the signed relative error, predicted / measured - 1.
+func (r Result) Err() float64 { return r.Ratio - 1 }
+
+// Summary is one phase's accuracy.
+type Summary struct {
+	Rows           int     `json:"rows"`
+	MedianAbsErr   float64 `json:"median_abs_err"`
+	WorstAbsErr    float64 `json:"worst_abs_err"`
+	NotExpressible int     `json:"not_expressible"`
+}
+
+// Report is a validation: every row, and per phase the median and worst |error|.
+type Report struct {
+	Rows    []Result           `json:"rows"`
+	Summary map[string]Summary `json:"summary"`
+}
+
+// Validate predicts every row with each chip's own efficiency (or the override for a chip
+// name, as a fit produces).
+func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, error) {
+	rep := Report{Summary: map[string]Summary{}}
+	errs := map[string][]float64{}
+	for _, p := range ps {
+		r := p.Row
+		res := Result{ID: r.ID, Phase: r.Phase(), Measured: r.Measured, Unit: r.Unit, Model: r.Model, Chip: p.Chip.Name, Fits: p.Fits}
+		if p.Skip != nil {
+			res.Skipped = p.Skip.Error()
+			sum := rep.Summary[res.Phase]
+			sum.NotExpressible++
+			rep.Summary[res.Phase] = sum
+			rep.Rows = append(rep.Rows, res)
+			continue
+		}
+		eff := p.Chip.Efficiency
+		if o, ok := override[p.Chip.Name]; ok {
+			eff = o
+		}
+		pred, roof, err := p.Predict(eff)
+		if err != nil {
+			return rep, fmt.Errorf("row %s: %w", r.ID, err)
+		}
+		res.Predicted, res.Roofline, res.Ratio = pred, roof, pred/r.Measured
+		if r.TimeLike() {
+			res.FasterThanPhysics = pred < roof*(1-1e-9)
+		} else {
+			res.FasterThanPhysics = pred > roof*(1+1e-9)
+		}
+		errs[res.Phase] = append(errs[res.Phase], math.Abs(res.Err()))
+		rep.Rows = append(rep.Rows, res)
+	}
+	for ph, es := range errs {
+		sort.Float64s(es)
+		sum := rep.Summary[ph]
+		sum.Rows, sum.MedianAbsErr, sum.WorstAbsErr = len(es), median(es), es[len(es)-1]
+		rep.Summary[ph] = sum
+	}
+	return rep, nil
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// Phases lists a report's phases in a stable order.
+func (r Report) Phases() []string {
+	var out []string
+	for ph := range r.Summary {
+		out = append(out, ph)
+	}
+	sort.Strings(out)
+	return out
+}

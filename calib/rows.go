@@ -1,0 +1,269 @@
+// Package calib checks the time model against measured runs and fits a chip's efficiency
+// parameters to them: the calibration set shipped with mrep (measured.json, from published
+// measurements), `mrep validate` and `mrep calibrate`. Pure: rows in, predictions and fits out.
+package calib
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+//go:embed measured.json
+var measured []byte
+
+// Kinds of measurement a row holds, with the unit its value is in.
+const (
+	KindTTFT       = "ttft"               // s: batch-B prefill of ISL tokens to the first token
+	KindStatic     = "static_throughput"  // output tok/s per GPU: one prefill of B x ISL, then OSL-1 decode steps of B
+	KindDecodeStep = "decode_step"        // s: one decode step of B sequences at KV length ISL
+	KindTrainStep  = "train_step"         // s: one optimizer step of GBS sequences of Seq tokens
+	KindServing    = "serving_throughput" // output tok/s of the TP group under continuous batching
+)
+
+var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s"}
+
+// Row is one measured run: what ran, where, and what was measured.
+type Row struct {
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	Source string `json:"source"`
+	Model  string `json:"model"` // a bundled example dump's name, or an ingested run's model
+	Chip   string `json:"chip"`
+	// Precision recipe: the linear layers' dtype (the peak quoted) and, where they differ,
+	// weights, activations and KV cache.
+	DType       string `json:"dtype"`
+	WeightDType string `json:"weight_dtype,omitempty"`
+	ActDType    string `json:"act_dtype,omitempty"`
+	KVDType     string `json:"kv_dtype,omitempty"`
+	// Layout.
+	GPUs int64 `json:"gpus,omitempty"`
+	TP   int64 `json:"tp,omitempty"`
+	PP   int64 `json:"pp,omitempty"`
+	CP   int64 `json:"cp,omitempty"`
+	VP   int64 `json:"vp,omitempty"`
+	EP   int64 `json:"ep,omitempty"`
+	// Workload.
+	Batch int64 `json:"batch,omitempty"` // sequences (ttft, static, decode_step)
+	ISL   int64 `json:"isl,omitempty"`
+	OSL   int64 `json:"osl,omitempty"`
+	Seq   int64 `json:"seq,omitempty"` // training sequence length
+	GBS   int64 `json:"gbs,omitempty"`
+	MBS   int64 `json:"mbs,omitempty"`
+	// Measured value, in the kind's unit.
+	Measured float64 `json:"measured"`
+	Unit     string  `json:"unit"`
+	Note     string  `json:"note,omitempty"`
+}
+
+// Phase is the summary group of a row kind.
+func (r Row) Phase() string {
+	switch r.Kind {
+	case KindTrainStep:
+		return "training"
+	case KindTTFT:
+		return "ttft"
+	case KindStatic:
+		return "static_throughput"
+	case KindDecodeStep:
+		return "decode_step"
+	}
+	return "serving"
+}
+
+// TimeLike says whether the value is a time (lower is faster) or a throughput.
+func (r Row) TimeLike() bool { return r.Unit == "s" }
+
+// ErrNotExpressible marks rows that need layouts or serving features mrep does not model yet.
+var ErrNotExpressible = errors.New("not expressible yet")
+
+// Expressible says whether mrep can predict the row, and why not.
+func (r Row) Expressible() error {
+	switch {
+	case r.Kind == KindServing:
+		return fmt.Errorf("%w: continuous (in-flight) batching of a request stream is the serving model's (plan serve)", ErrNotExpressible)
+	case r.PP > 1 || r.CP > 1 || r.VP > 1:
+		return fmt.Errorf("%w: pipeline (PP=%d, VP=%d) and context (CP=%d) parallel layouts are the training-layout model's (plan train)", ErrNotExpressible, r.PP, r.VP, r.CP)
+	case r.Kind == KindTrainStep && r.dp() > 1:
+		return fmt.Errorf("%w: data-parallel gradient reduction over %d replicas is the training-layout model's (plan train)", ErrNotExpressible, r.dp())
+	}
+	return nil
+}
+
+func (r Row) dp() int64 {
+	per := max(r.TP, 1) * max(r.PP, 1) * max(r.CP, 1)
+	if r.GPUs <= 0 {
+		return 1
+	}
+	return r.GPUs / per
+}
+
+// validate checks a row's fields (not whether its model or chip exist).
+func (r Row) validate() error {
+	unit, ok := kindUnits[r.Kind]
+	switch {
+	case r.ID == "":
+		return errors.New("id is empty")
+	case !ok:
+		return fmt.Errorf("kind %q: want ttft, static_throughput, decode_step, train_step or serving_throughput", r.Kind)
+	case r.Model == "":
+		return errors.New("model is empty")
+	case r.Chip == "":
+		return errors.New("chip is empty")
+	case r.DType == "":
+		return errors.New("dtype is empty")
+	case !(r.Measured > 0) || math.IsInf(r.Measured, 0):
+		return fmt.Errorf("measured must be a positive number, got %g", r.Measured)
+	case r.Unit != unit:
+		return fmt.Errorf("unit %q: a %s row is measured in %q", r.Unit, r.Kind, unit)
+	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0:
+		return errors.New("layout and workload sizes must be >= 0")
+	}
+	switch r.Kind {
+	case KindTTFT, KindDecodeStep:
+		if r.ISL < 1 {
+			return fmt.Errorf("%s needs isl >= 1", r.Kind)
+		}
+	case KindStatic, KindServing:
+		if r.ISL < 1 || r.OSL < 1 {
+			return fmt.Errorf("%s needs isl and osl >= 1", r.Kind)
+		}
+		if r.Kind == KindStatic && r.Batch < 1 {
+			return errors.New("static_throughput needs batch >= 1")
+		}
+	case KindTrainStep:
+		if r.Seq < 1 || r.GBS < 1 {
+			return errors.New("train_step needs seq and gbs >= 1")
+		}
+	}
+	return nil
+}
+
+// Default returns the calibration set shipped with mrep.
+func Default() []Row {
+	rows, err := Parse("measured.json", bytes.NewReader(measured))
+	if err != nil {
+		panic(fmt.Sprintf("embedded calibration set: %v", err)) // a build defect, caught by tests
+	}
+	return rows
+}
+
+// Parse reads rows from JSON (an array of rows, or {"rows": [...]}) or CSV (a header of the
+// JSON field names). name is used in errors, which give the line (CSV) or index (JSON).
+func Parse(name string, r io.Reader) ([]Row, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("calibration file %s: %w", name, err)
+	}
+	t := bytes.TrimSpace(b)
+	var rows []Row
+	var where func(i int) string
+	if len(t) > 0 && (t[0] == '[' || t[0] == '{') {
+		if rows, err = parseJSON(t); err != nil {
+			return nil, fmt.Errorf("calibration file %s: %w", name, err)
+		}
+		where = func(i int) string { return fmt.Sprintf("/rows/%d", i) }
+	} else {
+		if rows, err = parseCSV(t); err != nil {
+			return nil, fmt.Errorf("calibration file %s: %w", name, err)
+		}
+		where = func(i int) string { return fmt.Sprintf("line %d", i+2) }
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("calibration file %s: no rows", name)
+	}
+	seen := map[string]bool{}
+	for i, row := range rows {
+		if err := row.validate(); err != nil {
+			return nil, fmt.Errorf("calibration file %s: %s (id %q): %w", name, where(i), row.ID, err)
+		}
+		if seen[row.ID] {
+			return nil, fmt.Errorf("calibration file %s: %s: duplicate id %q", name, where(i), row.ID)
+		}
+		seen[row.ID] = true
+	}
+	return rows, nil
+}
+
+func parseJSON(b []byte) ([]Row, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if b[0] == '[' {
+		var rows []Row
+		return rows, dec.Decode(&rows)
+	}
+	var f struct {
+		About string `json:"about,omitempty"`
+		Rows  []Row  `json:"rows"`
+	}
+	return f.Rows, dec.Decode(&f)
+}
+
+// parseCSV reads a header of Row's JSON field names, then one row per line.
+func parseCSV(b []byte) ([]Row, error) {
+	cr := csv.NewReader(bytes.NewReader(b))
+	cr.FieldsPerRecord = -1
+	recs, err := cr.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, errors.New("a header and at least one row are needed")
+	}
+	header := recs[0]
+	known := map[string]bool{}
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep batch isl osl seq gbs mbs measured unit note", " ") {
+		known[f] = true
+	}
+	for _, h := range header {
+		if !known[strings.TrimSpace(h)] {
+			return nil, fmt.Errorf("line 1: unknown column %q", h)
+		}
+	}
+	if len(recs) < 2 {
+		return nil, errors.New("a header and at least one row are needed")
+	}
+	var rows []Row
+	for li, rec := range recs[1:] {
+		if len(rec) != len(header) {
+			return nil, fmt.Errorf("line %d: %d fields, the header has %d", li+2, len(rec), len(header))
+		}
+		obj := map[string]any{}
+		for i, h := range header {
+			h, v := strings.TrimSpace(h), strings.TrimSpace(rec[i])
+			if v == "" {
+				continue
+			}
+			switch h {
+			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note":
+				obj[h] = v
+			case "measured":
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: measured %q is not a number", li+2, v)
+				}
+				obj[h] = f
+			default:
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: %s %q is not an integer", li+2, h, v)
+				}
+				obj[h] = n
+			}
+		}
+		j, _ := json.Marshal(obj)
+		var row Row
+		if err := json.Unmarshal(j, &row); err != nil {
+			return nil, fmt.Errorf("line %d: %w", li+2, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
