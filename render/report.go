@@ -165,13 +165,8 @@ func (w *reportWriter) summary() {
 	line := fmt.Sprintf("1. In `%s` mode on `%s`, training is `%s` and prefill is `%s` (`AI_hbm`: %.2f, %.2f; `OI_knee` %.1f).",
 		p, r.Primary.Label(), tr.Timing.Regime, pre.Timing.Regime, tr.Timing.AIHBM, pre.Timing.AIHBM, r.Primary.Knee)
 	if tr.Timing.BelowFloor || pre.Timing.BelowFloor {
-		moved := tr.Timing.TEstFloor > tr.Timing.TEst*1.001 || pre.Timing.TEstFloor > pre.Timing.TEst*1.001
-		if moved {
-			line += fmt.Sprintf(" ⚠ That mode models fewer bytes than must cross HBM; at the compulsory floor `T_est` is at least %s ms (training) and %s ms (prefill), against %s and %s as modeled.",
-				Ms(tr.Timing.TEstFloor), Ms(pre.Timing.TEstFloor), Ms(tr.Timing.TEst), Ms(pre.Timing.TEst))
-		} else {
-			line += " ⚠ That mode models fewer weight bytes than must cross HBM, but both phases stay compute-bound at the compulsory floor, so their `T_est` stands."
-		}
+		line += fmt.Sprintf(" ⚠ That mode's knobs model fewer bytes than must cross HBM (alone they would claim %s ms for training and %s ms for prefill); the prediction uses the compulsory floor.",
+			Ms(tr.Timing.TKnob), Ms(pre.Timing.TKnob))
 	}
 	if opt := termCost(tr.Step, "optimizer"); opt.BytesHBM() > 0.5*tr.Step.Cost.BytesHBM() {
 		line += fmt.Sprintf(" The optimizer step moves %s of training's bytes (Adam state), more than forward and backward together.", pct(opt.BytesHBM(), tr.Step.Cost.BytesHBM()))
@@ -257,7 +252,7 @@ func nextOptimizations(w *reportWriter) []string {
 		}
 	}
 	if pre, ok := w.res(analyzer.Prefill, p); ok && pre.Timing.Regime == "compute-bound" {
-		cs = append(cs, cand{0.5 * pre.Timing.MFU, fmt.Sprintf("Prefill is compute-bound (`MFU_est` %.2f): keep tensor cores fed (M_eff ≥ B_sat=%g per GEMM) and fuse what is left of the elementwise path.", pre.Timing.MFU, r.Analysis.Scenario.BSat)})
+		cs = append(cs, cand{0.5 * pre.Timing.MFU, fmt.Sprintf("Prefill is compute-bound (`MFU_est` %.2f, compute at %.0f%% of peak): keep GEMMs large and well-shaped (tile and wave quantization cost the rest) and fuse what is left of the elementwise path.", pre.Timing.MFU, 100*pre.Timing.EtaTC)})
 	}
 	if tr, ok := w.res(analyzer.Training, p); ok {
 		opt := termCost(tr.Step, "optimizer")
@@ -419,7 +414,9 @@ func (w *reportWriter) analytical() {
 	w.printf("\nTraining is forward + backward + optional recompute + the optimizer step (Adam: read gradients and fp32 master/m/v, write master/m/v and weights: %g B per parameter at %g-byte weights and gradients), each visible in the KPI terms; the seed's `prefill x 3` FLOPs and `x 2` bytes model is available as `--seed-training`.\n",
 		2*sc.OptimizerStateBytes+sc.GradBytes+sc.WeightBytes, sc.WeightBytes)
 	w.h3("Tensor Core Mapping")
-	w.printf("Tensor cores reach their peak only when GEMMs offer enough parallel work. mrep uses `eta_tc(M_eff) = min(1, M_eff/B_sat)` with `B_sat=%g`, `M_eff≈B` for decode GEMMs, `B*S` for dense prefill and training GEMMs, tokens per touched expert for routed experts, `S` for prefill attention and the query heads per KV head in decode attention. Scalar work runs at `eta_scalar=%.4g` of peak. `F_realizable = F_tensorcore/eta_tc + (F_theory-F_tensorcore)/eta_scalar` and `T_comp = F_realizable / P_peak`.\n", sc.BSat, sc.EtaScalar)
+	e := r.Primary.Chip.Efficiency
+	w.printf("Each op is a kernel timed on `%s` as `max(FLOPs / (P_peak(dtype) * eta), bytes / (BW_hbm * %.2f)) + %.1f µs` launch latency, plus %.0f µs per step. A GEMM's `eta` is the chip's ceiling for its dtype (%s) times tile quantization (a partial [M, N] tile computes a full one) and wave quantization over %d SMs (the last wave leaves SMs idle; small grids split K). So a decode GEMM with `M = B` rows is limited by reading its weights, and a thin expert GEMM (tokens per touched expert) likewise. Flash attention runs the causal half at %.2f of the 16-bit peak forward and %.2f backward, with the same wave model over (sequence, head, 128-query) tiles; decode attention streams the KV cache, never below the vector rate. Norms, activations, RoPE and the optimizer run at achievable bandwidth. Collectives cost `latency + algorithm bytes / (link * efficiency)` and are serialized with the layer. `F_realizable = T_comp * P_peak`, `eta_tc = F_executed / F_realizable`. Every figure and its source: `mrep chips --json`.\n",
+		r.Primary.Label(), e.HBMFrac, e.KernelLatencyUs, e.StepOverheadUs, fracs(e.GEMMFrac), r.Primary.Chip.SMs, e.AttnFrac, e.AttnBwdFrac)
 	w.h3("Byte Accounting")
 	w.printf("`bytes_hbm = bytes_weights + bytes_activations + bytes_kv + bytes_temporary`. Routed-expert weight bytes follow the expected number of distinct experts the step's tokens touch under uniform routing (`E*(1-(1-k/E)^T)`), not `top_k` linearly.\n\n")
 	w.table([]string{"Byte Term", "Meaning"}, "ll", [][]string{
@@ -456,6 +453,16 @@ func (w *reportWriter) analytical() {
 		}
 	}
 	w.table([]string{"Mode", "Exec", "bytes_weights", "bytes_activations", "bytes_kv", "bytes_temporary", "bytes_hbm", "compulsory"}, "llrrrrrr", rows)
+}
+
+func fracs(m map[string]float64) string {
+	var out []string
+	for _, d := range []string{"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"} {
+		if v, ok := m[d]; ok {
+			out = append(out, fmt.Sprintf("%s %.2f", d, v))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func p1(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }

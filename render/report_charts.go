@@ -129,7 +129,11 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 						group[k] = g
 						s.GroupNames = append(s.GroupNames, k)
 					}
-					tm := analyzer.Time(c, r.Primary, 0, false)
+					// the category's own kernels, without the step's fixed overhead
+					tm := analyzer.Time(c, st.KernelsOf(k), r.Primary, 0, false)
+					if t := tm.TEst - tm.Breakdown.TOverhead; t > 0 {
+						tm.TFEst = c.FTheory / t / 1e12
+					}
 					size := 5.0
 					if pi > 0 {
 						size = 9

@@ -10,6 +10,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 // chipDB is the embedded chips plus the user's --chips-file.
@@ -32,6 +33,15 @@ func chipDB(c *cli.Context) (*chips.DB, error) {
 	return db, nil
 }
 
+// newTarget is a chip and precision with the achievable time model.
+func newTarget(chip chips.Chip, dtype string) (analyzer.Target, error) {
+	tm, err := timing.New(chip, dtype)
+	if err != nil {
+		return analyzer.Target{}, err
+	}
+	return analyzer.NewTarget(chip, dtype, tm)
+}
+
 // scenarioFlags are shared by analyze, report and diff.
 func scenarioFlags() []cli.Flag {
 	return []cli.Flag{
@@ -44,11 +54,9 @@ func scenarioFlags() []cli.Flag {
 		&cli.StringFlag{Name: "act-dtype", Usage: "activation precision (default: --dtype)"},
 		&cli.StringFlag{Name: "kv-dtype", Usage: "KV-cache precision (default: --act-dtype)"},
 		&cli.StringFlag{Name: "grad-dtype", Usage: "weight-gradient precision in training (default: bf16)"},
-		&cli.StringSliceFlag{Name: "exec", Value: cli.NewStringSlice("naive", "efficient"), Usage: "exec profile(s): naive, efficient or a JSON `FILE` of profiles"},
+		&cli.StringSliceFlag{Name: "exec", Value: cli.NewStringSlice(analyzer.DefaultProfile), Usage: "exec profile(s): achievable (the prediction), naive, efficient (the seed's knobs) or a JSON `FILE` of profiles"},
 		&cli.Int64Flag{Name: "tp", Value: 1, Usage: "tensor parallel size"},
 		&cli.Int64Flag{Name: "ep", Value: 1, Usage: "expert parallel size (DP = EP)"},
-		&cli.Float64Flag{Name: "b-sat", Value: 64, Usage: "M_eff at which tensor cores saturate: eta_tc = min(1, M_eff/B_sat)"},
-		&cli.Float64Flag{Name: "eta-scalar", Value: 1.0 / 16, Usage: "non-tensor-core throughput as a fraction of P_peak"},
 		&cli.StringFlag{Name: "recompute", Value: "none", Usage: "training activation recomputation: none, selective, full"},
 		&cli.Int64Flag{Name: "grad-accum", Value: 1, Usage: "training microbatches per optimizer step"},
 		&cli.BoolFlag{Name: "seed-training", Usage: "the seed's training model: prefill x 3 FLOPs, x 2 bytes"},
@@ -103,7 +111,6 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 		}
 	}
 	s.TP, s.EP = c.Int64("tp"), c.Int64("ep")
-	s.BSat, s.EtaScalar = c.Float64("b-sat"), c.Float64("eta-scalar")
 	s.Recompute, s.GradAccum, s.SeedTraining = c.String("recompute"), c.Int64("grad-accum"), c.Bool("seed-training")
 	if err := s.Validate(); err != nil {
 		return o, cli.Exit("scenario: "+err.Error(), exitFailure)
@@ -119,7 +126,7 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 		if err != nil {
 			return o, cli.Exit(err.Error(), exitFailure)
 		}
-		t, err := analyzer.NewTarget(chip, s.ComputeDType)
+		t, err := newTarget(chip, s.ComputeDType)
 		if err != nil {
 			return o, cli.Exit(err.Error(), exitFailure)
 		}
@@ -172,6 +179,20 @@ func analyzeCommand(env Env) *cli.Command {
 			if len(cached) != len(input) {
 				return cli.Exit(fmt.Sprintf("--cached-tokens has %d values and --input-tokens %d: give one of each per query", len(cached), len(input)), exitFailure)
 			}
+			var qs []analyzer.Query
+			if len(cached) > 0 {
+				// -b B repeats the query pattern B times; the decode step then runs B x queries
+				// sequences at their mean KV length, so T_est reads the same KV bytes as the table.
+				var kv int64
+				for rep := int64(0); rep < o.scenario.Batch; rep++ {
+					for i := range cached {
+						qs = append(qs, analyzer.Query{Cached: cached[i], Input: input[i]})
+						kv += cached[i] + input[i]
+					}
+				}
+				o.scenario.Batch = int64(len(qs))
+				o.scenario.KVLen = max(1, (kv+int64(len(qs))/2)/int64(len(qs)))
+			}
 			db, err := openDB(c, env)
 			if err != nil {
 				return err
@@ -187,11 +208,7 @@ func analyzeCommand(env Env) *cli.Command {
 				return cli.Exit(err.Error(), exitFailure)
 			}
 			var ops *analyzer.OperatorTable
-			if len(cached) > 0 {
-				qs := make([]analyzer.Query, len(cached))
-				for i := range cached {
-					qs[i] = analyzer.Query{Cached: cached[i], Input: input[i]}
-				}
+			if len(qs) > 0 {
 				t, err := m.Operators(qs, o.scenario.WeightBytes, o.scenario.ActBytes, o.scenario.KVBytes)
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)

@@ -53,6 +53,8 @@ func NewApp(env Env) *cli.App {
 			diffCommand(env),
 			historyCommand(env),
 			chipsCommand(),
+			validateCommand(),
+			calibrateCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -27,7 +27,7 @@ func BenchmarkReportDeepSeekV3(b *testing.B) {
 	var targets []analyzer.Target
 	for _, n := range []string{"H200", "B200"} {
 		c, _ := chips.Default().Lookup(n)
-		t, _ := analyzer.NewTarget(c, "fp8")
+		t, _ := newTarget(c, "fp8")
 		targets = append(targets, t)
 	}
 	dir := b.TempDir()

@@ -40,8 +40,8 @@ func TestDiffTwoConfigsOfOneFamily(t *testing.T) {
 	if d.A.KVBytesPerTok != 131072 || d.B.KVBytesPerTok != 4*131072 {
 		t.Errorf("KV bytes per token %g -> %g", d.A.KVBytesPerTok, d.B.KVBytesPerTok)
 	}
-	dec, _ := d.A.Find("H100-SXM bf16", analyzer.Decode, "naive")
-	decB, _ := d.B.Find("H100-SXM bf16", analyzer.Decode, "naive")
+	dec, _ := d.A.Find("H100-SXM bf16", analyzer.Decode, analyzer.DefaultProfile)
+	decB, _ := d.B.Find("H100-SXM bf16", analyzer.Decode, analyzer.DefaultProfile)
 	if decB.TEst <= dec.TEst {
 		t.Errorf("4x the KV cache must slow decode: %g -> %g", dec.TEst, decB.TEst)
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -326,8 +328,26 @@ func TestAnalyzeGoldenAndErrors(t *testing.T) {
 	golden(t, "analyze_scout_operators.md", mustRun(t, db, "analyze", "Llama-4-Scout-17B-16E-Instruct", "--phase", "decode",
 		"--exec", "naive", "--cached-tokens", "1048576", "--cached-tokens", "1024", "--input-tokens", "1", "--input-tokens", "1"))
 	out := mustRun(t, db, "analyze", "--json", "--phase", "decode", "1")
-	if !strings.Contains(out, `"analyzer_version": "mrep-analyzer/1"`) || !strings.Contains(out, `"T_est"`) {
-		t.Fatal("analyze --json lacks the version or T_est")
+	if !strings.Contains(out, `"analyzer_version": "`+analyzer.Version+`"`) || !strings.Contains(out, `"T_est"`) || !strings.Contains(out, `"T_roofline"`) {
+		t.Fatal("analyze --json lacks the version, T_est or T_roofline")
+	}
+	// --cached-tokens sets the decode step T_est is computed at: two sequences at their mean
+	// KV length (1,048,577 and 1,025 tokens), and -b repeats the query pattern
+	var got struct {
+		Analysis struct {
+			Scenario analyzer.Scenario `json:"scenario"`
+		} `json:"analysis"`
+		Operators struct {
+			Queries []analyzer.Query `json:"queries"`
+		} `json:"operators"`
+	}
+	out = mustRun(t, db, "analyze", "Llama-4-Scout-17B-16E-Instruct", "--json", "--phase", "decode", "-b", "3",
+		"--cached-tokens", "1048576", "--cached-tokens", "1024", "--input-tokens", "1", "--input-tokens", "1")
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if s := got.Analysis.Scenario; s.Batch != 6 || s.KVLen != (1048577+1025)/2 || len(got.Operators.Queries) != 6 {
+		t.Errorf("decode scenario B=%d L=%d with %d operator queries; want 6 sequences at L=%d", s.Batch, s.KVLen, len(got.Operators.Queries), (1048577+1025)/2)
 	}
 	for _, c := range []struct {
 		args []string

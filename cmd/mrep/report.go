@@ -82,6 +82,11 @@ func reportCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if !c.IsSet("exec") {
+				// the report sets the prediction beside the seed's naive profile (flash vs
+				// naive attention bytes); its sweeps compare the first and last profile
+				o.profiles = []analyzer.ExecProfile{analyzer.Naive, analyzer.Achievable}
+			}
 			ro := analyzer.DefaultReportOptions()
 			if b, err := int64List(c, "batches"); err != nil {
 				return err

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/calib"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/store"
+)
+
+// bundledModels resolves calibration rows' models from the dumps built into the binary, then
+// from the database's runs of that model name (only if the database already exists).
+func bundledModels(ctx context.Context, dbPath string) calib.Models {
+	return func(name string) (*model.Dump, error) {
+		if f, err := examples.Dump(name); err == nil {
+			defer f.Close()
+			return ingest.Decode(name+".json.gz", f, ingest.Options{})
+		}
+		if _, err := os.Stat(dbPath); err == nil {
+			db, err := store.Open(ctx, dbPath, store.Options{})
+			if err == nil {
+				defer db.Close()
+				if _, d, err := loadRun(ctx, db, name); err == nil {
+					return d, nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("unknown model: not a bundled dump (%s) nor a model in %s", strings.Join(examples.Names(), ", "), dbPath)
+	}
+}
+
+func readRows(path string) ([]calib.Row, error) {
+	if path == "" {
+		return calib.Default(), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("calibration file: %w", err)
+	}
+	defer f.Close()
+	return calib.Parse(path, f)
+}
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "validate",
+		Usage:     "predict published measured runs (the calibration set shipped with mrep, or yours) and show the error",
+		ArgsUsage: "[ROWS.json|ROWS.csv]",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "machine-readable output"}},
+		Action: func(c *cli.Context) error {
+			rows, err := readRows(c.Args().First())
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			db, err := chipDB(c)
+			if err != nil {
+				return err
+			}
+			ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db")))
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			rep, err := calib.Validate(ps, nil)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, rep)
+			}
+			return render.WriteValidation(c.App.Writer, rep)
+		},
+	}
+}
+
+func calibrateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "calibrate",
+		Usage:     "fit a chip's efficiency parameters to your measured runs and write a chips file for --chips-file",
+		ArgsUsage: "ROWS.json|ROWS.csv",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "chips `FILE` to write (JSON, for --chips-file)"},
+			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, scale_up_frac"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+		},
+		Action: func(c *cli.Context) error {
+			path := c.Args().First()
+			if path == "" {
+				return cli.Exit("calibrate: give a file of measured rows (JSON or CSV, the shape of `mrep validate --json`'s input; see README)", exitFailure)
+			}
+			rows, err := readRows(path)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			db, err := chipDB(c)
+			if err != nil {
+				return err
+			}
+			ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db")))
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
+			}
+			fits, err := calib.Calibrate(ps, c.StringSlice("fit"), path)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			if out := c.String("output"); out != "" {
+				var list []chips.Chip
+				for _, f := range fits {
+					chip, err := db.Lookup(f.Chip)
+					if err != nil {
+						return err
+					}
+					chip.Efficiency = f.Efficiency
+					list = append(list, chip)
+				}
+				if err := writeFileAtomic(out, func(w io.Writer) error { return chips.Write(w, list) }); err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "wrote %s: use it with --chips-file %s\n", out, out)
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, fits)
+			}
+			return render.WriteCalibration(c.App.Writer, fits)
+		},
+	}
+}

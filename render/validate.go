@@ -1,0 +1,124 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/mrep-dev/mrep/calib"
+)
+
+func value(v float64, unit string) string {
+	if unit == "s" {
+		return fmt.Sprintf("%.4g ms", v*1e3)
+	}
+	return fmt.Sprintf("%s %s", Comma(int64(v+0.5)), unit)
+}
+
+// WriteValidation renders `mrep validate`: per row measured, predicted, ratio and error; per
+// phase the median and worst |error|; rows not expressible yet with the reason.
+func WriteValidation(out io.Writer, rep calib.Report) error {
+	w := &errWriter{w: out}
+	var rows, skipped [][]string
+	for _, r := range rep.Rows {
+		if r.Skipped != "" {
+			skipped = append(skipped, []string{code(r.ID), r.Phase, value(r.Measured, r.Unit), r.Skipped})
+			continue
+		}
+		flag := ""
+		if r.FasterThanPhysics {
+			flag = " ⚠ faster than the roofline"
+		}
+		if !r.Fits {
+			flag += " ⚠ does not fit in memory"
+		}
+		rows = append(rows, []string{code(r.ID), r.Phase, code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Predicted, r.Unit),
+			fmt.Sprintf("%.3f", r.Ratio), fmt.Sprintf("%+.1f%%", 100*r.Err()) + flag, value(r.Roofline, r.Unit)})
+	}
+	w.printf("# Predictions against measured runs\n\n")
+	if len(rows) > 0 {
+		table(w, []string{"Row", "Phase", "Model", "Chip", "Measured", "Predicted", "Ratio", "Error", "Roofline bound"}, "lllllrrrr", rows)
+	}
+	w.printf("\n")
+	var sum [][]string
+	for _, ph := range rep.Phases() {
+		s := rep.Summary[ph]
+		if s.Rows == 0 {
+			sum = append(sum, []string{ph, "0", "—", "—", fmt.Sprint(s.NotExpressible)})
+			continue
+		}
+		sum = append(sum, []string{ph, fmt.Sprint(s.Rows), fmt.Sprintf("%.1f%%", 100*s.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*s.WorstAbsErr), fmt.Sprint(s.NotExpressible)})
+	}
+	table(w, []string{"Phase", "Rows predicted", "Median abs error", "Worst abs error", "Not expressible yet"}, "lrrrr", sum)
+	if len(skipped) > 0 {
+		w.printf("\nNot expressible yet (%d rows; they count once those features land):\n\n", len(skipped))
+		reasons := map[string]int{}
+		var order []string
+		for _, s := range skipped {
+			if reasons[s[3]] == 0 {
+				order = append(order, s[3])
+			}
+			reasons[s[3]]++
+		}
+		for _, r := range order {
+			w.printf("- %d rows: %s\n", reasons[r], strings.TrimPrefix(r, "not expressible yet: "))
+		}
+	}
+	return w.err
+}
+
+// WriteCalibration renders `mrep calibrate`: fitted figures, error before and after, and the
+// leave-one-out error that says whether the fit generalises.
+func WriteCalibration(out io.Writer, fits []calib.ChipFit) error {
+	w := &errWriter{w: out}
+	for _, f := range fits {
+		w.printf("# Calibration of %s (%d rows)\n\n", f.Chip, f.Rows)
+		var ps [][]string
+		for _, k := range sortedKeys(f.Params) {
+			ps = append(ps, []string{code(k), fmt.Sprintf("%.4g", f.Params[k])})
+		}
+		table(w, []string{"Parameter", "Fitted"}, "lr", ps)
+		w.printf("\n")
+		loo := map[string]calib.Result{}
+		for _, r := range f.LeaveOneOut {
+			loo[r.ID] = r
+		}
+		var rows [][]string
+		for i, a := range f.After.Rows {
+			b := f.Before.Rows[i]
+			l := "—"
+			if r, ok := loo[a.ID]; ok {
+				l = fmt.Sprintf("%+.1f%%", 100*r.Err())
+			}
+			rows = append(rows, []string{code(a.ID), value(a.Measured, a.Unit), fmt.Sprintf("%+.1f%%", 100*b.Err()), fmt.Sprintf("%+.1f%%", 100*a.Err()), l})
+		}
+		table(w, []string{"Row", "Measured", "Error before", "Error after", "Leave-one-out error"}, "lrrrr", rows)
+		var worst, sum float64
+		for _, r := range f.LeaveOneOut {
+			e := r.Err()
+			if e < 0 {
+				e = -e
+			}
+			sum += e
+			if e > worst {
+				worst = e
+			}
+		}
+		if n := len(f.LeaveOneOut); n > 0 {
+			w.printf("\nLeave-one-out: mean |error| %.1f%%, worst %.1f%% over %d rows (each predicted by a fit to the others).\n\n", 100*sum/float64(n), 100*worst, n)
+		} else {
+			w.printf("\nToo few rows for leave-one-out (need more rows than fitted parameters).\n\n")
+		}
+	}
+	return w.err
+}
+
+func sortedKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
