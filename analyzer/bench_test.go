@@ -2,7 +2,6 @@ package analyzer
 
 import (
 	"testing"
-
 )
 
 // DeepSeek-V3 for all phases, both profiles and three chips, from a loaded dump (the op list

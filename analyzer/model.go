@@ -230,7 +230,11 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	st.Tokens = sh.tokens
 	var fwd, bwd, rec Cost
 	var nParams float64
-	st.Kernels = make([]kernels.Kernel, 0, 4*len(m.Ops))
+	n := len(m.Ops) + 4
+	if ph == Training {
+		n = 4*len(m.Ops) + 4 // forward, two backward GEMMs, a cast or recompute
+	}
+	st.Kernels = make([]kernels.Kernel, 0, n)
 	for _, op := range m.Ops {
 		oc := costOp(op, m.Fingerprint, ph, s, p)
 		cost := oc.fwd

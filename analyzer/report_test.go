@@ -3,7 +3,6 @@ package analyzer
 import (
 	"math"
 	"testing"
-
 )
 
 func seedScenario() Scenario {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// validate --json has the documented shape, and its thresholds hold end to end.
+func TestValidateJSON(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "v.db")
+	var rep struct {
+		Rows []struct {
+			ID        string  `json:"id"`
+			Phase     string  `json:"phase"`
+			Measured  float64 `json:"measured"`
+			Predicted float64 `json:"predicted"`
+			Ratio     float64 `json:"ratio"`
+		} `json:"rows"`
+		Summary map[string]struct {
+			Rows         int     `json:"rows"`
+			MedianAbsErr float64 `json:"median_abs_err"`
+			WorstAbsErr  float64 `json:"worst_abs_err"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "validate", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 40 {
+		t.Errorf("%d rows, want the 40 of the calibration set", len(rep.Rows))
+	}
+	for _, ph := range []string{"ttft", "static_throughput"} {
+		s := rep.Summary[ph]
+		if s.Rows != 4 || s.MedianAbsErr > 0.10 || s.WorstAbsErr > 0.30 {
+			t.Errorf("%s: %+v", ph, s)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("validate must not create a database")
+	}
+}
+
+// calibrate writes a chips file that --chips-file accepts, and bad rows name file, line, problem.
+func TestCalibrateWritesAChipsFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "c.db")
+	rows := filepath.Join(dir, "rows.csv")
+	csv := "id,kind,model,chip,dtype,kv_dtype,tp,batch,isl,osl,measured,unit\n" +
+		"a,ttft,Llama-2-7b,H100,fp8,fp8,1,1,128,1,0.007,s\n" +
+		"b,ttft,Llama-2-7b,H100,fp8,fp8,1,1,2048,1,0.036,s\n" +
+		"c,static_throughput,Llama-2-7b,H100,fp8,fp8,1,112,128,2048,6818,tok/s/gpu\n" +
+		"d,static_throughput,Llama-2-7b,H100,fp8,fp8,1,48,2048,2048,2740,tok/s/gpu\n" +
+		"e,ttft,Llama-2-70b,H100,fp8,fp8,4,1,2048,1,0.109,s\n"
+	if err := os.WriteFile(rows, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "fitted.json")
+	text := mustRun(t, db, "calibrate", rows, "-o", out, "--fit", "gemm_frac", "--fit", "host_launch_us")
+	for _, want := range []string{"Calibration of H100-SXM (5 rows)", "gemm_frac.fp8", "Leave-one-out"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("calibrate output lacks %q:\n%s", want, text)
+		}
+	}
+	chipsOut := mustRun(t, db, "--chips-file", out, "chips", "--json")
+	if !strings.Contains(chipsOut, "fitted by mrep calibrate to 5 rows of "+rows) {
+		t.Errorf("the written chips file does not carry the fit's source:\n%.2000s", chipsOut)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("id,kind,model,chip,dtype,isl,measured,unit\nx,ttft,Llama-2-7b,H100,fp8,128,-1,s\n"), 0o644)
+	_, _, err := run(t, db, "calibrate", bad)
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "positive") {
+		t.Errorf("bad row: %v", err)
+	}
+	os.WriteFile(bad, []byte("id,kind,model,chip,dtype,isl,measured,unit\nx,ttft,NoModel,H100,fp8,128,1,s\n"), 0o644)
+	_, _, err = run(t, db, "calibrate", bad)
+	if err == nil || !strings.Contains(err.Error(), `row x: model "NoModel"`) {
+		t.Errorf("unknown model: %v", err)
+	}
+}
