@@ -181,12 +181,13 @@ type opCost struct {
 //
 // The kernels carry the same work with the profile's bytes raised to the compulsory floor:
 // the time model never sees fewer bytes than a step must move.
-func costOp(op Op, fp Fingerprint, ph Phase, s Scenario, p ExecProfile) opCost {
-	sh := shapeOf(ph, s)
+// It writes into c (reused across ops: an opCost with its kernels is a kilobyte, and the
+// report's grids cost hundreds of thousands of ops).
+func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecProfile, c *opCost) {
+	*c = opCost{}
 	A, Wb, G := s.ActBytes, s.WeightBytes, s.GradBytes
 	tp := float64(s.TP)
 	wrf := p.WRF(op.Category)
-	var c opCost
 	switch op.Kind {
 	case OpGEMM:
 		m := sh.tokens
@@ -218,7 +219,7 @@ func costOp(op Op, fp Fingerprint, ph Phase, s Scenario, p ExecProfile) opCost {
 				Bytes: elems * (2 + s.WeightBytes)}
 		}
 	case OpExperts:
-		c = costExperts(op, fp, ph, sh, s, p)
+		costExperts(op, fp, ph, sh, s, p, c)
 	case OpEmbedding:
 		rows := DistinctExperts(float64(op.Rows), 1, sh.tokens) // distinct rows gathered
 		w := rows * float64(op.Width) * Wb / tp
@@ -262,9 +263,8 @@ func costOp(op Op, fp Fingerprint, ph Phase, s Scenario, p ExecProfile) opCost {
 			VectorFLOPs: f, Bytes: w + g + 2*tmp}
 		c.nBwd = 1
 	case OpAttnCore:
-		c = costAttention(op, fp, sh, s, p)
+		costAttention(op, fp, sh, s, p, c)
 	}
-	return c
 }
 
 func gemmKernel(op Op, dtype string, m, n, k, groups, flops, bytes float64) kernels.Kernel {
@@ -272,10 +272,9 @@ func gemmKernel(op Op, dtype string, m, n, k, groups, flops, bytes float64) kern
 		M: m, N: n, K: k, Groups: groups, FLOPs: flops, DType: dtype, Bytes: bytes}
 }
 
-func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecProfile) opCost {
-	var c opCost
+func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecProfile, c *opCost) {
 	if fp.MoE == nil {
-		return c
+		return
 	}
 	A, Wb, G := s.ActBytes, s.WeightBytes, s.GradBytes
 	E, k := float64(fp.MoE.RoutedExperts), float64(fp.MoE.TopK)
@@ -317,7 +316,6 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 		c.castK = kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 2,
 			Bytes: elems * (2 + s.WeightBytes)}
 	}
-	return c
 }
 
 // kvElems is KV-cache elements per token per layer on one GPU: GQA heads split across TP (a KV
@@ -335,8 +333,7 @@ func kvElems(fp Fingerprint, s Scenario) float64 {
 // (Dao-AILab/flash-attention benchmarks: bwd = 2.5 x fwd).
 const FlashBwdFactor = 2.5
 
-func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfile) opCost {
-	var c opCost
+func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfile, c *opCost) {
 	A := s.ActBytes
 	h := float64(fp.Heads) / float64(s.TP)
 	lk := sh.kvLen
@@ -404,7 +401,6 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	c.nBwd = 1
 	c.recK = c.fwdK
 	c.recK.Bytes = act + tmp
-	return c
 }
 
 // netKernels are the collectives one GPU takes part in per step: TP all-reduces after

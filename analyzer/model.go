@@ -25,6 +25,60 @@ type Model struct {
 	Active      float64            `json:"active_params_per_token"`
 	layers      float64
 	moeLayers   float64
+	// class numbers ops that cost alike (the same op in every decoder layer): their kernels
+	// merge into one with a launch count, so timing sees tens of kernels, not thousands.
+	class   []int
+	classes int
+}
+
+// opKey is what makes two ops cost the same: everything but their module and layer.
+type opKey struct {
+	Name, Kind, Category                          string
+	Numel, In, Out, Experts, Rows, Width          int64
+	ElemsPerToken, FlopsPerToken, WeightElems, Wd int64
+	Tied, PerAssignment                           bool
+}
+
+func classify(ops []Op) ([]int, int) {
+	ids := map[opKey]int{}
+	class := make([]int, len(ops))
+	for i, op := range ops {
+		k := opKey{op.Name, string(op.Kind), string(op.Category), op.Numel, op.In, op.Out, op.Experts, op.Rows, op.Width,
+			op.ElemsPerToken, op.FlopsPerToken, op.WeightElems, op.Window, op.Tied, op.PerAssignment}
+		id, ok := ids[k]
+		if !ok {
+			id = len(ids)
+			ids[k] = id
+		}
+		class[i] = id
+	}
+	return class, len(ids)
+}
+
+// kernelSet appends kernels, merging each into the earlier kernel of the same op class and
+// slot (forward, backward, cast, recompute): same shape, Count and totals added.
+type kernelSet struct {
+	ks    []kernels.Kernel
+	first []int32 // class*slots+slot -> index in ks, -1 if none yet
+}
+
+const kernelSlots = 6
+
+func (ks *kernelSet) add(class, slot int, k kernels.Kernel) {
+	if k.Name == "" {
+		return
+	}
+	i := class*kernelSlots + slot
+	if j := ks.first[i]; j >= 0 {
+		m := &ks.ks[j]
+		m.Count += k.Count
+		m.FLOPs += k.FLOPs
+		m.VectorFLOPs += k.VectorFLOPs
+		m.Bytes += k.Bytes
+		return
+	}
+	ks.first[i] = int32(len(ks.ks))
+	ks.ks = append(ks.ks, k)
 }
 
 // NewModel reads a dump.
@@ -37,6 +91,7 @@ func NewModel(d *model.Dump) *Model {
 	if fp.MoE != nil {
 		m.moeLayers = float64(fp.MoE.MoELayers)
 	}
+	m.class, m.classes = classify(ops)
 	return m
 }
 
@@ -230,40 +285,35 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	st.Tokens = sh.tokens
 	var fwd, bwd, rec Cost
 	var nParams float64
-	n := len(m.Ops) + 4
-	if ph == Training {
-		n = 4*len(m.Ops) + 4 // forward, two backward GEMMs, a cast or recompute
+	ks := kernelSet{first: make([]int32, m.classes*kernelSlots)}
+	for i := range ks.first {
+		ks.first[i] = -1
 	}
-	st.Kernels = make([]kernels.Kernel, 0, n)
-	for _, op := range m.Ops {
-		oc := costOp(op, m.Fingerprint, ph, s, p)
+	var oc opCost
+	for i, op := range m.Ops {
+		costOp(op, m.Fingerprint, ph, sh, s, p, &oc)
 		cost := oc.fwd
 		fwd = fwd.Add(oc.fwd)
-		if oc.fwdK.Name != "" {
-			st.Kernels = append(st.Kernels, oc.fwdK)
-		}
+		cl := m.class[i]
+		ks.add(cl, 0, oc.fwdK)
 		if ph == Training {
 			bwd = bwd.Add(oc.bwd)
 			cost = cost.Add(oc.bwd)
-			st.Kernels = append(st.Kernels, oc.bwdK[:oc.nBwd]...)
-			if oc.castK.Name != "" {
-				st.Kernels = append(st.Kernels, oc.castK)
+			for j := 0; j < oc.nBwd; j++ {
+				ks.add(cl, 1+j, oc.bwdK[j])
 			}
+			ks.add(cl, 3, oc.castK)
 			switch s.Recompute {
 			case "full":
 				r := oc.fwd
 				r.FTheory, r.FTensorcore, r.FloorWeights, r.FloorKV = 0, 0, 0, 0 // hardware FLOPs, not model FLOPs
 				rec = rec.Add(r)
 				cost = cost.Add(r)
-				if oc.fwdK.Name != "" {
-					st.Kernels = append(st.Kernels, oc.fwdK)
-				}
+				ks.add(cl, 4, oc.fwdK)
 			case "selective":
 				rec = rec.Add(oc.recomputeSelective)
 				cost = cost.Add(oc.recomputeSelective)
-				if oc.recK.Name != "" {
-					st.Kernels = append(st.Kernels, oc.recK)
-				}
+				ks.add(cl, 5, oc.recK)
 			}
 			nParams += oc.params
 		}
@@ -279,6 +329,7 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	} else if sh.kvLen > 0 {
 		st.FAttnCausal = st.FAttnFull * (sh.kvLen + 1) / (2 * sh.kvLen)
 	}
+	st.Kernels = ks.ks
 	var net Cost
 	for _, k := range netKernels(m.Fingerprint, m.moeLayers, m.layers, ph, s) {
 		net.BytesNet += SentBytes(k)
