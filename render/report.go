@@ -137,8 +137,9 @@ func (w *reportWriter) keyTerms() {
 		{"`bytes_net`", "Interconnect bytes one GPU sends (TP all-reduce, EP dispatch/combine).", "bytes"},
 		{"`AI_hbm`, `AI_total`", "`F_theory / bytes_hbm`, `F_theory / (bytes_hbm + bytes_net)`.", "FLOP/byte"},
 		{"`OI_knee`, `OI_net`", "Ridges `P_peak / BW_hbm` and `P_peak / BW_net`.", "FLOP/byte"},
-		{"`T_comp`, `T_hbm`, `T_net`", "`F_realizable/P_peak`, `bytes_hbm/BW_hbm`, `bytes_net/BW_net`.", "seconds"},
-		{"`T_est`", "`max(T_comp, T_hbm, T_net)`; the regime is its argmax.", "seconds"},
+		{"`T_comp`, `T_hbm`, `T_net`", "Totals at achieved efficiency: every kernel's FLOPs at its achieved share of peak (`F_realizable/P_peak`), every byte at achievable bandwidth, every collective with its latency.", "seconds"},
+		{"`T_est`", "The achievable prediction: per kernel `max(compute, memory)` + launch latency, summed, plus exposed communication and the per-step overhead. The regime is where most of it goes (compute-bound kernels, memory-bound kernels, communication, latency).", "seconds"},
+		{"`T_roofline`", "The ideal ceiling: `max(F_executed/P_peak, bytes/BW_hbm, bytes_net/BW_net)` at datasheet figures; `T_est ≥ T_roofline`.", "seconds"},
 		{"`TF_est`, `MFU_est`", "`F_theory/T_est`, `F_theory/(P_peak*T_est)`.", "TFLOP/s, ratio"},
 		{"`B_crit`", "Decode batch at which `AI_hbm` reaches `OI_knee`.", "sequences"},
 	}
@@ -385,7 +386,7 @@ func (w *reportWriter) analytical() {
 	w.h2("Analytical Model (FLOPs, Bytes, Time)")
 	w.printf("The model is static: it turns the module tree into symbolic FLOPs, explicit bytes and a time estimate, and separates algorithmic work (`F_theory`) from a utilization-aware cost (`F_realizable`) so that the TFLOP/s that follow are not read as measurements.\n")
 	w.h3("Modeling intent and scope")
-	w.printf("No profiler timelines, queues or overlap traces enter; the role is to rank bottlenecks. `AI_hbm` against `OI_knee` says which side of the ridge a point is on; the `Regime` labels come from the time model `T_est = max(T_comp, T_hbm, T_net)`.\n\n**Sanity checks.** As `B` grows, GEMM FLOPs grow with `B` while weight bytes are amortized, so intensity rises; in decode, KV reads grow with `L`, and once they dominate intensity falls like `~1/L`.\n")
+	w.printf("No profiler timelines, queues or overlap traces enter; the role is to rank bottlenecks. `AI_hbm` against `OI_knee` says which side of the ridge a point is on; the `Regime` labels come from the achievable time model (`T_est`, kernel by kernel), and the roofline drawn in the charts is the ideal ceiling above it.\n\n**Sanity checks.** As `B` grows, GEMM FLOPs grow with `B` while weight bytes are amortized, so intensity rises; in decode, KV reads grow with `L`, and once they dominate intensity falls like `~1/L`.\n")
 	w.h3("Notation")
 	w.table([]string{"Symbol", "Meaning"}, "ll", [][]string{
 		{"`B`", "microbatch (sequences) per GPU"}, {"`S`", "prefill / training sequence length"}, {"`L`", "decode KV length"},
