@@ -12,6 +12,9 @@ import (
 )
 
 func bundled(name string) (*model.Dump, error) {
+	if b, ok := examples.Resolve(name); ok {
+		name = b
+	}
 	f, err := examples.Dump(name)
 	if err != nil {
 		return nil, err
@@ -126,7 +129,8 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 	cases := []struct{ name, text, want string }{
 		{"neg.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,1,1,128,-7,s\n", "neg.csv: line 2 (id \"a\"): measured must be a positive number"},
 		{"zero.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,1,1,128,0,s\n", "line 2"},
-		{"unit.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,1,1,128,0.007,ms\n", "unit \"ms\""},
+		{"unit.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,1,1,128,0.007,tok/s\n", "unit \"tok/s\": a ttft row is measured in \"s\""},
+		{"kind.csv", head + "a,latency,Llama-2-7b,H100-SXM,fp8,1,1,128,0.007,s\n", "kind \"latency\""},
 		{"col.csv", "id,speed\n", "line 1: unknown column \"speed\""},
 		{"num.csv", head + "a,ttft,Llama-2-7b,H100-SXM,fp8,x,1,128,0.007,s\n", "line 2: tp \"x\" is not an integer"},
 		{"dup.json", `[{"id":"a","kind":"ttft","model":"m","chip":"c","dtype":"fp8","isl":1,"measured":1,"unit":"s"},{"id":"a","kind":"ttft","model":"m","chip":"c","dtype":"fp8","isl":1,"measured":1,"unit":"s"}]`, "/rows/1: duplicate id"},
@@ -138,7 +142,27 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
 		}
 	}
-	rows, err := Parse("ok.csv", strings.NewReader(head+"a,ttft,NoSuchModel,H100-SXM,fp8,1,1,128,0.007,s\n"))
+	// rows as people write them: milliseconds, kind aliases, a path or a prefix for the model
+	rows, err := Parse("ms.csv", strings.NewReader(head+"a,time_to_first_token,examples/dumps/Llama-2-7b.json.gz,H100-SXM,fp8,1,1,128,7,ms\n"+
+		"b,TTFT,llama-2-70,H100-SXM,fp8,4,1,128,26,ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Kind != KindTTFT || rows[0].Unit != "s" || rows[0].Measured != 0.007 || rows[1].Kind != KindTTFT {
+		t.Errorf("normalized rows: %+v", rows)
+	}
+	for _, n := range []string{rows[0].Model, rows[1].Model, "LLAMA-2-7B"} {
+		if _, ok := examples.Resolve(n); !ok {
+			t.Errorf("model %q does not resolve", n)
+		}
+	}
+	if b, ok := examples.Resolve("Llama-3.1-8B"); !ok || b != "Llama-3.1-8B" {
+		t.Errorf("exact name must win over prefixes (Llama-3.1-8B-mha): %q", b)
+	}
+	if _, ok := examples.Resolve("Llama"); ok {
+		t.Error("an ambiguous prefix must not resolve")
+	}
+	rows, err = Parse("ok.csv", strings.NewReader(head+"a,ttft,NoSuchModel,H100-SXM,fp8,1,1,128,0.007,s\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,6 +105,38 @@ func (r Row) dp() int64 {
 	return r.GPUs / per
 }
 
+// kindAliases are other names rows use for the kinds.
+var kindAliases = map[string]string{
+	"ttft": KindTTFT, "time_to_first_token": KindTTFT, "prefill_latency": KindTTFT,
+	"static_throughput": KindStatic, "static_batch_throughput": KindStatic, "static": KindStatic,
+	"decode_step": KindDecodeStep, "tpot": KindDecodeStep, "itl": KindDecodeStep, "decode_latency": KindDecodeStep,
+	"train_step": KindTrainStep, "training": KindTrainStep, "train_step_time": KindTrainStep, "step_time": KindTrainStep,
+	"serving_throughput": KindServing, "serving": KindServing, "throughput": KindServing,
+}
+
+// normalize maps kind aliases to their kind and times in ms or us to seconds, so rows written
+// by hand in the units sources print are read as meant.
+func (r *Row) normalize() {
+	if k, ok := kindAliases[strings.ToLower(strings.TrimSpace(r.Kind))]; ok {
+		r.Kind = k
+	}
+	switch strings.ToLower(strings.TrimSpace(r.Unit)) {
+	case "ms":
+		r.Measured, r.Unit = r.Measured/1e3, "s"
+	case "us", "µs":
+		r.Measured, r.Unit = r.Measured/1e6, "s"
+	case "s", "sec", "seconds":
+		r.Unit = "s"
+	case "tok/s/gpu", "tokens/s/gpu", "tok/s per gpu":
+		r.Unit = "tok/s/gpu"
+	case "tok/s", "tokens/s":
+		r.Unit = "tok/s"
+	}
+	if r.Unit == "" {
+		r.Unit = kindUnits[r.Kind]
+	}
+}
+
 // validate checks a row's fields (not whether its model or chip exist).
 func (r Row) validate() error {
 	unit, ok := kindUnits[r.Kind]
@@ -180,7 +212,9 @@ func Parse(name string, r io.Reader) ([]Row, error) {
 		return nil, fmt.Errorf("calibration file %s: no rows", name)
 	}
 	seen := map[string]bool{}
-	for i, row := range rows {
+	for i := range rows {
+		rows[i].normalize()
+		row := rows[i]
 		if err := row.validate(); err != nil {
 			return nil, fmt.Errorf("calibration file %s: %s (id %q): %w", name, where(i), row.ID, err)
 		}

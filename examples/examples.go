@@ -20,6 +20,38 @@ func Dump(name string) (fs.File, error) {
 	return dumps.Open("dumps/" + name + ".json.gz")
 }
 
+// Resolve finds a bundled model for a name as rows write it: the exact name, a path to the
+// dump ("examples/dumps/Llama-2-7b.json.gz"), or a case-insensitive name, else the one
+// bundled model whose name starts with it ("Llama-3.1-70B" for Llama-3.1-70B-Instruct).
+func Resolve(name string) (string, bool) {
+	n := name
+	if i := strings.LastIndexAny(n, "/\\"); i >= 0 {
+		n = n[i+1:]
+	}
+	n = strings.TrimSuffix(strings.TrimSuffix(n, ".gz"), ".json")
+	names := Names()
+	for _, b := range names {
+		if b == n {
+			return b, true
+		}
+	}
+	for _, b := range names {
+		if strings.EqualFold(b, n) {
+			return b, true
+		}
+	}
+	var hit []string
+	for _, b := range names {
+		if len(n) > 0 && strings.HasPrefix(strings.ToLower(b), strings.ToLower(n)) {
+			hit = append(hit, b)
+		}
+	}
+	if len(hit) == 1 {
+		return hit[0], true
+	}
+	return "", false
+}
+
 // Names lists the bundled models.
 func Names() []string {
 	ents, _ := dumps.ReadDir("dumps")

@@ -23,9 +23,13 @@ import (
 // from the database's runs of that model name (only if the database already exists).
 func bundledModels(ctx context.Context, dbPath string) calib.Models {
 	return func(name string) (*model.Dump, error) {
-		if f, err := examples.Dump(name); err == nil {
+		if b, ok := examples.Resolve(name); ok {
+			f, err := examples.Dump(b)
+			if err != nil {
+				return nil, err
+			}
 			defer f.Close()
-			return ingest.Decode(name+".json.gz", f, ingest.Options{})
+			return ingest.Decode(b+".json.gz", f, ingest.Options{})
 		}
 		if _, err := os.Stat(dbPath); err == nil {
 			db, err := store.Open(ctx, dbPath, store.Options{})
