@@ -185,6 +185,15 @@ func decodeBytes(name string, data []byte) (*model.Dump, error) {
 	if e := Check(&d); e != nil {
 		return nil, invalidAt(name, e.Pointer, e.Msg)
 	}
+	// The hash is the run's identity (deduplication): a dump edited after export, or one that
+	// carries another dump's hash, would be stored under the wrong identity or silently dropped.
+	h, err := ContentHash(doc)
+	if err != nil {
+		return nil, invalid(name, "content hash: "+err.Error())
+	}
+	if h != d.Run.ContentHash {
+		return nil, invalidAt(name, "/run/content_hash", fmt.Sprintf("does not match the dump's content (it hashes to %s): the file was changed after export or carries another dump's hash", h))
+	}
 	return &d, nil
 }
 

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"image"
 	"image/color"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 
 	chart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
@@ -467,11 +469,13 @@ func HistogramGrid(w io.Writer, hs []Histogram, cols int) error {
 	return png.Encode(w, grid)
 }
 
+// shorten keeps the last n-1 runes of s behind an ellipsis (never cutting a rune in half).
 func shorten(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return "…" + s[len(s)-n+1:]
+	return "…" + string(r[len(r)-n+1:])
 }
 
 // Renderer is any go-chart chart.
@@ -482,5 +486,29 @@ type Renderer interface {
 // RenderPNG and RenderSVG write a chart.
 func RenderPNG(c Renderer, w io.Writer) error { return c.Render(chart.PNG, w) }
 
-// RenderSVG writes a chart as SVG.
-func RenderSVG(c Renderer, w io.Writer) error { return c.Render(chart.SVG, w) }
+// RenderSVG writes a chart as SVG. go-chart writes text into <text> elements verbatim, so a
+// model named "<script>…" would plant markup: every string is XML-escaped on its way in.
+func RenderSVG(c Renderer, w io.Writer) error { return c.Render(safeSVG, w) }
+
+func safeSVG(width, height int) (chart.Renderer, error) {
+	r, err := chart.SVG(width, height)
+	if err != nil {
+		return nil, err
+	}
+	return escapingRenderer{r}, nil
+}
+
+// escapingRenderer escapes text for XML; measuring still sees the text as drawn.
+type escapingRenderer struct{ chart.Renderer }
+
+func (e escapingRenderer) Text(body string, x, y int) { e.Renderer.Text(XMLText(body), x, y) }
+
+// XMLText escapes s for XML character data: markup characters as entities, and characters
+// XML 1.0 cannot carry at all (control characters, invalid UTF-8) as U+FFFD.
+func XMLText(s string) string {
+	var b strings.Builder
+	if err := xml.EscapeText(&b, []byte(s)); err != nil {
+		return "\uFFFD"
+	}
+	return b.String()
+}

@@ -12,7 +12,7 @@ import (
 func Diagrams(m *analyzer.Model) []string {
 	fp := m.Fingerprint
 	if !fp.Transformer {
-		return []string{fmt.Sprintf("```mermaid\nflowchart TB\n    x[\"input\"] --> net[\"%s<br/>%d parameter tensors, no attention found\"]\n    net --> y[\"output\"]\n```", m.Name, len(m.Ops))}
+		return []string{fmt.Sprintf("```mermaid\nflowchart TB\n    x[\"input\"] --> net[\"%s<br/>%d parameter tensors, no attention found\"]\n    net --> y[\"output\"]\n```", mermaidText(m.Name), len(m.Ops))}
 	}
 	var out []string
 	var b strings.Builder
@@ -97,4 +97,11 @@ func ffnDetail(fp analyzer.Fingerprint) string {
 		s += fmt.Sprintf("<br/>MoE: E=%d, top-k=%d, shared=%d, d_moe=%d", fp.MoE.RoutedExperts, fp.MoE.TopK, fp.MoE.SharedExperts, fp.MoE.ExpertFFN)
 	}
 	return s
+}
+
+// mermaidText makes a name safe inside a quoted mermaid label: no line breaks or control
+// characters, and the characters mermaid or HTML would read as syntax as entities.
+func mermaidText(s string) string {
+	s = Visible(s)
+	return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;", "&", "#amp;", "`", "#96;").Replace(s)
 }

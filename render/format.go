@@ -3,6 +3,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
@@ -57,8 +59,8 @@ func Sci(x float64) string {
 	return strconv.FormatFloat(x, 'e', 4, 64)
 }
 
-// cell escapes a value for a markdown table cell.
-func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// cell escapes a value for a markdown table cell: no raw control characters, no bare '|'.
+func cell(s string) string { return strings.ReplaceAll(Visible(s), "|", `\|`) }
 
 // table writes a markdown table; align holds one of l, r, c (left, right, centre) per column.
 func table(w *errWriter, header []string, align string, rows [][]string) {
@@ -85,4 +87,29 @@ func table(w *errWriter, header []string, align string, rows [][]string) {
 		}
 		w.printf("\n")
 	}
+}
+
+// FileStem turns a user-chosen name (a profile's) into a file-name stem that cannot leave its
+// directory or confuse a shell: letters, digits, '-', '_' and '.' are kept (no leading dot),
+// anything else becomes '_', and a name that had to change gets a short hash so that two
+// names never share a file.
+func FileStem(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.TrimLeft(b.String(), ".")
+	if len(s) > 48 {
+		s = s[:48]
+	}
+	if s == name && s != "" {
+		return s
+	}
+	h := sha256.Sum256([]byte(name))
+	return s + "-" + hex.EncodeToString(h[:4])
 }

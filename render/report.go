@@ -79,7 +79,25 @@ func (w *reportWriter) image(name string) {
 	}
 }
 
-func code(s string) string { return "`" + s + "`" }
+// code renders s as an inline code span whatever it holds: control characters escaped, and a
+// fence of more backticks than the longest run inside it (padded when s starts or ends with one).
+func code(s string) string {
+	s = Visible(s)
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	if longest == 0 {
+		return "`" + s + "`"
+	}
+	fence := strings.Repeat("`", longest+1)
+	return fence + " " + s + " " + fence
+}
 
 // WriteReport writes the full model report as markdown. Every number comes from r.
 func WriteReport(out io.Writer, r analyzer.ReportData, o ReportOptions) error {
@@ -311,7 +329,7 @@ func (w *reportWriter) architecture() {
 	if w.o.Diagrams {
 		w.h3("Architecture Diagrams")
 		for _, d := range Diagrams(m) {
-			w.printf("%s\n\n", d)
+			w.printf("%s\n\n", md(d))
 		}
 		w.printf("The diagrams are generated from this model's config and module tree: the decoder stack, one block with its KV cache, and the routed MoE dataflow when there is one.\n")
 	}

@@ -106,7 +106,7 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 			}
 			bars = append(bars, f, b)
 		}
-		out = append(out, NamedChart{p.Name + "_mode_category_stacks", Stacks(fmt.Sprintf("%s: category shares of F_theory and of bytes (%s)", m.Name, p.Name), bars, cats),
+		out = append(out, NamedChart{FileStem(p.Name) + "_mode_category_stacks", Stacks(fmt.Sprintf("%s: category shares of F_theory and of bytes (%s)", m.Name, p.Name), bars, cats),
 			"Category shares, " + p.Name})
 	}
 	for _, ph := range analyzer.Phases {

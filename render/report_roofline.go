@@ -161,7 +161,7 @@ func (w *reportWriter) roofline() {
 
 	w.printf("\n#### Mode Share Overview\n\nShares of `F_theory` and of bytes (HBM plus network) per category, per GPU at `TP=%d`, `EP=%d`: experts can hold the parameters while other terms hold the runtime.\n\n", sc.TP, sc.EP)
 	for _, p := range r.Analysis.Profiles {
-		w.image(p.Name + "_mode_category_stacks")
+		w.image(FileStem(p.Name) + "_mode_category_stacks")
 	}
 	w.printf("#### Category Roofline (Per Mode)\n\n")
 	for _, ph := range analyzer.Phases {

@@ -150,7 +150,7 @@ func ingestCommand(env Env) *cli.Command {
 				d, err := ingest.ReadFile(p, ingest.Options{MaxBytes: c.Int64("max-bytes")})
 				if err != nil {
 					bad++
-					fmt.Fprintf(c.App.ErrWriter, "mrep: %v\n", err)
+					fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
 					continue
 				}
 				oks = append(oks, good{p, d})
@@ -170,9 +170,9 @@ func ingestCommand(env Env) *cli.Command {
 						return cli.Exit(fmt.Sprintf("ingest %s: %v", g.path, err), exitFailure)
 					}
 					if created {
-						fmt.Fprintf(c.App.Writer, "ingested %s as run %d (%s)\n", g.path, run.ID, describe(run))
+						fmt.Fprintf(c.App.Writer, "ingested %s as run %d (%s)\n", render.Visible(g.path), run.ID, describe(run))
 					} else {
-						fmt.Fprintf(c.App.Writer, "%s: already ingested as run %d (%s)\n", g.path, run.ID, describe(run))
+						fmt.Fprintf(c.App.Writer, "%s: already ingested as run %d (%s)\n", render.Visible(g.path), run.ID, describe(run))
 					}
 				}
 			}
@@ -192,7 +192,7 @@ func describe(r store.Run) string {
 	if r.Step != nil {
 		s += fmt.Sprintf(", step %d", *r.Step)
 	}
-	return s + ", " + render.Comma(r.TotalParams) + " params"
+	return render.Visible(s) + ", " + render.Comma(r.TotalParams) + " params"
 }
 
 func runsCommand(env Env) *cli.Command {

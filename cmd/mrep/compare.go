@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -58,12 +56,6 @@ func runInfo(r store.Run) analyzer.RunInfo {
 	return info
 }
 
-func writeOut(dir, name string, write func(io.Writer) error) error {
-	if err := writeFileAtomic(filepath.Join(dir, name), write); err != nil {
-		return cli.Exit(err.Error(), exitFailure)
-	}
-	return nil
-}
 
 func diffCommand(env Env) *cli.Command {
 	return &cli.Command{
@@ -116,24 +108,23 @@ func diffCommand(env Env) *cli.Command {
 				d.Drift = analyzer.WeightDrift(stats[runs[0].ID], stats[runs[1].ID])
 			}
 			if dir := c.String("output"); dir != "" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return cli.Exit("diff: "+err.Error(), exitFailure)
-				}
+				files := outputFiles{}
 				if len(d.Drift) > 0 {
 					d.ChartName = "weight_drift.png"
-					var png bytes.Buffer
-					if err := render.RenderPNG(render.DriftChart(fmt.Sprintf("Weight drift, run %d -> %d: top movers", runs[0].ID, runs[1].ID), d.Drift, 20), &png); err != nil {
+					if err := files.add(d.ChartName, func(w io.Writer) error {
+						return render.RenderPNG(render.DriftChart(fmt.Sprintf("Weight drift, run %d -> %d: top movers", runs[0].ID, runs[1].ID), d.Drift, 20), w)
+					}); err != nil {
 						return cli.Exit("diff chart: "+err.Error(), exitFailure)
 					}
-					if err := writeOut(dir, d.ChartName, func(w io.Writer) error { _, err := w.Write(png.Bytes()); return err }); err != nil {
-						return err
-					}
 				}
-				if err := writeOut(dir, "diff.json", func(w io.Writer) error { return writeJSON(w, d) }); err != nil {
+				if err := files.add("diff.json", func(w io.Writer) error { return writeJSON(w, d) }); err != nil {
 					return err
 				}
-				if err := writeOut(dir, "diff.md", func(w io.Writer) error { return render.WriteDiff(w, d) }); err != nil {
+				if err := files.add("diff.md", func(w io.Writer) error { return render.WriteDiff(w, d) }); err != nil {
 					return err
+				}
+				if err := writeDirAtomic(dir, files); err != nil {
+					return cli.Exit("diff: "+err.Error(), exitFailure)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, "diff.md"))
 				return nil
@@ -210,21 +201,18 @@ func historyCommand(env Env) *cli.Command {
 				xLabel = "run order"
 			}
 			if dir := c.String("output"); dir != "" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return cli.Exit("history: "+err.Error(), exitFailure)
-				}
-				var png bytes.Buffer
-				if err := render.RenderPNG(render.HistoryChart(metric, xLabel, pts), &png); err != nil {
-					return cli.Exit("history chart: "+err.Error(), exitFailure)
-				}
+				files := outputFiles{}
 				for name, fn := range map[string]func(io.Writer) error{
-					"history.png":  func(w io.Writer) error { _, err := w.Write(png.Bytes()); return err },
+					"history.png":  func(w io.Writer) error { return render.RenderPNG(render.HistoryChart(metric, xLabel, pts), w) },
 					"history.json": func(w io.Writer) error { return writeJSON(w, pts) },
 					"history.md":   func(w io.Writer) error { return render.WriteHistory(w, metric, xLabel, pts, "history.png") },
 				} {
-					if err := writeOut(dir, name, fn); err != nil {
-						return err
+					if err := files.add(name, fn); err != nil {
+						return cli.Exit("history: "+err.Error(), exitFailure)
 					}
+				}
+				if err := writeDirAtomic(dir, files); err != nil {
+					return cli.Exit("history: "+err.Error(), exitFailure)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, "history.md"))
 				return nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/render"
 )
 
 func main() {
@@ -21,11 +23,11 @@ func main() {
 		if ec, ok := err.(cli.ExitCoder); ok {
 			code = ec.ExitCode()
 		}
-		fmt.Fprintf(c.App.ErrWriter, "mrep: %v\n", err)
+		fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
 		os.Exit(code)
 	}
 	if err := app.Run(interspersed(app, os.Args)); err != nil {
-		fmt.Fprintf(os.Stderr, "mrep: %v\n", err)
+		fmt.Fprintf(os.Stderr, "mrep: %s\n", render.Visible(err.Error()))
 		os.Exit(1)
 	}
 }

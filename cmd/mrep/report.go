@@ -104,9 +104,6 @@ func reportCommand(env Env) *cli.Command {
 				return cli.Exit(fmt.Sprintf("--label-mode %q: want minimal or all", mode), exitFailure)
 			}
 			dir := c.String("output")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return cli.Exit(fmt.Sprintf("report: %v", err), exitFailure)
-			}
 			db, err := openDB(c, env)
 			if err != nil {
 				return err
@@ -143,7 +140,7 @@ type reportFiles struct {
 // writeReport renders charts into memory first, then writes every file atomically; a chart that
 // fails to render fails the report before anything is replaced.
 func writeReport(dir string, data analyzer.ReportData, f reportFiles) ([]string, error) {
-	out := map[string][]byte{}
+	out := outputFiles{}
 	f.md.Charts = map[string]bool{}
 	f.md.ChartExt = "png"
 	f.md.CSVName = "sensitivity.csv"
@@ -195,11 +192,8 @@ func writeReport(dir string, data analyzer.ReportData, f reportFiles) ([]string,
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		b := out[n]
-		if err := writeFileAtomic(filepath.Join(dir, n), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
-			return nil, cli.Exit("report: "+err.Error(), exitFailure)
-		}
+	if err := writeDirAtomic(dir, out); err != nil {
+		return nil, cli.Exit("report: "+err.Error(), exitFailure)
 	}
 	return names, nil
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mrep-dev/mrep/ingest"
+)
+
+// hostileName is what a training script can put in a dump: markup, an ampersand, a table pipe,
+// backticks, a newline that would start a heading, a terminal escape and a bidi override.
+const hostileName = "<script>alert(1)</script> Q&A-7B | `x` \n# Owned \x1b[31mred\x07 \u202eevil"
+
+// editedDump writes a bundled dump with its model name and label replaced (and its content
+// hash recomputed, as an exporter would have written it) to dir.
+func editedDump(t *testing.T, dir, from, name, label string) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../examples/dumps/" + from + ".json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(zr)
+	dec := json.NewDecoder(bytes.NewReader(plain))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["model"].(map[string]any)["name"] = name
+	doc["run"].(map[string]any)["label"] = label
+	b, _ := json.Marshal(doc)
+	if b, err = ingest.Rehash(b); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "edited.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestHostileNamesStayInert(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	out := mustRun(t, db, "ingest", editedDump(t, dir, "Llama-3.2-1B-Instruct", hostileName, "l\x1b]0;title\x07"))
+	for _, s := range []string{"\x1b", "\x07", "\u202e", "\n# Owned"} {
+		if strings.Contains(strings.TrimSuffix(out, "\n"), s) {
+			t.Errorf("ingest message carries %q raw: %q", s, out)
+		}
+	}
+	for _, args := range [][]string{{"runs"}, {"show", "1"}} {
+		o := mustRun(t, db, args...)
+		if strings.ContainsAny(o, "\x1b\x07\u202e") || strings.Contains(o, "\n# Owned") {
+			t.Errorf("%s prints control characters or an injected heading raw", args[0])
+		}
+	}
+	// a profile named to climb out of the output directory
+	prof := filepath.Join(dir, "p.json")
+	os.WriteFile(prof, []byte(`[{"name":"../../x","attention_bytes":"flash","wrf_attn":1,"wrf_dense":1,"wrf_moe":1,"act_fusion":1,"elementwise":1}]`), 0o644)
+	rep := filepath.Join(dir, "a", "b", "out")
+	mustRun(t, db, "report", "1", "-o", rep, "--svg", "--exec", prof, "--sensitivity", "off", "--chip", "H100")
+	if _, err := os.Stat(filepath.Join(dir, "a", "x_mode_category_stacks.png")); err == nil {
+		t.Fatal("a profile name wrote outside -o")
+	}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && !strings.HasPrefix(p, rep+string(filepath.Separator)) && p != db && !strings.HasPrefix(p, db) && p != prof && !strings.HasSuffix(p, "edited.json") {
+			t.Errorf("file outside the report directory: %s", p)
+		}
+		return nil
+	})
+	ents, _ := os.ReadDir(rep)
+	var svgs int
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(rep, e.Name()))
+		switch filepath.Ext(e.Name()) {
+		case ".svg":
+			svgs++
+			d := xml.NewDecoder(bytes.NewReader(b))
+			for {
+				tok, err := d.Token()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s is not well-formed XML: %v", e.Name(), err)
+				}
+				if se, ok := tok.(xml.StartElement); ok && strings.EqualFold(se.Name.Local, "script") {
+					t.Fatalf("%s has a script element", e.Name())
+				}
+			}
+		case ".md":
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(line, "# Owned") || strings.ContainsAny(line, "\x1b\x07\u202e") {
+					t.Errorf("%s: the name broke out of its line: %q", e.Name(), line)
+				}
+				if strings.HasPrefix(line, "|") && strings.Contains(line, "Q&A-7B") && strings.Contains(line, " | `x`") {
+					t.Errorf("%s: a '|' in the name splits a table cell: %q", e.Name(), line)
+				}
+			}
+		}
+	}
+	if svgs < 8 {
+		t.Errorf("only %d SVGs written", svgs)
+	}
+}
+
+// A failed report leaves no output directory; a second report replaces the first whole,
+// leaving no file of the first behind; a directory holding someone else's files is refused.
+func TestReportDirectoryIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.2-1B-Instruct.json.gz")
+	out := filepath.Join(dir, "out")
+	if _, _, err := run(t, db, "report", "1", "-o", out, "--chip", "H900"); err == nil {
+		t.Fatal("an unknown chip must fail")
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a failed report created its output directory")
+	}
+	prof := filepath.Join(dir, "p.json")
+	os.WriteFile(prof, []byte(`{"name":"extra","attention_bytes":"flash","wrf_attn":1,"wrf_dense":1,"wrf_moe":1,"act_fusion":1,"elementwise":1}`), 0o644)
+	mustRun(t, db, "report", "1", "-o", out, "--exec", "naive", "--exec", prof, "--sensitivity", "off")
+	if _, err := os.Stat(filepath.Join(out, "extra_mode_category_stacks.png")); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, db, "report", "1", "-o", out, "--sensitivity", "off")
+	if _, err := os.Stat(filepath.Join(out, "extra_mode_category_stacks.png")); err == nil {
+		t.Error("a chart of the first report survived beside the second report")
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("temporary directory left behind: %s", e.Name())
+		}
+	}
+	mine := filepath.Join(dir, "mine")
+	os.MkdirAll(mine, 0o755)
+	os.WriteFile(filepath.Join(mine, "notes.txt"), []byte("keep"), 0o644)
+	if _, _, err := run(t, db, "report", "1", "-o", mine, "--sensitivity", "off"); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("a directory with the user's files must be refused: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(mine, "notes.txt")); string(b) != "keep" {
+		t.Error("the user's file was touched")
+	}
+}

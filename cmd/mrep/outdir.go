@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// outputFiles collects an output directory's files in memory, so nothing touches the disk
+// until everything rendered.
+type outputFiles map[string][]byte
+
+func (o outputFiles) add(name string, write func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	o[name] = b.Bytes()
+	return nil
+}
+
+// ownedFile says whether a file in an existing output directory is one mrep writes there, so
+// replacing the directory cannot delete a user's own files.
+func ownedFile(name string) bool {
+	switch filepath.Ext(name) {
+	case ".md", ".png", ".svg", ".json", ".csv":
+		return true
+	}
+	return false
+}
+
+// writeDirAtomic makes dir hold exactly files, or leaves it as it was: the files go into a
+// temporary sibling directory which is then renamed into place (the previous directory, if
+// any, is moved aside first and removed after). A failure leaves the previous complete output
+// or none, never a mix of two runs' files; a failed write does not create dir. An existing dir
+// holding anything mrep does not write (subdirectories, other file types) is refused.
+func writeDirAtomic(dir string, files outputFiles) error {
+	dir = filepath.Clean(dir)
+	for name := range files {
+		if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+			return fmt.Errorf("write %s: %q is not a plain file name", dir, name) // a defect: names are fixed or sanitised
+		}
+	}
+	if fi, err := os.Lstat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("write %s: exists and is not a directory", dir)
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", dir, err)
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !ownedFile(e.Name()) {
+				return fmt.Errorf("write %s: the directory holds %q, which mrep does not write; choose an empty or new directory", dir, e.Name())
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp) // gone after the rename; cleans up after a failure
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := writeSynced(filepath.Join(tmp, n), files[n]); err != nil {
+			return fmt.Errorf("write %s: %w", dir, err)
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	var old string
+	if _, err := os.Lstat(dir); err == nil {
+		old = filepath.Join(parent, "."+filepath.Base(dir)+".old-"+filepath.Base(tmp))
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("write %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			_ = os.Rename(old, dir) // put the previous output back
+		}
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	if old != "" {
+		_ = os.RemoveAll(old)
+	}
+	return nil
+}
+
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
