@@ -56,7 +56,6 @@ func runInfo(r store.Run) analyzer.RunInfo {
 	return info
 }
 
-
 func diffCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
