@@ -117,6 +117,9 @@ func readAll(name string, r io.Reader, max int64) ([]byte, error) {
 	if int64(len(data)) > max {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes once decompressed; refusing it (raise --max-bytes if it is real)", max), Err: ErrTooLarge}
 	}
+	if what := sniff(data); what != "" {
+		return nil, invalid(name, "not a JSON dump: the file "+what)
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, invalid(name, "empty file: expected a JSON dump")
 	}
@@ -146,8 +149,11 @@ func dumpSchema() (*jsonschema.Schema, error) {
 }
 
 func decodeBytes(name string, data []byte) (*model.Dump, error) {
-	if off, ok := tooDeep(data, MaxDepth); ok {
-		return nil, invalid(name, fmt.Sprintf("JSON nests deeper than %d levels (at %s)", MaxDepth, position(data, off)))
+	if p := prescan(data, MaxDepth); p != nil {
+		if p.hasPtr {
+			return nil, invalidAt(name, p.ptr, p.msg)
+		}
+		return nil, invalid(name, p.msg)
 	}
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -180,6 +186,13 @@ func decodeBytes(name string, data []byte) (*model.Dump, error) {
 	dec = json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&d); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			// e.g. 16384.0 where an integer belongs: JSON Schema calls it an integer, Go does not
+			if ptr, ok := pointerAt(data, te.Offset-1); ok {
+				return nil, invalidAt(name, ptr, fmt.Sprintf("expected %s, got the %s %s", goKind(te.Type.Kind().String()), te.Value, literalAt(data, te.Offset)))
+			}
+		}
 		return nil, invalid(name, fmt.Sprintf("decode: %v", err))
 	}
 	if e := Check(&d); e != nil {
@@ -232,33 +245,6 @@ func position(data []byte, off int64) string {
 	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
-// tooDeep scans for bracket nesting beyond max outside strings, before any recursive decoder
-// (or validator) sees the document.
-func tooDeep(data []byte, max int) (int64, bool) {
-	depth, inStr, esc := 0, false, false
-	for i, c := range data {
-		switch {
-		case inStr:
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
-			depth++
-			if depth > max {
-				return int64(i), true
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return 0, false
-}
 
 // pointer builds an RFC 6901 pointer from parts.
 func pointer(parts ...any) string {
@@ -271,4 +257,31 @@ func pointer(parts ...any) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+func goKind(k string) string {
+	switch k {
+	case "int", "int64", "int32", "uint64":
+		return "an integer"
+	case "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	return "a " + k
+}
+
+// literalAt is the (short) literal that ends at off, for messages.
+func literalAt(data []byte, off int64) string {
+	end := int(off)
+	if end > len(data) {
+		end = len(data)
+	}
+	start := end
+	for start > 0 && bytes.IndexByte([]byte("+-0123456789.eE"), data[start-1]) >= 0 && end-start < MaxNumberLen {
+		start--
+	}
+	return string(data[start:end])
 }

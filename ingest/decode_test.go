@@ -136,6 +136,16 @@ func TestDecodeRejects(t *testing.T) {
 		{"beyond int64", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 123456789012345678901234567890`), 1), Options{}, "/modules/1/params/0/numel", true, ErrInvalid, "schema"},
 		{"float numel", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 32.5`), 1), Options{}, "/modules/1/params/0/numel", true, ErrInvalid, "schema"},
 		{"too large plain", good, Options{MaxBytes: 100}, "", false, ErrTooLarge, "larger than 100 bytes"},
+		{"33-digit number", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 123456789012345678901234567890123`), 1), Options{}, "/modules/1/params/0/numel", true, ErrInvalid, "a number literal of 33 characters"},
+		{"integer-valued float", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 32.0`), 1), Options{}, "/modules/1/params/0/numel", true, ErrInvalid, "expected an integer, got the number 32.0"},
+		{"duplicate key", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 32, "numel": 64`), 1), Options{}, "/modules/1/params/0/numel", true, ErrInvalid, `duplicate key "numel"`},
+		{"invalid UTF-8 in a name", bytes.Replace(good, []byte(`"name": "mlp"`), []byte("\"name\": \"ml\xffp\""), 1), Options{}, "/model/name", true, ErrInvalid, "not valid UTF-8"},
+		{"UTF-8 BOM", append([]byte{0xEF, 0xBB, 0xBF}, good...), Options{}, "", false, ErrInvalid, "byte-order mark"},
+		{"UTF-16", utf16le(good), Options{}, "", false, ErrInvalid, "UTF-16"},
+		{"zip", []byte("PK\x03\x04rest"), Options{}, "", false, ErrInvalid, "zip archive"},
+		{"bzip2", []byte("BZh91AY&SY"), Options{}, "", false, ErrInvalid, "bzip2"},
+		{"xz", []byte{0xFD, '7', 'z', 'X', 'Z', 0, 1, 2}, Options{}, "", false, ErrInvalid, "xz"},
+		{"double gzip", gz(t, gz(t, good)), Options{}, "", false, ErrInvalid, "gzip inside gzip"},
 		{"gzip bomb 1 GiB", BombGzip(t, 1024), Options{MaxBytes: 8 << 20}, "", false, ErrTooLarge, "once decompressed"},
 	}
 	for _, c := range cases {
@@ -184,4 +194,12 @@ func TestPosition(t *testing.T) {
 
 func underPointer(got, want string) bool {
 	return got == want || strings.HasPrefix(got, want+"/")
+}
+
+func utf16le(b []byte) []byte {
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, c, 0)
+	}
+	return out
 }

@@ -3,6 +3,8 @@ package ingest
 import (
 	"fmt"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/mrep-dev/mrep/model"
 )
@@ -22,6 +24,9 @@ type Problem struct {
 // shape, ties that resolve to an earlier tensor, statistics that are consistent, traced modules
 // that exist. exporter/mrep_export/validate.py applies the same rules.
 func Check(d *model.Dump) *Problem {
+	if t, err := time.Parse(time.RFC3339Nano, d.Run.CreatedAt); err != nil || t.Year() < 1970 {
+		return &Problem{pointer("run", "created_at"), fmt.Sprintf("created_at %q is not a real UTC time (%v)", d.Run.CreatedAt, errOrEpoch(err))}
+	}
 	index := make(map[string]int, len(d.Modules))
 	for i, m := range d.Modules {
 		if _, dup := index[m.Name]; dup {
@@ -29,7 +34,7 @@ func Check(d *model.Dump) *Problem {
 		}
 		index[m.Name] = i
 	}
-	tensors := make(map[string]struct{})
+	tensors := make(map[string]tensorInfo)
 	var total float64
 	for i, m := range d.Modules {
 		switch {
@@ -43,11 +48,14 @@ func Check(d *model.Dump) *Problem {
 			if j, ok := index[*m.Parent]; !ok || j >= i {
 				return &Problem{pointer("modules", i, "parent"), fmt.Sprintf("parent %q is not a module listed before %q", *m.Parent, m.Name)}
 			}
+			if !under(m.Name, *m.Parent) {
+				return &Problem{pointer("modules", i, "name"), fmt.Sprintf("module %q is not named under its parent %q (want %q.<child>)", m.Name, *m.Parent, *m.Parent)}
+			}
 		}
-		seen := make(map[string]struct{}, len(m.Params))
+		seen := make(map[string]struct{}, len(m.Params)+len(m.Buffers))
 		for j, p := range m.Params {
 			at := func(field ...any) string { return pointer(append([]any{"modules", i, "params", j}, field...)...) }
-			if pr := checkTensor(&p.Tensor, p.Lazy, m.Name, seen, tensors, at); pr != nil {
+			if pr := checkTensor(&p.Tensor, p.Lazy, "param", m.Name, seen, tensors, at); pr != nil {
 				return pr
 			}
 			if p.TiedTo == "" {
@@ -56,18 +64,20 @@ func Check(d *model.Dump) *Problem {
 			if p.ExpertAxis != nil && (p.Shape == nil || *p.ExpertAxis >= len(p.Shape)) {
 				return &Problem{at("expert_axis"), fmt.Sprintf("expert_axis %d is not an axis of shape %v", *p.ExpertAxis, p.Shape)}
 			}
+			if p.ExpertAxis != nil && len(p.Shape) < 3 {
+				return &Problem{at("expert_axis"), fmt.Sprintf("expert_axis on a %d-D tensor: experts are stacked along an extra axis of a matrix (3-D or more)", len(p.Shape))}
+			}
 			if p.Stats != nil {
 				if pr := checkStats(p.Stats, p.Numel, func(f ...any) string { return at(append([]any{"stats"}, f...)...) }); pr != nil {
 					return pr
 				}
 			}
 		}
-		seen = make(map[string]struct{}, len(m.Buffers))
 		for j, b := range m.Buffers {
 			at := func(field ...any) string {
 				return pointer(append([]any{"modules", i, "buffers", j}, field...)...)
 			}
-			if pr := checkTensor(&b.Tensor, false, m.Name, seen, tensors, at); pr != nil {
+			if pr := checkTensor(&b.Tensor, false, "buffer", m.Name, seen, tensors, at); pr != nil {
 				return pr
 			}
 		}
@@ -76,9 +86,17 @@ func Check(d *model.Dump) *Problem {
 		return &Problem{pointer("modules"), fmt.Sprintf("the dump claims %.3g parameters, beyond any real model", total)}
 	}
 	if d.Trace != nil {
+		traced := make(map[string]struct{}, len(d.Trace.Modules))
 		for k, tm := range d.Trace.Modules {
 			if _, ok := index[tm.Name]; !ok {
 				return &Problem{pointer("trace", "modules", k, "name"), fmt.Sprintf("traced module %q is not in the tree", tm.Name)}
+			}
+			if _, dup := traced[tm.Name]; dup {
+				return &Problem{pointer("trace", "modules", k, "name"), fmt.Sprintf("module %q is traced twice", tm.Name)}
+			}
+			traced[tm.Name] = struct{}{}
+			if tm.Flops > d.Trace.TotalFlops || (tm.Name == "" && tm.Flops != d.Trace.TotalFlops) {
+				return &Problem{pointer("trace", "total_flops"), fmt.Sprintf("total_flops %d is inconsistent with module %q's %d (modules count inclusive of children; the root's equals the total)", d.Trace.TotalFlops, tm.Name, tm.Flops)}
 			}
 			var sum int64
 			for _, n := range tm.Ops {
@@ -92,32 +110,86 @@ func Check(d *model.Dump) *Problem {
 	return nil
 }
 
-func checkTensor(t *model.Tensor, lazy bool, module string, seen, all map[string]struct{}, at func(...any) string) *Problem {
+type tensorInfo struct {
+	kind  string
+	shape []int64
+	dtype string
+}
+
+// under says whether name is a direct child's name of parent ("a.b" under "a"; "a" under the root).
+func under(name, parent string) bool {
+	if parent == "" {
+		return name != "" && !strings.Contains(name, ".")
+	}
+	rest, ok := strings.CutPrefix(name, parent+".")
+	return ok && rest != "" && !strings.Contains(rest, ".")
+}
+
+func errOrEpoch(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "before 1970"
+}
+
+func checkTensor(t *model.Tensor, lazy bool, kind, module string, seen map[string]struct{}, all map[string]tensorInfo, at func(...any) string) *Problem {
 	if _, dup := seen[t.Name]; dup {
-		return &Problem{at("name"), fmt.Sprintf("duplicate tensor name %q in module %q", t.Name, module)}
+		return &Problem{at("name"), fmt.Sprintf("module %q has two tensors (parameters or buffers) named %q", module, t.Name)}
 	}
 	seen[t.Name] = struct{}{}
+	if _, ok := model.DTypeBytes(t.DType); !ok {
+		return &Problem{at("dtype"), fmt.Sprintf("unknown dtype %q (want a torch dtype such as float32, bfloat16, float8_e4m3fn, int64)", t.DType)}
+	}
 	if t.Shape == nil {
 		if !lazy {
 			return &Problem{at("shape"), "shape is null but the tensor is not lazy"}
 		}
-	} else if n, ok := product(t.Shape); !ok || n != t.Numel {
+		if t.Numel != 0 {
+			return &Problem{at("numel"), fmt.Sprintf("a lazy tensor has no size yet, but numel is %d", t.Numel)}
+		}
+	} else if n, ok := product(t.Shape); !ok {
+		return &Problem{at("shape"), fmt.Sprintf("the product of shape %v overflows (more than 2^53 elements)", t.Shape)}
+	} else if n != t.Numel {
 		return &Problem{at("numel"), fmt.Sprintf("numel %d is not the product of shape %v", t.Numel, t.Shape)}
 	}
 	if t.TiedTo != "" {
-		if _, ok := all[t.TiedTo]; !ok {
+		first, ok := all[t.TiedTo]
+		switch {
+		case !ok:
 			return &Problem{at("tied_to"), fmt.Sprintf("tied_to %q names no tensor listed before it", t.TiedTo)}
+		case first.kind != kind:
+			return &Problem{at("tied_to"), fmt.Sprintf("a %s tied to the %s %q: a tensor is tied only to one of its own kind", kind, first.kind, t.TiedTo)}
+		case first.dtype != t.DType || !sameShape(first.shape, t.Shape):
+			return &Problem{at("tied_to"), fmt.Sprintf("tied to %q of shape %v %s, but this is %v %s: tied tensors are one tensor", t.TiedTo, first.shape, first.dtype, t.Shape, t.DType)}
 		}
 	}
-	all[model.QualifiedName(module, t.Name)] = struct{}{}
+	all[model.QualifiedName(module, t.Name)] = tensorInfo{kind, t.Shape, t.DType}
 	return nil
 }
 
-// product multiplies dimensions, reporting overflow past 2^53 (the schema's integer bound).
+func sameShape(a, b []int64) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// product multiplies dimensions, reporting overflow past 2^53 (the schema's integer bound). A
+// zero dimension makes the tensor empty however large the others are.
 func product(shape []int64) (int64, bool) {
+	for _, d := range shape {
+		if d == 0 {
+			return 0, true
+		}
+	}
 	n := int64(1)
 	for _, d := range shape {
-		if d != 0 && n > (1<<53)/d {
+		if n > (1<<53)/d {
 			return 0, false
 		}
 		n *= d
@@ -136,6 +208,22 @@ func checkStats(s *model.Stats, numel int64, at func(...any) string) *Problem {
 	}
 	if s.Min > s.Max {
 		return &Problem{at("min"), fmt.Sprintf("min %g is above max %g", s.Min, s.Max)}
+	}
+	if numel > 0 && s.Nonfinite == numel {
+		return &Problem{at("nonfinite"), "every value is non-finite, yet mean, min and max are finite numbers"}
+	}
+	if s.Hist.Lo > s.Hist.Hi {
+		return &Problem{at("hist", "lo"), fmt.Sprintf("histogram lo %g is above hi %g", s.Hist.Lo, s.Hist.Hi)}
+	}
+	if s.Hist.Lo < s.Min || s.Hist.Hi > s.Max {
+		return &Problem{at("hist"), fmt.Sprintf("histogram range [%g, %g] reaches outside the values' [min %g, max %g]", s.Hist.Lo, s.Hist.Hi, s.Min, s.Max)}
+	}
+	finiteN := numel - s.Nonfinite
+	switch {
+	case s.Std == nil && finiteN > 1:
+		return &Problem{at("std"), fmt.Sprintf("std is null, but %d finite values have one", finiteN)}
+	case s.Std != nil && (math.IsNaN(*s.Std) || *s.Std < 0 || *s.Std > s.Max-s.Min+1e-12*math.Max(1, math.Abs(s.Max))):
+		return &Problem{at("std"), fmt.Sprintf("std %g is impossible for values in [%g, %g]", *s.Std, s.Min, s.Max)}
 	}
 	if s.Mean < s.Min || s.Mean > s.Max {
 		return &Problem{at("mean"), fmt.Sprintf("mean %g is outside [min, max]", s.Mean)}

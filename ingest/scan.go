@@ -1,0 +1,212 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// MaxNumberLen bounds a number literal: real dumps need at most 20 digits (int64) or a
+// float's 17 significant digits and exponent; a longer literal is rejected before any decoder
+// or validator spends time on it (big-number arithmetic is not linear).
+const MaxNumberLen = 32
+
+// scanProblem is a lexical defect found before decoding.
+type scanProblem struct {
+	ptr    string
+	hasPtr bool
+	msg    string
+}
+
+type frame struct {
+	obj      bool
+	key      string
+	idx      int
+	keys     map[string]struct{}
+	needKey  bool // object: the next string is a key
+	afterKey bool // object: a key was read, its value not yet
+}
+
+// scanner walks JSON bytes once, keeping the JSON pointer of the value under it, to find what
+// decoders accept silently or slowly: nesting beyond a depth, number literals beyond
+// MaxNumberLen, invalid UTF-8 in strings, and duplicate object keys (Go keeps the last one).
+// It stops quietly at anything malformed: the decoder reports syntax errors with positions.
+type scanner struct {
+	data  []byte
+	stack []frame
+	// target: report the pointer of the value spanning this offset (pointerAt)
+	target int
+	found  string
+	hit    bool
+}
+
+func (s *scanner) pointer() string {
+	var parts []any
+	for _, f := range s.stack {
+		if f.obj {
+			if f.afterKey || !f.needKey {
+				parts = append(parts, f.key)
+			}
+		} else {
+			parts = append(parts, f.idx)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return pointer(parts...)
+}
+
+// valueDone is called after a complete value ending at end that started at start.
+func (s *scanner) valueDone(start, end int) {
+	if s.target >= 0 && !s.hit && s.target >= start && s.target <= end {
+		s.found, s.hit = s.pointer(), true
+	}
+	if n := len(s.stack); n > 0 && s.stack[n-1].obj {
+		s.stack[n-1].afterKey = false
+	}
+}
+
+func (s *scanner) run(maxDepth int) *scanProblem {
+	d := s.data
+	starts := []int{}
+	i := 0
+	for i < len(d) {
+		c := d[i]
+		switch c {
+		case ' ', '\t', '\n', '\r', ':':
+			i++
+		case ',':
+			if n := len(s.stack); n > 0 {
+				f := &s.stack[n-1]
+				if f.obj {
+					f.needKey = true
+				} else {
+					f.idx++
+				}
+			}
+			i++
+		case '{', '[':
+			if len(s.stack) >= maxDepth {
+				return &scanProblem{msg: fmt.Sprintf("JSON nests deeper than %d levels (at %s)", maxDepth, position(d, int64(i)))}
+			}
+			s.stack = append(s.stack, frame{obj: c == '{', needKey: c == '{'})
+			starts = append(starts, i)
+			i++
+		case '}', ']':
+			if len(s.stack) == 0 {
+				return nil
+			}
+			s.stack = s.stack[:len(s.stack)-1]
+			start := starts[len(starts)-1]
+			starts = starts[:len(starts)-1]
+			i++
+			s.valueDone(start, i)
+		case '"':
+			start := i
+			j, esc := i+1, false
+			for j < len(d) && d[j] != '"' {
+				if d[j] == '\\' {
+					esc = true
+					j++
+				}
+				j++
+			}
+			if j >= len(d) {
+				return nil
+			}
+			raw := d[i+1 : j]
+			i = j + 1
+			n := len(s.stack)
+			isKey := n > 0 && s.stack[n-1].obj && s.stack[n-1].needKey
+			if !utf8.Valid(raw) {
+				where := s.pointer()
+				if isKey {
+					where = s.pointer() // the object holding the key
+				}
+				return &scanProblem{ptr: where, hasPtr: true, msg: "a string is not valid UTF-8 (names and values must be UTF-8 text)"}
+			}
+			if isKey {
+				key := string(raw)
+				if esc {
+					var k string
+					if json.Unmarshal(d[start:i], &k) != nil {
+						return nil
+					}
+					key = k
+				}
+				f := &s.stack[n-1]
+				if f.keys == nil {
+					f.keys = map[string]struct{}{}
+				}
+				f.key, f.needKey, f.afterKey = key, false, true
+				if _, dup := f.keys[key]; dup {
+					return &scanProblem{ptr: s.pointer(), hasPtr: true, msg: fmt.Sprintf("duplicate key %q in one object", key)}
+				}
+				f.keys[key] = struct{}{}
+				continue
+			}
+			s.valueDone(start, i)
+		default:
+			start := i
+			for i < len(d) && bytes.IndexByte([]byte("+-0123456789.eEtruefalsn"), d[i]) >= 0 {
+				i++
+			}
+			if i == start {
+				return nil // not JSON: the decoder says where
+			}
+			if (c == '-' || (c >= '0' && c <= '9')) && i-start > MaxNumberLen {
+				return &scanProblem{ptr: s.pointer(), hasPtr: true, msg: fmt.Sprintf("a number literal of %d characters (more than %d): not a number a dump holds", i-start, MaxNumberLen)}
+			}
+			s.valueDone(start, i)
+		}
+	}
+	return nil
+}
+
+// prescan runs the scanner over a whole document.
+func prescan(data []byte, maxDepth int) *scanProblem {
+	s := &scanner{data: data, target: -1}
+	return s.run(maxDepth)
+}
+
+// pointerAt is the JSON pointer of the innermost complete value spanning byte offset off
+// (decoders report offsets; people want pointers).
+func pointerAt(data []byte, off int64) (string, bool) {
+	s := &scanner{data: data, target: int(off)}
+	s.run(1 << 20)
+	return s.found, s.hit
+}
+
+// sniff names formats that are not a JSON dump, so the message says what the file is.
+func sniff(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xEF, 0xBB, 0xBF}):
+		return "starts with a UTF-8 byte-order mark, which JSON does not allow: save it without the BOM"
+	case bytes.HasPrefix(data, []byte{0x00, 0x00, 0xFE, 0xFF}), bytes.HasPrefix(data, []byte{0xFF, 0xFE, 0x00, 0x00}):
+		return "is UTF-32 text (byte-order mark): a dump is UTF-8 JSON"
+	case bytes.HasPrefix(data, []byte{0xFE, 0xFF}), bytes.HasPrefix(data, []byte{0xFF, 0xFE}):
+		return "is UTF-16 text (byte-order mark): a dump is UTF-8 JSON"
+	case len(data) >= 4 && data[0] == 0 && data[1] == 0 && data[2] == 0 && jsonStart(data[3]),
+		len(data) >= 4 && jsonStart(data[0]) && data[1] == 0 && data[2] == 0 && data[3] == 0:
+		return "is UTF-32 text: a dump is UTF-8 JSON"
+	case len(data) >= 2 && ((data[0] == 0 && jsonStart(data[1])) || (jsonStart(data[0]) && data[1] == 0)):
+		return "is UTF-16 text: a dump is UTF-8 JSON"
+	case bytes.HasPrefix(data, []byte("PK\x03\x04")), bytes.HasPrefix(data, []byte("PK\x05\x06")):
+		return "is a zip archive: unpack it and ingest the .json or .json.gz inside"
+	case bytes.HasPrefix(data, []byte("BZh")) && len(data) > 3 && data[3] >= '1' && data[3] <= '9':
+		return "is bzip2-compressed: mrep reads plain or gzip-compressed JSON"
+	case bytes.HasPrefix(data, []byte{0xFD, '7', 'z', 'X', 'Z', 0x00}):
+		return "is xz-compressed: mrep reads plain or gzip-compressed JSON"
+	case bytes.HasPrefix(data, []byte{0x28, 0xB5, 0x2F, 0xFD}):
+		return "is zstd-compressed: mrep reads plain or gzip-compressed JSON"
+	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
+		return "is gzip inside gzip (compressed twice): decompress it once"
+	}
+	return ""
+}
+
+
+// jsonStart: a byte a JSON document (as ASCII) may start with.
+func jsonStart(c byte) bool { return c == '{' || c == '[' || c == ' ' || c == '\n' || c == '\r' || c == '\t' }
