@@ -245,7 +245,6 @@ func position(data []byte, off int64) string {
 	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
-
 // pointer builds an RFC 6901 pointer from parts.
 func pointer(parts ...any) string {
 	var b strings.Builder

@@ -207,6 +207,7 @@ func sniff(data []byte) string {
 	return ""
 }
 
-
 // jsonStart: a byte a JSON document (as ASCII) may start with.
-func jsonStart(c byte) bool { return c == '{' || c == '[' || c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+func jsonStart(c byte) bool {
+	return c == '{' || c == '[' || c == ' ' || c == '\n' || c == '\r' || c == '\t'
+}
