@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -71,13 +72,36 @@ func (o Options) maxBytes() int64 {
 }
 
 // ReadFile decodes and validates the dump at path (.json or gzip, by content, not by name).
+// Only regular files are read: a FIFO, socket or device named *.json is refused, not waited
+// on (it is opened non-blocking and checked before any read).
 func ReadFile(path string, opt Options) (*model.Dump, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot open: %v", errors.Unwrap(err)), Err: err}
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot stat: %v", err), Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("not a regular file (%s): refusing to read it", kindOf(fi.Mode())), Err: ErrInvalid}
+	}
 	return Decode(path, f, opt)
+}
+
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0, m&os.ModeCharDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a plain file"
 }
 
 // Decode reads one dump from r; name is used in errors.

@@ -78,24 +78,53 @@ func ComputeTotals(d *model.Dump) Totals {
 // Ingest stores d in one transaction. If a run with the same content hash exists, it returns
 // that run and created=false, writing nothing.
 func (db *DB) Ingest(ctx context.Context, d *model.Dump, sourceFile string) (run Run, created bool, err error) {
-	var id int64
-	err = db.tx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE content_hash = ?`, d.Run.ContentHash).Scan(&id)
-		if err == nil {
-			return nil
+	got, err := db.IngestBatch(ctx, 1, func(int) (*model.Dump, string, error) { return d, sourceFile, nil })
+	if err != nil {
+		return Run{}, false, err
+	}
+	run, err = db.Run(ctx, got[0].ID)
+	return run, got[0].Created, err
+}
+
+// Ingested is one dump of a batch: its run and whether the batch created it.
+type Ingested struct {
+	ID      int64
+	Created bool
+}
+
+// IngestBatch stores n dumps in one transaction: all of them or none. next(i) reads the i-th
+// dump (one at a time, so a batch holds one decoded dump in memory, not n); an error from it or
+// from the store rolls everything back and names the dump. A dump whose content hash is
+// already stored (or earlier in the batch) is not stored again.
+func (db *DB) IngestBatch(ctx context.Context, n int, next func(i int) (*model.Dump, string, error)) ([]Ingested, error) {
+	out := make([]Ingested, 0, n)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		now := db.now().UTC()
+		for i := 0; i < n; i++ {
+			d, source, err := next(i)
+			if err != nil {
+				return err
+			}
+			var id int64
+			err = tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE content_hash = ?`, d.Run.ContentHash).Scan(&id)
+			switch {
+			case err == nil:
+				out = append(out, Ingested{ID: id})
+				continue
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+			if id, err = insertDump(ctx, tx, d, source, now); err != nil {
+				return fmt.Errorf("store %s (run %s): %w", source, d.Model.Name, err)
+			}
+			out = append(out, Ingested{ID: id, Created: true})
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		id, err = insertDump(ctx, tx, d, sourceFile, db.now().UTC())
-		created = err == nil
-		return err
+		return nil
 	})
 	if err != nil {
-		return Run{}, false, fmt.Errorf("store run %s: %w", d.Model.Name, err)
+		return nil, err
 	}
-	run, err = db.Run(ctx, id)
-	return run, created, err
+	return out, nil
 }
 
 func jsonText(v any) (string, error) {

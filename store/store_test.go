@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -285,5 +286,34 @@ func TestFailedIngestLeavesNothing(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%s has %d rows after a failed ingest", table, n)
 		}
+	}
+}
+
+// A batch is all or nothing: the third dump failing to read takes the first two back.
+func TestBatchIsAllOrNothing(t *testing.T) {
+	db := openTemp(t)
+	ctx := context.Background()
+	d := readDump(t, "../schemas/testdata/valid/traced.json")
+	_, err := db.IngestBatch(ctx, 3, func(i int) (*model.Dump, string, error) {
+		if i == 2 {
+			return nil, "", errors.New("third dump unreadable")
+		}
+		return withHash(d, fmt.Sprintf("sha256:%064x", i), "b"), fmt.Sprint(i), nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "third dump") {
+		t.Fatalf("want the third dump's error, got %v", err)
+	}
+	for _, table := range []string{"runs", "modules", "tensors", "traces", "trace_modules"} {
+		var n int
+		db.sql.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n)
+		if n != 0 {
+			t.Errorf("%s has %d rows after a failed batch", table, n)
+		}
+	}
+	got, err := db.IngestBatch(ctx, 2, func(i int) (*model.Dump, string, error) {
+		return withHash(d, "sha256:"+strings.Repeat("a", 64), "b"), "same", nil
+	})
+	if err != nil || len(got) != 2 || !got[0].Created || got[1].Created || got[0].ID != got[1].ID {
+		t.Errorf("a dump twice in one batch is stored once: %+v %v", got, err)
 	}
 }

@@ -140,23 +140,24 @@ func ingestCommand(env Env) *cli.Command {
 			if err != nil {
 				return cli.Exit("ingest: "+err.Error(), exitFailure)
 			}
-			type good struct {
-				path string
-				dump *model.Dump
+			maxBytes := c.Int64("max-bytes")
+			if maxBytes <= 0 {
+				return cli.Exit(fmt.Sprintf("--max-bytes %d: want a positive number of bytes", maxBytes), exitFailure)
 			}
-			var oks []good
-			var bad int
+			opt := ingest.Options{MaxBytes: maxBytes}
+			// Pass 1 validates every file and keeps only the names, so memory is bounded by the
+			// largest dump, not by how many a command ingests.
+			var oks, bads []string
 			for _, p := range paths {
-				d, err := ingest.ReadFile(p, ingest.Options{MaxBytes: c.Int64("max-bytes")})
-				if err != nil {
-					bad++
+				if _, err := ingest.ReadFile(p, opt); err != nil {
+					bads = append(bads, p)
 					fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
 					continue
 				}
-				oks = append(oks, good{p, d})
+				oks = append(oks, p)
 			}
-			if bad > 0 && !c.Bool("keep-going") {
-				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected; nothing was stored", bad, len(paths)), exitFailure)
+			if len(bads) > 0 && !c.Bool("keep-going") {
+				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected (%s); nothing was stored", len(bads), len(paths), render.Visible(strings.Join(bads, ", "))), exitFailure)
 			}
 			if len(oks) > 0 {
 				db, err := openDB(c, env)
@@ -164,20 +165,44 @@ func ingestCommand(env Env) *cli.Command {
 					return err
 				}
 				defer db.Close()
-				for _, g := range oks {
-					run, created, err := db.Ingest(c.Context, g.dump, g.path)
-					if err != nil {
-						return cli.Exit(fmt.Sprintf("ingest %s: %v", g.path, err), exitFailure)
+				// Pass 2 reads each dump again and stores it: by default all in one transaction
+				// (a failure stores nothing); with --keep-going each dump on its own.
+				read := func(i int) (*model.Dump, string, error) {
+					d, err := ingest.ReadFile(oks[i], opt)
+					return d, oks[i], err
+				}
+				var done []store.Ingested
+				if c.Bool("keep-going") {
+					for i := range oks {
+						got, err := db.IngestBatch(c.Context, 1, func(int) (*model.Dump, string, error) { return read(i) })
+						if err != nil {
+							bads = append(bads, oks[i])
+							fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
+							done = append(done, store.Ingested{ID: -1})
+							continue
+						}
+						done = append(done, got...)
 					}
-					if created {
-						fmt.Fprintf(c.App.Writer, "ingested %s as run %d (%s)\n", render.Visible(g.path), run.ID, describe(run))
+				} else if done, err = db.IngestBatch(c.Context, len(oks), read); err != nil {
+					return cli.Exit(render.Visible(fmt.Sprintf("ingest: %v; nothing was stored", err)), exitFailure)
+				}
+				for i, g := range done {
+					if g.ID < 0 {
+						continue
+					}
+					run, err := db.Run(c.Context, g.ID)
+					if err != nil {
+						return err
+					}
+					if g.Created {
+						fmt.Fprintf(c.App.Writer, "ingested %s as run %d (%s)\n", render.Visible(oks[i]), run.ID, describe(run))
 					} else {
-						fmt.Fprintf(c.App.Writer, "%s: already ingested as run %d (%s)\n", render.Visible(g.path), run.ID, describe(run))
+						fmt.Fprintf(c.App.Writer, "%s: already ingested as run %d (%s)\n", render.Visible(oks[i]), run.ID, describe(run))
 					}
 				}
 			}
-			if bad > 0 {
-				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected", bad, len(paths)), exitFailure)
+			if len(bads) > 0 {
+				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected: %s", len(bads), len(paths), render.Visible(strings.Join(bads, ", "))), exitFailure)
 			}
 			return nil
 		},

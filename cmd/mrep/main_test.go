@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,6 +203,10 @@ func TestBadInputLeavesDatabaseUntouched(t *testing.T) {
 		{"1 GiB gzip bomb", "bomb.json.gz", bomb, "larger than 268435456 bytes once decompressed"},
 		{"histogram inconsistent", "h.json", fix("hist_count"), "at /modules/1/params/0/stats/hist/counts"},
 		{"top level not an object", "arr.json", []byte(`[{"schema_version": 1}]`), "at /: schema"},
+		{"edited after export (stale hash)", "edit.json", bytes.Replace(good, []byte(`"label": "seed0"`), []byte(`"label": "seed1"`), 1), "at /run/content_hash: does not match"},
+		{"40-digit number", "long.json", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 1234567890123456789012345678901234567890`), 1), "a number literal of 40 characters"},
+		{"duplicate key", "dup.json", bytes.Replace(good, []byte(`"numel": 32`), []byte(`"numel": 32, "numel": 33`), 1), `at /modules/1/params/0/numel: duplicate key "numel"`},
+		{"UTF-16", "u16.json", append([]byte{0xFF, 0xFE}, good...), "UTF-16"},
 	}
 	if len(cases) < 15 {
 		t.Fatal("the issue asks for at least 15 bad inputs")
@@ -231,6 +236,21 @@ func TestBadInputLeavesDatabaseUntouched(t *testing.T) {
 			}
 		})
 	}
+	// A FIFO named like a dump is refused at once, not opened and waited on.
+	fifo := filepath.Join(dir, "pipe.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, db)
+	if _, stderr, err := run(t, db, "ingest", fifo); err == nil || !strings.Contains(stderr, "not a regular file (a named pipe)") {
+		t.Errorf("FIFO: %v %s", err, stderr)
+	}
+	if _, _, err := run(t, db, "ingest", "--max-bytes", "-1", "../../schemas/testdata/valid/tied_meta.json"); err == nil || !strings.Contains(err.Error(), "--max-bytes -1") {
+		t.Errorf("a negative --max-bytes must be an error: %v", err)
+	}
+	if after := snapshot(t, db); after != before {
+		t.Error("database changed")
+	}
 	// A bad input never creates a database either.
 	fresh := filepath.Join(dir, "fresh.db")
 	if _, _, err := run(t, fresh, "ingest", filepath.Join(dir, "e.json")); err == nil {
@@ -246,9 +266,12 @@ func TestKeepGoingStoresTheValidOnes(t *testing.T) {
 	db := filepath.Join(dir, "k.db")
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte("{"), 0o644)
-	out, stderr, err := run(t, db, "ingest", "--keep-going", bad, "../../schemas/testdata/valid/lazy.json")
-	if err == nil || !strings.Contains(stderr, "bad.json") || !strings.Contains(out, "as run 1") {
+	out, stderr, err := run(t, db, "ingest", "--keep-going", bad, "../../schemas/testdata/valid/lazy.json", "../../schemas/testdata/valid/traced.json")
+	if err == nil || !strings.Contains(stderr, "bad.json") || !strings.Contains(out, "as run 1") || !strings.Contains(out, "as run 2") {
 		t.Fatalf("err=%v\nout=%s\nerr=%s", err, out, stderr)
+	}
+	if !strings.Contains(err.Error(), "1 of 3 dumps rejected: "+bad) {
+		t.Errorf("the exit message must name the rejected dump: %v", err)
 	}
 }
 
