@@ -187,3 +187,24 @@ func WriteRuns(out io.Writer, runs []store.Run) error {
 	table(w, []string{"ID", "Model", "Label", "Step", "Params", "Ingested (UTC)", "Hash"}, "rllrrll", rows)
 	return w.err
 }
+
+// WriteCheck renders `mrep check`: SQLite's verdict and each run's.
+func WriteCheck(out io.Writer, integrity string, runs []store.CheckResult) error {
+	w := &errWriter{w: out}
+	w.printf("SQLite integrity check: %s\n\n", integrity)
+	var rows [][]string
+	for _, r := range runs {
+		state := "ok"
+		switch {
+		case !r.OK:
+			state = "CORRUPT: " + r.Problem
+		case r.Unverified:
+			state = "ok (no checksum: ingested before mrep kept them)"
+		}
+		rows = append(rows, []string{fmt.Sprint(r.ID), code(r.Model), state})
+	}
+	if len(rows) > 0 {
+		table(w, []string{"Run", "Model", "State"}, "rll", rows)
+	}
+	return w.err
+}

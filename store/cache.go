@@ -51,6 +51,9 @@ func (db *DB) CachedResults(ctx context.Context, runIDs []int64, key, version st
 
 // PutResult stores an analysis result (replacing one with the same key).
 func (db *DB) PutResult(ctx context.Context, runID int64, key, version string, result []byte) error {
+	if db.readOnly {
+		return ErrReadOnly
+	}
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO analysis_cache (run_id, scenario_key, analyzer_version, result, created_at)
 			VALUES (?, ?, ?, ?, ?)`, runID, key, version, string(result), db.now().UTC().Format(time.RFC3339Nano))

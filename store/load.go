@@ -13,16 +13,28 @@ import (
 
 // LoadDump rebuilds the dump of run id from its rows: the same modules, tensors, statistics,
 // config and trace that were ingested (equal to the input up to JSON number spelling).
+// It reads in one transaction and verifies the rows against the checksum written at ingest.
 func (db *DB) LoadDump(ctx context.Context, id int64) (*model.Dump, error) {
+	var d *model.Dump
+	err := db.read(ctx, func(q queryer) error {
+		var err error
+		d, err = loadDump(ctx, q, id)
+		return err
+	})
+	return d, err
+}
+
+func loadDump(ctx context.Context, q queryer, id int64) (*model.Dump, error) {
 	d := &model.Dump{}
+	var sum sql.NullString
 	var label, sourcePath, modelType, textKey, dtype sql.NullString
 	var step sql.NullInt64
 	var tags, framework string
 	var cfg sql.NullString
-	err := db.sql.QueryRowContext(ctx, `SELECT schema_version, model_name, root_class, source_kind, source_path,
-		model_type, text_config_key, dtype, label, step, tags, created_at, content_hash, config, framework
+	err := q.QueryRowContext(ctx, `SELECT schema_version, model_name, root_class, source_kind, source_path,
+		model_type, text_config_key, dtype, label, step, tags, created_at, content_hash, config, framework, checksum
 		FROM runs WHERE id = ?`, id).Scan(&d.SchemaVersion, &d.Model.Name, &d.Model.RootClass, &d.Model.Source.Kind,
-		&sourcePath, &modelType, &textKey, &dtype, &label, &step, &tags, &d.Run.CreatedAt, &d.Run.ContentHash, &cfg, &framework)
+		&sourcePath, &modelType, &textKey, &dtype, &label, &step, &tags, &d.Run.CreatedAt, &d.Run.ContentHash, &cfg, &framework, &sum)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
 	}
@@ -37,8 +49,14 @@ func (db *DB) LoadDump(ctx context.Context, id int64) (*model.Dump, error) {
 	if step.Valid {
 		d.Run.Step = &step.Int64
 	}
+	corrupt := func(what string, err error) error {
+		if sum.Valid { // rows that carry a checksum and no longer parse were changed
+			return fmt.Errorf("run %d: %s unreadable (%v): %w", id, what, err, ErrCorrupt)
+		}
+		return fmt.Errorf("load run %d %s: %w", id, what, err)
+	}
 	if err := json.Unmarshal([]byte(tags), &d.Run.Tags); err != nil {
-		return nil, fmt.Errorf("load run %d tags: %w", id, err)
+		return nil, corrupt("tags", err)
 	}
 	if len(d.Run.Tags) == 0 {
 		d.Run.Tags = nil
@@ -47,23 +65,32 @@ func (db *DB) LoadDump(ctx context.Context, id int64) (*model.Dump, error) {
 		dec := json.NewDecoder(strings.NewReader(cfg.String))
 		dec.UseNumber()
 		if err := dec.Decode(&d.Config); err != nil {
-			return nil, fmt.Errorf("load run %d config: %w", id, err)
+			return nil, corrupt("config", err)
 		}
 	}
 	if err := json.Unmarshal([]byte(framework), &d.Framework); err != nil {
-		return nil, fmt.Errorf("load run %d framework: %w", id, err)
+		return nil, corrupt("framework", err)
 	}
-	if err := db.loadModules(ctx, id, d); err != nil {
-		return nil, fmt.Errorf("load run %d modules: %w", id, err)
+	if err := loadModules(ctx, q, id, d); err != nil {
+		return nil, corrupt("modules", err)
 	}
-	if err := db.loadTrace(ctx, id, d); err != nil {
-		return nil, fmt.Errorf("load run %d trace: %w", id, err)
+	if err := loadTrace(ctx, q, id, d); err != nil {
+		return nil, corrupt("trace", err)
+	}
+	if sum.Valid {
+		got, err := Checksum(d)
+		if err != nil {
+			return nil, err
+		}
+		if got != sum.String {
+			return nil, fmt.Errorf("run %d (%s): its rows do not match the checksum written at ingest; the database file was changed or damaged (remove the run and ingest its dump again): %w", id, d.Model.Name, ErrCorrupt)
+		}
 	}
 	return d, nil
 }
 
-func (db *DB) loadModules(ctx context.Context, id int64, d *model.Dump) error {
-	rows, err := db.sql.QueryContext(ctx, `SELECT idx, name, class, py_module, parent_idx FROM modules WHERE run_id = ? ORDER BY idx`, id)
+func loadModules(ctx context.Context, q queryer, id int64, d *model.Dump) error {
+	rows, err := q.QueryContext(ctx, `SELECT idx, name, class, py_module, parent_idx FROM modules WHERE run_id = ? ORDER BY idx`, id)
 	if err != nil {
 		return err
 	}
@@ -80,6 +107,10 @@ func (db *DB) loadModules(ctx context.Context, id int64, d *model.Dump) error {
 			return fmt.Errorf("module index %d out of order", idx)
 		}
 		if parent.Valid {
+			if parent.Int64 < 0 || parent.Int64 >= int64(len(d.Modules)) {
+				rows.Close()
+				return fmt.Errorf("module %d: parent index %d out of range", idx, parent.Int64)
+			}
 			p := d.Modules[parent.Int64].Name
 			m.Parent = &p
 		}
@@ -90,7 +121,7 @@ func (db *DB) loadModules(ctx context.Context, id int64, d *model.Dump) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = db.sql.QueryContext(ctx, `SELECT module_idx, kind, name, shape, dtype, numel, device, tied_to,
+	rows, err = q.QueryContext(ctx, `SELECT module_idx, kind, name, shape, dtype, numel, device, tied_to,
 		requires_grad, lazy, expert_axis, persistent, stat_mean, stat_std, stat_min, stat_max, stat_nonfinite, hist
 		FROM tensors WHERE run_id = ? ORDER BY module_idx, kind DESC, pos`, id)
 	if err != nil {
@@ -115,6 +146,9 @@ func (db *DB) loadModules(ctx context.Context, id int64, d *model.Dump) error {
 			}
 		}
 		t.TiedTo = tied.String
+		if mi < 0 || mi >= len(d.Modules) {
+			return fmt.Errorf("tensor %q: module index %d out of range", t.Name, mi)
+		}
 		m := &d.Modules[mi]
 		if kind == "buffer" {
 			m.Buffers = append(m.Buffers, model.Buffer{Tensor: t, Persistent: persistent.Bool})
@@ -141,10 +175,10 @@ func (db *DB) loadModules(ctx context.Context, id int64, d *model.Dump) error {
 	return rows.Err()
 }
 
-func (db *DB) loadTrace(ctx context.Context, id int64, d *model.Dump) error {
+func loadTrace(ctx context.Context, q queryer, id int64, d *model.Dump) error {
 	tr := &model.Trace{}
 	var attn, experts sql.NullString
-	err := db.sql.QueryRowContext(ctx, `SELECT batch, seq, device, attn_implementation, experts_implementation,
+	err := q.QueryRowContext(ctx, `SELECT batch, seq, device, attn_implementation, experts_implementation,
 		total_flops FROM traces WHERE run_id = ?`, id).Scan(&tr.Batch, &tr.Seq, &tr.Device, &attn, &experts, &tr.TotalFlops)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
@@ -158,7 +192,7 @@ func (db *DB) loadTrace(ctx context.Context, id int64, d *model.Dump) error {
 	if experts.Valid {
 		tr.ExpertsImplementation = &experts.String
 	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT name, flops, ops FROM trace_modules WHERE run_id = ? ORDER BY name`, id)
+	rows, err := q.QueryContext(ctx, `SELECT name, flops, ops FROM trace_modules WHERE run_id = ? ORDER BY name`, id)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,20 +163,36 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 	if err != nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO runs (content_hash, model_name, label, step, tags, root_class,
-		source_kind, source_path, model_type, text_config_key, dtype, schema_version, created_at, ingested_at,
-		source_file, total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, config, framework)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		d.Run.ContentHash, d.Model.Name, d.Run.Label, d.Run.Step, tagsJSON, d.Model.RootClass,
-		d.Model.Source.Kind, nullString(d.Model.Source.Path), nullString(d.Model.Source.ModelType),
-		nullString(d.Model.TextConfigKey), nullString(d.Model.DType), d.SchemaVersion, d.Run.CreatedAt,
-		now.Format(time.RFC3339Nano), nullString(sourceFile), tot.Params, tot.Trainable, tot.Bytes,
-		len(d.Modules), tot.HasStats, d.Trace != nil, cfg, fw)
+	sum, err := Checksum(d)
 	if err != nil {
 		return 0, err
 	}
-	id, err := res.LastInsertId()
+	// ids only grow: the high-water mark outlives removed runs
+	var id int64
+	if err := tx.QueryRowContext(ctx, `SELECT MAX(last, COALESCE((SELECT MAX(id) FROM runs), 0)) + 1 FROM run_ids`).Scan(&id); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE run_ids SET last = ?`, id); err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO runs (id, content_hash, model_name, label, step, tags, root_class,
+		source_kind, source_path, model_type, text_config_key, dtype, schema_version, created_at, ingested_at,
+		source_file, total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, config, framework, checksum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, d.Run.ContentHash, d.Model.Name, d.Run.Label, d.Run.Step, tagsJSON, d.Model.RootClass,
+		d.Model.Source.Kind, nullString(d.Model.Source.Path), nullString(d.Model.Source.ModelType),
+		nullString(d.Model.TextConfigKey), nullString(d.Model.DType), d.SchemaVersion, d.Run.CreatedAt,
+		now.Format(time.RFC3339Nano), nullString(sourceFile), tot.Params, tot.Trainable, tot.Bytes,
+		len(d.Modules), tot.HasStats, d.Trace != nil, cfg, fw, sum)
 	if err != nil {
+		return 0, err
+	}
+	// the row's own checksum, over the row as it reads back
+	row, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET row_checksum = ? WHERE id = ?`, rowChecksum(row), id); err != nil {
 		return 0, err
 	}
 	modStmt, err := tx.PrepareContext(ctx, `INSERT INTO modules (run_id, idx, name, class, py_module, parent_idx) VALUES (?, ?, ?, ?, ?, ?)`)
@@ -260,20 +278,24 @@ func shapeJSON(shape []int64) (any, error) {
 
 const runColumns = `id, content_hash, model_name, label, step, tags, root_class, source_kind,
 	coalesce(model_type, ''), coalesce(dtype, ''), created_at, ingested_at, coalesce(source_file, ''),
-	total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace`
+	total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, row_checksum`
 
 type scanner interface{ Scan(...any) error }
 
-func scanRun(s scanner) (Run, error) {
-	var r Run
+func scanRun(s scanner) (r Run, err error) {
 	var tags, ingested string
-	var label sql.NullString
+	var label, sum sql.NullString
 	var step sql.NullInt64
 	if err := s.Scan(&r.ID, &r.ContentHash, &r.ModelName, &label, &step, &tags, &r.RootClass, &r.SourceKind,
 		&r.ModelType, &r.DType, &r.CreatedAt, &ingested, &r.SourceFile, &r.TotalParams, &r.TrainableParams,
-		&r.TotalBytes, &r.NumModules, &r.HasStats, &r.HasTrace); err != nil {
+		&r.TotalBytes, &r.NumModules, &r.HasStats, &r.HasTrace, &sum); err != nil {
 		return Run{}, err
 	}
+	defer func() {
+		if err == nil && sum.Valid && rowChecksum(r) != sum.String {
+			r, err = Run{}, fmt.Errorf("run %d: its row does not match the checksum written at ingest; the database file was changed or damaged: %w", r.ID, ErrCorrupt)
+		}
+	}()
 	if label.Valid {
 		r.Label = &label.String
 	}
@@ -281,14 +303,28 @@ func scanRun(s scanner) (Run, error) {
 		r.Step = &step.Int64
 	}
 	if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
-		return Run{}, fmt.Errorf("run %d tags: %w", r.ID, err)
+		return Run{}, fmt.Errorf("run %d tags: %w", r.ID, corruptIf(sum.Valid, err))
 	}
 	t, err := time.Parse(time.RFC3339Nano, ingested)
 	if err != nil {
-		return Run{}, fmt.Errorf("run %d ingested_at: %w", r.ID, err)
+		return Run{}, fmt.Errorf("run %d ingested_at: %w", r.ID, corruptIf(sum.Valid, err))
 	}
 	r.IngestedAt = t
 	return r, nil
+}
+
+func corruptIf(checked bool, err error) error {
+	if checked {
+		return fmt.Errorf("%v: %w", err, ErrCorrupt)
+	}
+	return err
+}
+
+// rowChecksum is sha256 over a run's row as listings read it.
+func rowChecksum(r Run) string {
+	b, _ := json.Marshal(r)
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
 }
 
 // Run returns the run with id.
@@ -343,14 +379,12 @@ func (db *DB) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
 
 var hexPrefix = regexp.MustCompile(`^(sha256:)?[0-9a-f]{4,64}$`)
 
-// Resolve turns a selector into a run id: a numeric id, `latest`, a content-hash prefix (at
-// least 4 hex digits, `sha256:` optional), `MODEL@LABEL` (the newest run of that model and
-// label), or a model name alone (its newest run).
+// Resolve turns a selector into a run id. Explicit forms take their argument verbatim:
+// `id:N`, `hash:PREFIX`, `model:NAME` (the newest run of exactly that model name, which may be
+// "latest", contain '@' or spaces), `label:LABEL` (the newest run with that label). Short
+// forms: a numeric id, `latest`, a content-hash prefix (at least 4 hex digits, `sha256:`
+// optional), `MODEL@LABEL` (the newest run of that model and label), or a model name alone.
 func (db *DB) Resolve(ctx context.Context, sel string) (int64, error) {
-	sel = strings.TrimSpace(sel)
-	if sel == "" {
-		return 0, fmt.Errorf("empty run selector: %w", ErrNotFound)
-	}
 	one := func(q string, args ...any) (int64, error) {
 		var id int64
 		err := db.sql.QueryRowContext(ctx, q, args...).Scan(&id)
@@ -358,6 +392,26 @@ func (db *DB) Resolve(ctx context.Context, sel string) (int64, error) {
 			return 0, fmt.Errorf("run %q: %w", sel, ErrNotFound)
 		}
 		return id, err
+	}
+	if kind, arg, ok := strings.Cut(sel, ":"); ok {
+		switch kind {
+		case "id":
+			id, err := strconv.ParseInt(arg, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("run %q: %q is not a run id: %w", sel, arg, ErrNotFound)
+			}
+			return one(`SELECT id FROM runs WHERE id = ?`, id)
+		case "model":
+			return one(`SELECT id FROM runs WHERE model_name = ? ORDER BY id DESC LIMIT 1`, arg)
+		case "label":
+			return one(`SELECT id FROM runs WHERE label = ? ORDER BY id DESC LIMIT 1`, arg)
+		case "hash":
+			sel = arg
+		}
+	}
+	sel = strings.TrimSpace(sel)
+	if sel == "" {
+		return 0, fmt.Errorf("empty run selector: %w", ErrNotFound)
 	}
 	if sel == "latest" {
 		return one(`SELECT id FROM runs ORDER BY id DESC LIMIT 1`)

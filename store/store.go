@@ -9,13 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
 
 //go:embed migrations/*.sql
@@ -32,44 +35,142 @@ const DefaultPath = "mrep.db"
 
 // DB is an open mrep database.
 type DB struct {
-	sql  *sql.DB
-	path string
-	now  func() time.Time
+	sql      *sql.DB
+	path     string
+	now      func() time.Time
+	readOnly bool
 }
 
 // Options configure Open.
 type Options struct {
 	Now func() time.Time // clock for ingested_at; time.Now when nil (tests inject a fixed one)
+	// Existing: the database must already exist (read commands: a mistyped --db is an error,
+	// not a new empty database). It is opened read-only when its file or directory is.
+	Existing bool
+	// ReadOnly opens read-only whatever the permissions say.
+	ReadOnly bool
+	// IntegrityCheck runs PRAGMA integrity_check on open and refuses a damaged file.
+	IntegrityCheck bool
 }
+
+// ErrNoDatabase: a read command named a database that does not exist.
+var ErrNoDatabase = errors.New("no database")
+
+// ReadOnly says whether the database was opened read-only.
+func (db *DB) ReadOnly() bool { return db.readOnly }
 
 // DSN is the mattn/go-sqlite3 data source for path: WAL so readers never block the writer,
 // a busy timeout so two writers queue instead of failing, foreign keys for cascading deletes,
 // and IMMEDIATE transactions so a writer takes the lock up front (no upgrade deadlocks).
-func DSN(p string) string {
+//
+// The path is a path, not a URI: '%', '?' and '#' in it are escaped so SQLite's URI parser
+// gives back the same bytes.
+func DSN(p string) string { return dsn(p, false) }
+
+func dsn(p string, readOnly bool) string {
 	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", "30000")
 	q.Set("_foreign_keys", "on")
-	q.Set("_synchronous", "NORMAL")
-	q.Set("_txlock", "immediate")
-	return "file:" + strings.NewReplacer("?", "%3f", "#", "%23").Replace(p) + "?" + q.Encode()
+	if readOnly {
+		q.Set("mode", "ro")
+	} else {
+		q.Set("_journal_mode", "WAL")
+		q.Set("_synchronous", "NORMAL")
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p) + "?" + q.Encode()
 }
 
-// Open opens (creating if needed) and migrates the database at path.
+// writable says whether this process may write the file and create files beside it (WAL).
+func writable(p string) bool {
+	return syscall.Access(p, 2) == nil && syscall.Access(filepath.Dir(p), 2) == nil // W_OK
+}
+
+// Open opens (creating if needed) and migrates the database at path. Opening and migrating a
+// new database is retried while another process holds the lock (parallel first opens).
 func Open(ctx context.Context, p string, opt Options) (*DB, error) {
-	sdb, err := sql.Open("sqlite3", DSN(p))
+	readOnly := opt.ReadOnly
+	if opt.Existing || opt.ReadOnly {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("no database at %s (ingest a dump first, or check --db): %w", p, ErrNoDatabase)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a database file: %w", p, ErrNoDatabase)
+		}
+		readOnly = readOnly || !writable(p)
+	}
+	var db *DB
+	err := retryBusy(ctx, func() error {
+		sdb, err := sql.Open("sqlite3", dsn(p, readOnly))
+		if err != nil {
+			return err
+		}
+		db = &DB{sql: sdb, path: p, now: opt.Now, readOnly: readOnly}
+		if db.now == nil {
+			db.now = time.Now
+		}
+		if readOnly {
+			err = db.checkMigrated(ctx)
+		} else {
+			err = db.migrate(ctx)
+		}
+		if err != nil {
+			sdb.Close()
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", p, err)
 	}
-	db := &DB{sql: sdb, path: p, now: opt.Now}
-	if db.now == nil {
-		db.now = time.Now
-	}
-	if err := db.migrate(ctx); err != nil {
-		sdb.Close()
-		return nil, fmt.Errorf("migrate database %s: %w", p, err)
+	if opt.IntegrityCheck {
+		var res string
+		if err := db.sql.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil || res != "ok" {
+			db.Close()
+			if err == nil {
+				err = errors.New(res)
+			}
+			return nil, fmt.Errorf("database %s fails SQLite's integrity check: %v: %w", p, err, ErrCorrupt)
+		}
 	}
 	return db, nil
+}
+
+// retryBusy retries fn while SQLite reports the database locked or busy: switching a new file
+// to WAL and creating the first tables take locks that the busy handler does not always wait
+// for. It gives up after 30 s.
+func retryBusy(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	wait := 5 * time.Millisecond
+	for {
+		err := fn()
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+// checkMigrated: a read-only database cannot be migrated, so it must be current already.
+func (db *DB) checkMigrated(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	have, err := db.AppliedMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(have) < len(ms) {
+		return fmt.Errorf("the database was written by an older mrep and needs migrating, but it is read-only: open it once where it is writable: %w", ErrReadOnly)
+	}
+	return nil
 }
 
 // Close closes the database.

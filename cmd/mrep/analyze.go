@@ -193,7 +193,7 @@ func analyzeCommand(env Env) *cli.Command {
 				o.scenario.Batch = int64(len(qs))
 				o.scenario.KVLen = max(1, (kv+int64(len(qs))/2)/int64(len(qs)))
 			}
-			db, err := openDB(c, env)
+			db, err := openDBRead(c, env)
 			if err != nil {
 				return err
 			}

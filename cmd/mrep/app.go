@@ -42,6 +42,8 @@ func NewApp(env Env) *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Value: store.DefaultPath, EnvVars: []string{"MREP_DB"}, Usage: "SQLite database `FILE`"},
 			&cli.StringFlag{Name: "chips-file", EnvVars: []string{"MREP_CHIPS"}, Usage: "JSON `FILE` of extra chips (same shape as chips/chips.json)"},
+			&cli.BoolFlag{Name: "read-only", Usage: "open the database read-only (read commands; analysis results are then not cached)"},
+			&cli.BoolFlag{Name: "integrity-check", Usage: "run SQLite's integrity check when opening the database"},
 		},
 		Commands: []*cli.Command{
 			ingestCommand(env),
@@ -53,6 +55,7 @@ func NewApp(env Env) *cli.App {
 			diffCommand(env),
 			historyCommand(env),
 			chipsCommand(),
+			checkCommand(env),
 			validateCommand(),
 			calibrateCommand(),
 		},
@@ -60,10 +63,39 @@ func NewApp(env Env) *cli.App {
 	}
 }
 
+// openDB opens the database for a command that writes (ingest, rm), creating it if needed.
 func openDB(c *cli.Context, env Env) (*store.DB, error) {
-	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now})
+	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, IntegrityCheck: c.Bool("integrity-check")})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	return db, nil
+}
+
+// openDBWrite opens an existing database to change it (rm): it must exist.
+func openDBWrite(c *cli.Context, env Env) (*store.DB, error) {
+	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, Existing: true, IntegrityCheck: c.Bool("integrity-check")})
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	if db.ReadOnly() {
+		db.Close()
+		return nil, cli.Exit(fmt.Sprintf("%s is read-only: runs cannot be removed from it", c.String("db")), exitFailure)
+	}
+	return db, nil
+}
+
+// openDBRead opens the database for a command that reads: it must exist (a mistyped --db says
+// so instead of creating an empty database) and is opened read-only when its file or
+// directory is (--read-only forces it); caching is then skipped.
+func openDBRead(c *cli.Context, env Env) (*store.DB, error) {
+	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, Existing: true,
+		ReadOnly: c.Bool("read-only"), IntegrityCheck: c.Bool("integrity-check")})
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	if db.ReadOnly() {
+		fmt.Fprintf(c.App.ErrWriter, "note: %s is opened read-only; analysis results are not cached\n", render.Visible(c.String("db")))
 	}
 	return db, nil
 }
@@ -231,7 +263,7 @@ func runsCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
-			db, err := openDB(c, env)
+			db, err := openDBRead(c, env)
 			if err != nil {
 				return err
 			}
@@ -290,7 +322,7 @@ func showCommand(env Env) *cli.Command {
 			&cli.IntFlag{Name: "stats", Value: 20, Usage: "weight statistics for the N largest tensors"},
 		},
 		Action: func(c *cli.Context) error {
-			db, err := openDB(c, env)
+			db, err := openDBRead(c, env)
 			if err != nil {
 				return err
 			}
@@ -321,16 +353,26 @@ func rmCommand(env Env) *cli.Command {
 			if c.NArg() == 0 {
 				return cli.Exit("rm: name at least one run", exitFailure)
 			}
-			db, err := openDB(c, env)
+			db, err := openDBWrite(c, env)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
+			// Resolve every selector first: one that names no run removes nothing, and two
+			// selectors of one run ("rm latest latest") remove it once.
+			var ids []int64
+			seen := map[int64]bool{}
 			for _, sel := range c.Args().Slice() {
 				id, err := resolve(c.Context, db, sel)
 				if err != nil {
 					return err
 				}
+				if !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+			}
+			for _, id := range ids {
 				run, err := db.Run(c.Context, id)
 				if err != nil {
 					return err
@@ -339,6 +381,45 @@ func rmCommand(env Env) *cli.Command {
 					return err
 				}
 				fmt.Fprintf(c.App.Writer, "removed run %d (%s)\n", id, describe(run))
+			}
+			return nil
+		},
+	}
+}
+
+func checkCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "verify the database: SQLite's integrity check and every run's rows against their checksum",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "machine-readable output"}},
+		Action: func(c *cli.Context) error {
+			db, err := openDBRead(c, env)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			integrity, runs, err := db.Check(c.Context)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			bad := 0
+			for _, r := range runs {
+				if !r.OK {
+					bad++
+				}
+			}
+			if c.Bool("json") {
+				if err := writeJSON(c.App.Writer, struct {
+					Integrity string              `json:"integrity_check"`
+					Runs      []store.CheckResult `json:"runs"`
+				}{integrity, runs}); err != nil {
+					return err
+				}
+			} else if err := render.WriteCheck(c.App.Writer, integrity, runs); err != nil {
+				return err
+			}
+			if integrity != "ok" || bad > 0 {
+				return cli.Exit(fmt.Sprintf("check: %d of %d runs corrupt; SQLite integrity check: %s", bad, len(runs), render.Visible(integrity)), exitFailure)
 			}
 			return nil
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -45,7 +46,10 @@ func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, 
 	if err != nil {
 		return m, err
 	}
-	return m, db.PutResult(ctx, id, key, analyzer.Version, b)
+	if err := db.PutResult(ctx, id, key, analyzer.Version, b); err != nil && !errors.Is(err, store.ErrReadOnly) {
+		return m, err
+	}
+	return m, nil
 }
 
 func runInfo(r store.Run) analyzer.RunInfo {
@@ -73,7 +77,7 @@ func diffCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			db, err := openDB(c, env)
+			db, err := openDBRead(c, env)
 			if err != nil {
 				return err
 			}
@@ -161,7 +165,7 @@ func historyCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			db, err := openDB(c, env)
+			db, err := openDBRead(c, env)
 			if err != nil {
 				return err
 			}

@@ -104,7 +104,7 @@ func reportCommand(env Env) *cli.Command {
 				return cli.Exit(fmt.Sprintf("--label-mode %q: want minimal or all", mode), exitFailure)
 			}
 			dir := c.String("output")
-			db, err := openDB(c, env)
+			db, err := openDBRead(c, env)
 			if err != nil {
 				return err
 			}

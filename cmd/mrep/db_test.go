@@ -1,0 +1,86 @@
+package main
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadCommandsNeverCreateOrWriteTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{{"runs"}, {"show"}, {"analyze"}, {"report", "-o", filepath.Join(dir, "r")}, {"diff", "1", "2"}, {"history", "x"}, {"check"}, {"rm", "1"}} {
+		_, _, err := run(t, missing, args...)
+		if err == nil || !strings.Contains(err.Error(), "no database at "+missing) {
+			t.Errorf("%s on a missing database: %v", args[0], err)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("a read command created the database")
+	}
+	db := filepath.Join(dir, "ro.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.2-1B-Instruct.json.gz", "../../examples/dumps/gpt2.json.gz")
+	before := snapshot(t, db)
+	for _, args := range [][]string{{"runs"}, {"show", "1"}, {"analyze", "1"}, {"report", "1", "-o", filepath.Join(dir, "rep"), "--sensitivity", "off"},
+		{"diff", "1", "2"}, {"history", "--metric", "T_est:decode"}, {"check"}} {
+		_, stderr, err := run(t, db, append([]string{"--read-only"}, args...)...)
+		if err != nil {
+			t.Errorf("%s on a read-only database: %v", args[0], err)
+		}
+		if !strings.Contains(stderr, "read-only") {
+			t.Errorf("%s does not say the cache is skipped: %q", args[0], stderr)
+		}
+	}
+	if snapshot(t, db) != before {
+		t.Error("a read-only command changed the database")
+	}
+}
+
+func TestRmLatestLatestRemovesOne(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "rm.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/gpt2.json.gz", "../../examples/dumps/Llama-3.2-1B-Instruct.json.gz")
+	out := mustRun(t, db, "rm", "latest", "latest")
+	if strings.Count(out, "removed run") != 1 || !strings.Contains(out, "removed run 2") {
+		t.Errorf("rm latest latest: %q", out)
+	}
+	if _, _, err := run(t, db, "rm", "1", "nosuch"); err == nil {
+		t.Fatal("an unknown selector must fail")
+	}
+	if !strings.Contains(mustRun(t, db, "runs"), "gpt2") {
+		t.Error("a failed rm removed a run")
+	}
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.2-1B-Instruct.json.gz")
+	if !strings.Contains(mustRun(t, db, "show", "id:3"), "Llama-3.2-1B") {
+		t.Error("the re-ingested run did not get a fresh id")
+	}
+}
+
+func TestCheckReportsCorruption(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "c.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/gpt2.json.gz")
+	if out := mustRun(t, db, "check"); !strings.Contains(out, "integrity check: ok") {
+		t.Fatalf("check: %s", out)
+	}
+	s, err := sql.Open("sqlite3", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Exec(`UPDATE tensors SET numel = numel + 1 WHERE run_id = 1 AND kind = 'param' AND pos = 0
+		AND module_idx = (SELECT min(module_idx) FROM tensors WHERE run_id = 1 AND kind = 'param')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("changed %d rows", n)
+	}
+	s.Close()
+	out, _, err := run(t, db, "check")
+	if err == nil || !strings.Contains(out, "CORRUPT") || !strings.Contains(err.Error(), "1 of 1 runs corrupt") {
+		t.Errorf("check after a change: %v\n%s", err, out)
+	}
+	if _, _, err := run(t, db, "show", "1"); err == nil || !strings.Contains(err.Error(), "run 1") || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("show of a corrupt run: %v", err)
+	}
+}

@@ -1,0 +1,254 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mrep-dev/mrep/model"
+)
+
+func mustIngest(t *testing.T, db *DB, file, hash string) Run {
+	t.Helper()
+	d := readDump(t, file)
+	if hash != "" {
+		d = withHash(d, hash, "x")
+	}
+	r, _, err := db.Ingest(context.Background(), d, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A removed run's id is never handed out again, even the highest.
+func TestRunIDsAreNeverReused(t *testing.T) {
+	db := openTemp(t)
+	ctx := context.Background()
+	a := mustIngest(t, db, "../schemas/testdata/valid/traced.json", "sha256:"+strings.Repeat("1", 64))
+	b := mustIngest(t, db, "../schemas/testdata/valid/traced.json", "sha256:"+strings.Repeat("2", 64))
+	if err := db.DeleteRun(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := mustIngest(t, db, "../schemas/testdata/valid/traced.json", "sha256:"+strings.Repeat("3", 64))
+	if a.ID != 1 || b.ID != 2 || c.ID != 3 {
+		t.Errorf("ids %d %d %d, want 1 2 3", a.ID, b.ID, c.ID)
+	}
+}
+
+// Every change to a run's stored rows is caught on load and by Check, naming the run.
+func TestChangedRowsAreReportedAsCorruption(t *testing.T) {
+	edits := []string{
+		`UPDATE tensors SET numel = numel + 1 WHERE run_id = 1 AND module_idx = 1 AND pos = 0`,
+		`UPDATE tensors SET stat_mean = stat_mean * 1.0000001 WHERE run_id = 1 AND module_idx = 1 AND pos = 0`,
+		`UPDATE tensors SET shape = '[9, 4]' WHERE run_id = 1 AND module_idx = 1 AND pos = 0`,
+		`UPDATE modules SET name = 'x' WHERE idx = 1`,
+		`UPDATE modules SET class = 'Linear2' WHERE idx = 1`,
+		`UPDATE runs SET config = '{"a":1}'`,
+		`UPDATE trace_modules SET flops = flops + 1 WHERE run_id = 2 AND name = '0'`,
+		`UPDATE runs SET total_params = total_params + 1`,
+		`UPDATE runs SET model_name = 'other'`,
+		`DELETE FROM tensors WHERE run_id = 1 AND module_idx = 3 AND pos = 1`,
+	}
+	for _, e := range edits {
+		t.Run(e[:30], func(t *testing.T) {
+			db := openTemp(t)
+			ctx := context.Background()
+			r := mustIngest(t, db, "../schemas/testdata/valid/mlp_stats.json", "")
+			mustIngest(t, db, "../schemas/testdata/valid/traced.json", "")
+			if _, err := db.LoadDump(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			res, err := db.sql.Exec(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				t.Fatal("the edit changed no row")
+			}
+			_, errLoad := db.LoadDump(ctx, r.ID)
+			_, errLoad2 := db.LoadDump(ctx, 2)
+			_, errRun := db.Run(ctx, r.ID)
+			if !errors.Is(errLoad, ErrCorrupt) && !errors.Is(errLoad2, ErrCorrupt) && !errors.Is(errRun, ErrCorrupt) {
+				t.Fatalf("the change went unnoticed: load %v / %v, run %v", errLoad, errLoad2, errRun)
+			}
+			_, runs, err := db.Check(ctx)
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatal(err)
+			}
+			bad := 0
+			for _, c := range runs {
+				if !c.OK {
+					bad++
+					if !strings.Contains(c.Problem, fmt.Sprintf("run %d", c.ID)) {
+						t.Errorf("the problem does not name the run: %s", c.Problem)
+					}
+				}
+			}
+			if bad == 0 && err == nil {
+				t.Error("Check found nothing")
+			}
+		})
+	}
+}
+
+// Single-bit flips anywhere past the file header: each load either fails or returns the same
+// dump; none is read as different data.
+func TestBitFlipsAreNeverReadAsOtherData(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.db")
+	db, err := Open(context.Background(), src, Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustIngest(t, db, "../schemas/testdata/valid/mlp_stats.json", "")
+	want, _ := Checksum(mustLoad(t, db, r.ID))
+	db.Close()
+	orig, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	caught, same := 0, 0
+	for i := 0; i < 150; i++ {
+		b := bytes.Clone(orig)
+		off := 100 + rng.Intn(len(b)-100)
+		b[off] ^= 1 << rng.Intn(8)
+		p := filepath.Join(dir, fmt.Sprintf("f%d.db", i))
+		os.WriteFile(p, b, 0o644)
+		db, err := Open(context.Background(), p, Options{Now: clock, ReadOnly: true, Existing: true})
+		if err != nil {
+			caught++
+			continue
+		}
+		d, err := db.LoadDump(context.Background(), r.ID)
+		if _, rerr := db.Run(context.Background(), r.ID); err == nil && rerr != nil {
+			err = rerr
+		}
+		db.Close()
+		if err != nil {
+			caught++
+			continue
+		}
+		if got, _ := Checksum(d); got != want {
+			t.Fatalf("flip at byte %d read as different data without an error", off)
+		}
+		same++
+	}
+	t.Logf("150 single-bit flips: %d caught, %d harmless (free space, indexes, other tables)", caught, same)
+}
+
+func mustLoad(t *testing.T, db *DB, id int64) *model.Dump {
+	t.Helper()
+	d, err := db.LoadDump(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Many processes (here: connections) opening one new database at once never fail.
+func TestParallelFirstOpens(t *testing.T) {
+	rounds := 200
+	if testing.Short() {
+		rounds = 10
+	}
+	d := readDump(t, "../schemas/testdata/valid/traced.json")
+	for round := 0; round < rounds; round++ {
+		p := filepath.Join(t.TempDir(), "new.db")
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				db, err := Open(context.Background(), p, Options{Now: clock})
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer db.Close()
+				if _, _, err := db.Ingest(context.Background(), withHash(d, fmt.Sprintf("sha256:%064x", i), "p"), ""); err != nil {
+					errs <- err
+				}
+			}(i)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		db, _ := Open(context.Background(), p, Options{Now: clock})
+		runs, _ := db.ListRuns(context.Background(), Filter{})
+		db.Close()
+		if len(runs) != 16 {
+			t.Fatalf("round %d: %d runs stored, want 16", round, len(runs))
+		}
+	}
+}
+
+// Read-only opens: no migration, no cache writes, and a missing file is an error, not a
+// new database. '%' in a path is a character, not an escape.
+func TestReadOnlyAndPaths(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	if _, err := Open(ctx, filepath.Join(dir, "missing.db"), Options{Existing: true}); !errors.Is(err, ErrNoDatabase) {
+		t.Fatalf("want ErrNoDatabase, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing.db")); err == nil {
+		t.Fatal("a read open created the database")
+	}
+	p := filepath.Join(dir, "a%20b.db")
+	db, err := Open(ctx, p, Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustIngest(t, db, "../schemas/testdata/valid/traced.json", "")
+	db.Close()
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the file is not at the literal path %s: %v", p, err)
+	}
+	ro, err := Open(ctx, p, Options{Existing: true, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if !ro.ReadOnly() {
+		t.Fatal("not read-only")
+	}
+	if _, err := ro.LoadDump(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.PutResult(ctx, r.ID, "k", "v", []byte("{}")); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("cache write on a read-only database: %v", err)
+	}
+}
+
+// Explicit selectors reach models whose names look like other selectors.
+func TestExplicitSelectors(t *testing.T) {
+	db := openTemp(t)
+	ctx := context.Background()
+	for i, name := range []string{"latest", " ", "a@b", "1234"} {
+		d := withHash(readDump(t, "../schemas/testdata/valid/traced.json"), fmt.Sprintf("sha256:%064x", i+10), "l")
+		d.Model.Name = name
+		if _, _, err := db.Ingest(ctx, d, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sel, want := range map[string]int64{"model:latest": 1, "model: ": 2, "model:a@b": 3, "model:1234": 4, "id:2": 2} {
+		got, err := db.Resolve(ctx, sel)
+		if err != nil || got != want {
+			t.Errorf("%q resolves to %d (%v), want %d", sel, got, err, want)
+		}
+	}
+	if got, _ := db.Resolve(ctx, "latest"); got != 4 {
+		t.Errorf("latest is the newest run, got %d", got)
+	}
+}
