@@ -25,60 +25,57 @@ type Model struct {
 	Active      float64            `json:"active_params_per_token"`
 	layers      float64
 	moeLayers   float64
-	// class numbers ops that cost alike (the same op in every decoder layer): their kernels
-	// merge into one with a launch count, so timing sees tens of kernels, not thousands.
+	// class numbers ops that cost alike (the same op in every decoder layer): each class is
+	// costed once and becomes one kernel with a launch count, so timing sees tens of kernels.
 	class   []int
-	classes int
+	classes []opClass
 }
 
-// opKey is what makes two ops cost the same: everything but their module and layer.
+// opKey is what makes two ops cost the same: everything costOp reads but their module, layer
+// and display name (200,000 differently named Linear modules of one shape are one class).
 type opKey struct {
-	Name, Kind, Category                          string
+	Kind, Category                                string
 	Numel, In, Out, Experts, Rows, Width          int64
 	ElemsPerToken, FlopsPerToken, WeightElems, Wd int64
-	Tied, PerAssignment                           bool
+	Tied, PerAssignment, Residual                 bool
 }
 
-func classify(ops []Op) ([]int, int) {
+// opClass is a set of ops that cost alike: one representative and how many there are.
+type opClass struct {
+	rep   int
+	count float64
+}
+
+func classify(ops []Op) ([]int, []opClass) {
 	ids := map[opKey]int{}
 	class := make([]int, len(ops))
+	var classes []opClass
 	for i, op := range ops {
-		k := opKey{op.Name, string(op.Kind), string(op.Category), op.Numel, op.In, op.Out, op.Experts, op.Rows, op.Width,
-			op.ElemsPerToken, op.FlopsPerToken, op.WeightElems, op.Window, op.Tied, op.PerAssignment}
+		k := opKey{string(op.Kind), string(op.Category), op.Numel, op.In, op.Out, op.Experts, op.Rows, op.Width,
+			op.ElemsPerToken, op.FlopsPerToken, op.WeightElems, op.Window, op.Tied, op.PerAssignment, op.Name == "residual_add"}
 		id, ok := ids[k]
 		if !ok {
-			id = len(ids)
+			id = len(classes)
 			ids[k] = id
+			classes = append(classes, opClass{rep: i})
 		}
+		classes[id].count++
 		class[i] = id
 	}
-	return class, len(ids)
+	return class, classes
 }
 
-// kernelSet appends kernels, merging each into the earlier kernel of the same op class and
-// slot (forward, backward, cast, recompute): same shape, Count and totals added.
-type kernelSet struct {
-	ks    []kernels.Kernel
-	first []int32 // class*slots+slot -> index in ks, -1 if none yet
-}
-
-const kernelSlots = 6
-
-func (ks *kernelSet) add(class, slot int, k kernels.Kernel) {
+// appendScaled appends k standing for n alike kernels (launch count and totals times n); a
+// kernel that is not there (no name) is skipped.
+func appendScaled(ks []kernels.Kernel, k kernels.Kernel, n float64) []kernels.Kernel {
 	if k.Name == "" {
-		return
+		return ks
 	}
-	i := class*kernelSlots + slot
-	if j := ks.first[i]; j >= 0 {
-		m := &ks.ks[j]
-		m.Count += k.Count
-		m.FLOPs += k.FLOPs
-		m.VectorFLOPs += k.VectorFLOPs
-		m.Bytes += k.Bytes
-		return
-	}
-	ks.first[i] = int32(len(ks.ks))
-	ks.ks = append(ks.ks, k)
+	k.Count *= n
+	k.FLOPs *= n
+	k.VectorFLOPs *= n
+	k.Bytes *= n
+	return append(ks, k)
 }
 
 // NewModel reads a dump.
@@ -267,6 +264,16 @@ type Step struct {
 
 // Analyze costs one phase under one profile. It is pure and cheap (a pass over the ops).
 func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
+	return m.analyze(ph, s, p, true)
+}
+
+// analyzeTotals is Analyze without the per-module costs: what sweeps and grids need (a model
+// of 200,000 modules costs 70 MB of module rows per step otherwise).
+func (m *Model) analyzeTotals(ph Phase, s Scenario, p ExecProfile) (Step, error) {
+	return m.analyze(ph, s, p, false)
+}
+
+func (m *Model) analyze(ph Phase, s Scenario, p ExecProfile, modules bool) (Step, error) {
 	if err := s.Validate(); err != nil {
 		return Step{}, err
 	}
@@ -274,7 +281,7 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 		return Step{}, err
 	}
 	if s.SeedTraining && ph == Training {
-		st, err := m.Analyze(Prefill, s, p)
+		st, err := m.analyze(Prefill, s, p, modules)
 		if err != nil {
 			return Step{}, err
 		}
@@ -285,51 +292,61 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	st.Tokens = sh.tokens
 	var fwd, bwd, rec Cost
 	var nParams float64
-	ks := kernelSet{first: make([]int32, m.classes*kernelSlots)}
-	for i := range ks.first {
-		ks.first[i] = -1
+	// Cost each class of alike ops once and scale by its size: a model's layers repeat, so a
+	// step costs tens of ops, not thousands (200,000 modules of one shape cost one).
+	var classCost []Cost
+	if modules {
+		classCost = make([]Cost, len(m.classes))
 	}
 	var oc opCost
-	for i, op := range m.Ops {
+	for c, cl := range m.classes {
+		op := m.Ops[cl.rep]
+		n := cl.count
 		costOp(op, m.Fingerprint, ph, sh, s, p, &oc)
 		cost := oc.fwd
-		fwd = fwd.Add(oc.fwd)
-		cl := m.class[i]
-		ks.add(cl, 0, oc.fwdK)
+		fwd = fwd.Add(oc.fwd.Scale(n))
+		st.Kernels = appendScaled(st.Kernels, oc.fwdK, n)
 		if ph == Training {
-			bwd = bwd.Add(oc.bwd)
+			bwd = bwd.Add(oc.bwd.Scale(n))
 			cost = cost.Add(oc.bwd)
 			for j := 0; j < oc.nBwd; j++ {
-				ks.add(cl, 1+j, oc.bwdK[j])
+				st.Kernels = appendScaled(st.Kernels, oc.bwdK[j], n)
 			}
-			ks.add(cl, 3, oc.castK)
+			st.Kernels = appendScaled(st.Kernels, oc.castK, n)
 			switch s.Recompute {
 			case "full":
 				r := oc.fwd
 				r.FTheory, r.FTensorcore, r.FloorWeights, r.FloorKV = 0, 0, 0, 0 // hardware FLOPs, not model FLOPs
-				rec = rec.Add(r)
+				rec = rec.Add(r.Scale(n))
 				cost = cost.Add(r)
-				ks.add(cl, 4, oc.fwdK)
+				st.Kernels = appendScaled(st.Kernels, oc.fwdK, n)
 			case "selective":
-				rec = rec.Add(oc.recomputeSelective)
+				rec = rec.Add(oc.recomputeSelective.Scale(n))
 				cost = cost.Add(oc.recomputeSelective)
-				ks.add(cl, 5, oc.recK)
+				st.Kernels = appendScaled(st.Kernels, oc.recK, n)
 			}
-			nParams += oc.params
+			nParams += oc.params * n
 		}
 		if op.Kind == OpAttnCore {
-			st.FAttnFull += oc.fwd.FTensorcore
+			st.FAttnFull += oc.fwd.FTensorcore * n
 		}
-		st.Modules = append(st.Modules, ModuleCost{Module: op.Module, Op: op.Name, Category: op.Category, Cost: cost})
-		st.ByCat[string(op.Category)] = st.ByCat[string(op.Category)].Add(cost)
-		st.ActiveWeightBytes += oc.fwd.FloorWeights
+		if modules {
+			classCost[c] = cost
+		}
+		st.ByCat[string(op.Category)] = st.ByCat[string(op.Category)].Add(cost.Scale(n))
+		st.ActiveWeightBytes += oc.fwd.FloorWeights * n
+	}
+	if modules {
+		st.Modules = make([]ModuleCost, len(m.Ops))
+		for i, op := range m.Ops {
+			st.Modules[i] = ModuleCost{Module: op.Module, Op: op.Name, Category: op.Category, Cost: classCost[m.class[i]]}
+		}
 	}
 	if sh.decode {
 		st.FAttnCausal = st.FAttnFull
 	} else if sh.kvLen > 0 {
 		st.FAttnCausal = st.FAttnFull * (sh.kvLen + 1) / (2 * sh.kvLen)
 	}
-	st.Kernels = ks.ks
 	var net Cost
 	for _, k := range netKernels(m.Fingerprint, m.moeLayers, m.layers, ph, s) {
 		net.BytesNet += SentBytes(k)

@@ -41,7 +41,8 @@ type ReportData struct {
 	Run           RunInfo            `json:"run"`
 	Model         *Model             `json:"model"`
 	Summary       ParamSummary       `json:"summary"`
-	Patterns      []PatternRow       `json:"patterns"`
+	Patterns      []PatternRow       `json:"patterns"` // the largest MaxReportPatterns
+	PatternsTotal int                `json:"patterns_total"`
 	Tensors       []TensorRow        `json:"-"`
 	Config        [][2]string        `json:"config"`
 	Analysis      Analysis           `json:"analysis"`
@@ -60,6 +61,10 @@ type ReportData struct {
 	Options       ReportOptions      `json:"options"`
 }
 
+// MaxReportPatterns bounds the module patterns a report carries: a model of 200,000 distinct
+// modules would otherwise put 37 MB of one-instance rows into report.json.
+const MaxReportPatterns = 200
+
 // RunInfo identifies the run in the report.
 type RunInfo struct {
 	ID    int64  `json:"id"`
@@ -73,7 +78,12 @@ type RunInfo struct {
 // the sweeps, exploration and sensitivity; every target gets the KPI matrix.
 func BuildReport(d *model.Dump, run RunInfo, s Scenario, targets []Target, profiles []ExecProfile, o ReportOptions) (ReportData, error) {
 	m := NewModel(d)
-	r := ReportData{Run: run, Model: m, Summary: Summarize(d), Patterns: Breakdown(d), Tensors: Tensors(d),
+	pats := Breakdown(d)
+	total := len(pats)
+	if len(pats) > MaxReportPatterns {
+		pats = pats[:MaxReportPatterns]
+	}
+	r := ReportData{Run: run, Model: m, Summary: Summarize(d), Patterns: pats, PatternsTotal: total, Tensors: Tensors(d),
 		Config: ConfigTable(d), Primary: targets[0], BCrit: map[string]float64{}, Options: o}
 	var err error
 	if r.Analysis, err = Run(m, s, targets, profiles, Phases); err != nil {

@@ -75,19 +75,30 @@ func (o Options) maxBytes() int64 {
 // Only regular files are read: a FIFO, socket or device named *.json is refused, not waited
 // on (it is opened non-blocking and checked before any read).
 func ReadFile(path string, opt Options) (*model.Dump, error) {
+	d, _, err := ReadFileSized(path, opt)
+	return d, err
+}
+
+// ReadFileSized is ReadFile that also says how many bytes the dump has once decompressed.
+func ReadFileSized(path string, opt Options) (*model.Dump, int64, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot open: %v", errors.Unwrap(err)), Err: err}
+		return nil, 0, &Error{File: path, Msg: fmt.Sprintf("cannot open: %v", errors.Unwrap(err)), Err: err}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot stat: %v", err), Err: err}
+		return nil, 0, &Error{File: path, Msg: fmt.Sprintf("cannot stat: %v", err), Err: err}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("not a regular file (%s): refusing to read it", kindOf(fi.Mode())), Err: ErrInvalid}
+		return nil, 0, &Error{File: path, Msg: fmt.Sprintf("not a regular file (%s): refusing to read it", kindOf(fi.Mode())), Err: ErrInvalid}
 	}
-	return Decode(path, f, opt)
+	data, err := readAll(path, f, opt.maxBytes())
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := decodeBytes(path, data)
+	return d, int64(len(data)), err
 }
 
 func kindOf(m os.FileMode) string {
@@ -198,7 +209,10 @@ func decodeBytes(name string, data []byte) (*model.Dump, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sch.Validate(doc); err != nil {
+	// A large module tree is validated and converted natively (modules.go); the schema
+	// validator sees the rest of the document with the first module as its sample.
+	skeleton, modules := splitModules(doc)
+	if err := sch.Validate(skeleton); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			leaf := deepest(ve)
@@ -206,6 +220,20 @@ func decodeBytes(name string, data []byte) (*model.Dump, error) {
 		}
 		return nil, invalid(name, fmt.Sprintf("schema: %v", err))
 	}
+	var mods []model.Module
+	typed := data
+	if modules != nil {
+		var p *Problem
+		if mods, p = decodeModules(modules); p != nil {
+			return nil, invalidAt(name, p.Pointer, p.Msg)
+		}
+		rest := skeleton.(map[string]any)
+		delete(rest, "modules")
+		if typed, err = json.Marshal(rest); err != nil {
+			return nil, invalid(name, fmt.Sprintf("decode: %v", err))
+		}
+	}
+	data = typed
 	var d model.Dump
 	dec = json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -218,6 +246,9 @@ func decodeBytes(name string, data []byte) (*model.Dump, error) {
 			}
 		}
 		return nil, invalid(name, fmt.Sprintf("decode: %v", err))
+	}
+	if modules != nil {
+		d.Modules = mods
 	}
 	if e := Check(&d); e != nil {
 		return nil, invalidAt(name, e.Pointer, e.Msg)
@@ -307,4 +338,24 @@ func literalAt(data []byte, off int64) string {
 		start--
 	}
 	return string(data[start:end])
+}
+
+// splitModules returns the document to validate with the schema (modules cut to the first
+// item, so the schema still sees one) and the module items to check natively; for a document
+// without a module list of two or more, the document itself and nil.
+func splitModules(doc any) (any, []any) {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return doc, nil
+	}
+	mods, ok := obj["modules"].([]any)
+	if !ok || len(mods) < 2 {
+		return doc, nil
+	}
+	skeleton := make(map[string]any, len(obj))
+	for k, v := range obj {
+		skeleton[k] = v
+	}
+	skeleton["modules"] = mods[:1]
+	return skeleton, mods
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -34,15 +35,17 @@ func ContentHash(doc any) (string, error) {
 		body["run"] = r
 	}
 	h := sha256.New()
-	var buf bytes.Buffer
-	if err := canonical(&buf, body); err != nil {
+	w := bufio.NewWriterSize(h, 64<<10) // stream into the hash: no copy of the whole document
+	if err := canonical(w, body); err != nil {
 		return "", err
 	}
-	h.Write(buf.Bytes())
+	if err := w.Flush(); err != nil {
+		return "", err
+	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func canonical(b *bytes.Buffer, v any) error {
+func canonical(b *bufio.Writer, v any) error {
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -92,8 +95,20 @@ func canonical(b *bytes.Buffer, v any) error {
 }
 
 // pyString writes s as Python's json.dumps(ensure_ascii=False) does.
-func pyString(b *bytes.Buffer, s string) {
+func pyString(b stringWriter, s string) {
 	b.WriteByte('"')
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain { // the common case: nothing to escape
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	for len(s) > 0 {
 		r, n := utf8.DecodeRuneInString(s)
 		switch {
@@ -112,7 +127,7 @@ func pyString(b *bytes.Buffer, s string) {
 		case r == '\f':
 			b.WriteString(`\f`)
 		case r < 0x20:
-			fmt.Fprintf(b, `\u%04x`, r)
+			b.WriteString(fmt.Sprintf(`\u%04x`, r))
 		default:
 			b.WriteString(s[:n])
 		}
@@ -146,4 +161,9 @@ func Rehash(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+type stringWriter interface {
+	WriteByte(byte) error
+	WriteString(string) (int, error)
 }

@@ -7,6 +7,10 @@ import (
 	"unicode/utf8"
 )
 
+// MaxConfigBytes bounds the model config: real config.json files are a few KiB (DeepSeek-V3's
+// is 1.7 KiB); a config of hundreds of MB is an attack on memory, rejected before decoding.
+const MaxConfigBytes = 4 << 20
+
 // MaxNumberLen bounds a number literal: real dumps need at most 20 digits (int64) or a
 // float's 17 significant digits and exponent; a longer literal is rejected before any decoder
 // or validator spends time on it (big-number arithmetic is not linear).
@@ -23,9 +27,34 @@ type frame struct {
 	obj      bool
 	key      string
 	idx      int
-	keys     map[string]struct{}
+	few      []string            // an object's keys while they are few (linear search beats a map)
+	keys     map[string]struct{} // ... and once they are many
 	needKey  bool // object: the next string is a key
 	afterKey bool // object: a key was read, its value not yet
+}
+
+// seen records key and says whether the object had it already.
+func (f *frame) seen(key string) bool {
+	if f.keys == nil {
+		for _, k := range f.few {
+			if k == key {
+				return true
+			}
+		}
+		if len(f.few) < 16 {
+			f.few = append(f.few, key)
+			return false
+		}
+		f.keys = make(map[string]struct{}, 32)
+		for _, k := range f.few {
+			f.keys[k] = struct{}{}
+		}
+	}
+	if _, dup := f.keys[key]; dup {
+		return true
+	}
+	f.keys[key] = struct{}{}
+	return false
 }
 
 // scanner walks JSON bytes once, keeping the JSON pointer of the value under it, to find what
@@ -35,6 +64,7 @@ type frame struct {
 type scanner struct {
 	data  []byte
 	stack []frame
+	problem *scanProblem // found by valueDone
 	// target: report the pointer of the value spanning this offset (pointerAt)
 	target int
 	found  string
@@ -60,6 +90,9 @@ func (s *scanner) pointer() string {
 
 // valueDone is called after a complete value ending at end that started at start.
 func (s *scanner) valueDone(start, end int) {
+	if len(s.stack) == 1 && s.stack[0].obj && s.stack[0].key == "config" && end-start > MaxConfigBytes && s.problem == nil {
+		s.problem = &scanProblem{ptr: "/config", hasPtr: true, msg: fmt.Sprintf("the config is %d bytes, more than %d: not a model config", end-start, MaxConfigBytes)}
+	}
 	if s.target >= 0 && !s.hit && s.target >= start && s.target <= end {
 		s.found, s.hit = s.pointer(), true
 	}
@@ -73,6 +106,9 @@ func (s *scanner) run(maxDepth int) *scanProblem {
 	starts := []int{}
 	i := 0
 	for i < len(d) {
+		if s.problem != nil {
+			return s.problem
+		}
 		c := d[i]
 		switch c {
 		case ' ', '\t', '\n', '\r', ':':
@@ -137,14 +173,10 @@ func (s *scanner) run(maxDepth int) *scanProblem {
 					key = k
 				}
 				f := &s.stack[n-1]
-				if f.keys == nil {
-					f.keys = map[string]struct{}{}
-				}
 				f.key, f.needKey, f.afterKey = key, false, true
-				if _, dup := f.keys[key]; dup {
+				if f.seen(key) {
 					return &scanProblem{ptr: s.pointer(), hasPtr: true, msg: fmt.Sprintf("duplicate key %q in one object", key)}
 				}
-				f.keys[key] = struct{}{}
 				continue
 			}
 			s.valueDone(start, i)
@@ -162,7 +194,7 @@ func (s *scanner) run(maxDepth int) *scanProblem {
 			s.valueDone(start, i)
 		}
 	}
-	return nil
+	return s.problem
 }
 
 // prescan runs the scanner over a whole document.

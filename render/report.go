@@ -358,9 +358,9 @@ func (w *reportWriter) architecture() {
 	w.h3("Module Size Breakdown")
 	w.printf("Repeated layer and expert indices are grouped (`layers.*.mlp.experts`) to avoid repetitive rows.\n\n")
 	pats := r.Patterns
-	more := 0
+	more := r.PatternsTotal - len(pats)
 	if len(pats) > 20 {
-		more, pats = len(pats)-20, pats[:20]
+		more, pats = r.PatternsTotal-20, pats[:20]
 	}
 	rows = nil
 	for _, p := range pats {

@@ -195,18 +195,10 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET row_checksum = ? WHERE id = ?`, rowChecksum(row), id); err != nil {
 		return 0, err
 	}
-	modStmt, err := tx.PrepareContext(ctx, `INSERT INTO modules (run_id, idx, name, class, py_module, parent_idx) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return 0, err
-	}
-	defer modStmt.Close()
-	tStmt, err := tx.PrepareContext(ctx, `INSERT INTO tensors (run_id, module_idx, kind, pos, name, shape, dtype,
+	mods := newInserter(ctx, tx, `INSERT INTO modules (run_id, idx, name, class, py_module, parent_idx) VALUES`, 6)
+	tens := newInserter(ctx, tx, `INSERT INTO tensors (run_id, module_idx, kind, pos, name, shape, dtype,
 		numel, device, tied_to, requires_grad, lazy, expert_axis, persistent, stat_mean, stat_std, stat_min,
-		stat_max, stat_nonfinite, hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return 0, err
-	}
-	defer tStmt.Close()
+		stat_max, stat_nonfinite, hist) VALUES`, 20)
 	index := make(map[string]int, len(d.Modules))
 	for i, m := range d.Modules {
 		index[m.Name] = i
@@ -214,7 +206,7 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 		if m.Parent != nil {
 			parent = index[*m.Parent]
 		}
-		if _, err := modStmt.ExecContext(ctx, id, i, m.Name, m.Class, m.PyModule, parent); err != nil {
+		if err := mods.add(id, i, m.Name, m.Class, m.PyModule, parent); err != nil {
 			return 0, err
 		}
 		for j, p := range m.Params {
@@ -233,8 +225,12 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 					std = *s.Std
 				}
 			}
-			if _, err := tStmt.ExecContext(ctx, id, i, "param", j, p.Name, shape, p.DType, p.Numel, p.Device,
-				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, p.ExpertAxis, nil, mean, std, mn, mx, nonfinite, hist); err != nil {
+			var axis any
+			if p.ExpertAxis != nil {
+				axis = *p.ExpertAxis
+			}
+			if err := tens.add(id, i, "param", j, p.Name, shape, p.DType, p.Numel, p.Device,
+				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, axis, nil, mean, std, mn, mx, nonfinite, hist); err != nil {
 				return 0, err
 			}
 		}
@@ -243,11 +239,17 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 			if err != nil {
 				return 0, err
 			}
-			if _, err := tStmt.ExecContext(ctx, id, i, "buffer", j, b.Name, shape, b.DType, b.Numel, b.Device,
+			if err := tens.add(id, i, "buffer", j, b.Name, shape, b.DType, b.Numel, b.Device,
 				nullString(b.TiedTo), nil, nil, nil, b.Persistent, nil, nil, nil, nil, nil, nil); err != nil {
 				return 0, err
 			}
 		}
+	}
+	if err := mods.flush(); err != nil {
+		return 0, err
+	}
+	if err := tens.flush(); err != nil {
+		return 0, err
 	}
 	if tr := d.Trace; tr != nil {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO traces (run_id, batch, seq, device, attn_implementation,

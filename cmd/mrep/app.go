@@ -177,14 +177,24 @@ func ingestCommand(env Env) *cli.Command {
 				return cli.Exit(fmt.Sprintf("--max-bytes %d: want a positive number of bytes", maxBytes), exitFailure)
 			}
 			opt := ingest.Options{MaxBytes: maxBytes}
-			// Pass 1 validates every file and keeps only the names, so memory is bounded by the
-			// largest dump, not by how many a command ingests.
+			// Pass 1 validates every file. It keeps decoded dumps only while they add up to no
+			// more than the largest one (a single large dump is read once); the others are read
+			// again when stored, so memory is bounded by the largest dump, not by how many a
+			// command ingests.
 			var oks, bads []string
+			kept := map[int]*model.Dump{}
+			var keptBytes, largest int64
 			for _, p := range paths {
-				if _, err := ingest.ReadFile(p, opt); err != nil {
+				d, n, err := ingest.ReadFileSized(p, opt)
+				if err != nil {
 					bads = append(bads, p)
 					fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
 					continue
+				}
+				largest = max(largest, n)
+				if keptBytes+n <= largest {
+					kept[len(oks)] = d
+					keptBytes += n
 				}
 				oks = append(oks, p)
 			}
@@ -200,6 +210,10 @@ func ingestCommand(env Env) *cli.Command {
 				// Pass 2 reads each dump again and stores it: by default all in one transaction
 				// (a failure stores nothing); with --keep-going each dump on its own.
 				read := func(i int) (*model.Dump, string, error) {
+					if d, ok := kept[i]; ok {
+						delete(kept, i)
+						return d, oks[i], nil
+					}
 					d, err := ingest.ReadFile(oks[i], opt)
 					return d, oks[i], err
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/internal/scaledump"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
 )
@@ -77,5 +78,35 @@ func BenchmarkHistory1000Cached(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		mustRun(b, path, args...)
+	}
+}
+
+// The scale goal of issue 10: a valid dump of 200,000 modules and 500,000 tensors (67 MB).
+// go test ./cmd/mrep -run '^$' -bench Scale -benchtime 1x
+func scaleDump(b *testing.B) string {
+	b.Helper()
+	p := filepath.Join(b.TempDir(), "scale.json")
+	if err := scaledump.Write(p, 200000, 500000); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func BenchmarkIngestScale(b *testing.B) {
+	p := scaleDump(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		db := filepath.Join(b.TempDir(), "s.db")
+		mustRun(b, db, "ingest", p)
+	}
+}
+
+func BenchmarkReportScale(b *testing.B) {
+	p := scaleDump(b)
+	db := filepath.Join(b.TempDir(), "s.db")
+	mustRun(b, db, "ingest", p)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mustRun(b, db, "report", "1", "-o", filepath.Join(b.TempDir(), "r"))
 	}
 }
