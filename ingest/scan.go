@@ -29,8 +29,8 @@ type frame struct {
 	idx      int
 	few      []string            // an object's keys while they are few (linear search beats a map)
 	keys     map[string]struct{} // ... and once they are many
-	needKey  bool // object: the next string is a key
-	afterKey bool // object: a key was read, its value not yet
+	needKey  bool                // object: the next string is a key
+	afterKey bool                // object: a key was read, its value not yet
 }
 
 // seen records key and says whether the object had it already.
@@ -62,8 +62,8 @@ func (f *frame) seen(key string) bool {
 // MaxNumberLen, invalid UTF-8 in strings, and duplicate object keys (Go keeps the last one).
 // It stops quietly at anything malformed: the decoder reports syntax errors with positions.
 type scanner struct {
-	data  []byte
-	stack []frame
+	data    []byte
+	stack   []frame
 	problem *scanProblem // found by valueDone
 	// target: report the pointer of the value spanning this offset (pointerAt)
 	target int
