@@ -3,6 +3,7 @@ package analyzer
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/mrep-dev/mrep/model"
@@ -57,13 +58,47 @@ type Fingerprint struct {
 	CKV int64 `json:"c_kv"`
 	// Transformer is false for models with no attention (a plain MLP): only GEMMs are costed.
 	Transformer bool `json:"transformer"`
+	// Warnings name config values that were ignored because no model has them (negative,
+	// fractional, absurdly large, inconsistent): the module tree fills in where it can.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
-func cfgInt(cfg map[string]any, keys ...string) (int64, bool) {
+// MaxConfigInt bounds a size read from a config: no layer count, width, head count, vocab or
+// context length of a real model comes near 2^31.
+const MaxConfigInt = 1 << 31
+
+// cfgInt reads the first of keys the config has as a non-negative integer; a value that is
+// not one is ignored.
+func cfgInt(cfg map[string]any, keys ...string) (int64, bool) { return cfgIntW(cfg, nil, keys...) }
+
+// cfgIntW is cfgInt that says why a value was ignored, naming the key, in warn.
+func cfgIntW(cfg map[string]any, warn *[]string, keys ...string) (int64, bool) {
 	for _, k := range keys {
-		if v, ok := model.ConfigNumber(cfg, k); ok {
-			return int64(v), true
+		raw, present := cfg[k]
+		if !present || raw == nil {
+			continue
 		}
+		v, ok := model.ConfigNumber(cfg, k)
+		bad := ""
+		switch {
+		case !ok:
+			bad = "is not a number"
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			bad = "is not finite"
+		case v != math.Trunc(v):
+			bad = "is not an integer"
+		case v < 0:
+			bad = "is negative"
+		case v > MaxConfigInt:
+			bad = "is beyond any real model"
+		}
+		if bad != "" {
+			if warn != nil {
+				*warn = append(*warn, fmt.Sprintf("config %s = %v %s: ignored (override it in the dump's config if the tree cannot tell)", k, raw, bad))
+			}
+			continue
+		}
+		return int64(v), true
 	}
 	return 0, false
 }
@@ -91,42 +126,45 @@ func Fingerprinted(d *model.Dump) Fingerprint {
 	}
 	fp := Fingerprint{ModelType: d.Model.Source.ModelType}
 	fp.Family = familyOf(d)
-	fp.Hidden, _ = cfgInt(cfg, "hidden_size", "n_embd", "d_model")
-	fp.Layers, _ = cfgInt(cfg, "num_hidden_layers", "n_layer", "num_layers")
-	fp.Heads, _ = cfgInt(cfg, "num_attention_heads", "n_head", "num_heads")
-	fp.KVHeads, _ = cfgInt(cfg, "num_key_value_heads", "num_kv_heads")
+	fp.Hidden, _ = cfgIntW(cfg, &fp.Warnings, "hidden_size", "n_embd", "d_model")
+	fp.Layers, _ = cfgIntW(cfg, &fp.Warnings, "num_hidden_layers", "n_layer", "num_layers")
+	fp.Heads, _ = cfgIntW(cfg, &fp.Warnings, "num_attention_heads", "n_head", "num_heads")
+	fp.KVHeads, _ = cfgIntW(cfg, &fp.Warnings, "num_key_value_heads", "num_kv_heads")
 	if mq, ok := cfgBool(cfg, "multi_query"); ok && mq {
 		fp.KVHeads = 1
 	}
-	if fp.KVHeads == 0 {
+	if fp.KVHeads == 0 || fp.KVHeads > fp.Heads {
+		if fp.KVHeads > fp.Heads && fp.Heads > 0 {
+			fp.Warnings = append(fp.Warnings, fmt.Sprintf("config has %d KV heads for %d query heads: using %d", fp.KVHeads, fp.Heads, fp.Heads))
+		}
 		fp.KVHeads = fp.Heads
 	}
-	fp.HeadDim, _ = cfgInt(cfg, "head_dim")
+	fp.HeadDim, _ = cfgIntW(cfg, &fp.Warnings, "head_dim")
 	if fp.HeadDim == 0 && fp.Heads > 0 {
 		fp.HeadDim = fp.Hidden / fp.Heads
 	}
 	fp.VHeadDim = fp.HeadDim
-	fp.Intermediate, _ = cfgInt(cfg, "intermediate_size", "n_inner", "ffn_dim")
+	fp.Intermediate, _ = cfgIntW(cfg, &fp.Warnings, "intermediate_size", "n_inner", "ffn_dim")
 	if fp.Intermediate == 0 && fp.Hidden > 0 {
 		fp.Intermediate = 4 * fp.Hidden // GPT-2's n_inner=null convention
 	}
-	fp.Vocab, _ = cfgInt(cfg, "vocab_size")
-	fp.MaxPositions, _ = cfgInt(cfg, "max_position_embeddings", "n_positions")
+	fp.Vocab, _ = cfgIntW(cfg, &fp.Warnings, "vocab_size")
+	fp.MaxPositions, _ = cfgIntW(cfg, &fp.Warnings, "max_position_embeddings", "n_positions")
 	fp.Activation = cfgString(cfg, "hidden_act", "activation_function", "hidden_activation")
 
-	if r, ok := cfgInt(cfg, "kv_lora_rank"); ok && r > 0 {
+	if r, ok := cfgIntW(cfg, &fp.Warnings, "kv_lora_rank"); ok && r > 0 {
 		m := &MLAInfo{KVLoraRank: r}
-		m.QLoraRank, _ = cfgInt(cfg, "q_lora_rank")
-		m.QKNope, _ = cfgInt(cfg, "qk_nope_head_dim")
-		m.QKRope, _ = cfgInt(cfg, "qk_rope_head_dim")
-		m.VHead, _ = cfgInt(cfg, "v_head_dim")
+		m.QLoraRank, _ = cfgIntW(cfg, &fp.Warnings, "q_lora_rank")
+		m.QKNope, _ = cfgIntW(cfg, &fp.Warnings, "qk_nope_head_dim")
+		m.QKRope, _ = cfgIntW(cfg, &fp.Warnings, "qk_rope_head_dim")
+		m.VHead, _ = cfgIntW(cfg, &fp.Warnings, "v_head_dim")
 		fp.MLA = m
 		fp.HeadDim = m.QKNope + m.QKRope
 		fp.VHeadDim = m.VHead
 	}
 
 	// Sliding window: Qwen2 carries a window it does not use unless use_sliding_window is set.
-	if w, ok := cfgInt(cfg, "sliding_window"); ok && w > 0 {
+	if w, ok := cfgIntW(cfg, &fp.Warnings, "sliding_window"); ok && w > 0 {
 		if use, ok := cfgBool(cfg, "use_sliding_window"); !ok || use {
 			fp.SlidingWindow = w
 		}
@@ -164,7 +202,7 @@ func Fingerprinted(d *model.Dump) Fingerprint {
 			}
 		}
 	}
-	fp.MoE = moeInfo(cfg, d, fp)
+	fp.MoE = moeInfo(cfg, d, fp, &fp.Warnings)
 	return fp
 }
 
@@ -243,27 +281,31 @@ func gatedMLP(d *model.Dump) bool {
 	return false
 }
 
-func moeInfo(cfg map[string]any, d *model.Dump, fp Fingerprint) *MoEInfo {
-	e, _ := cfgInt(cfg, "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+func moeInfo(cfg map[string]any, d *model.Dump, fp Fingerprint, warn *[]string) *MoEInfo {
+	e, _ := cfgIntW(cfg, warn, "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 	if e <= 1 {
 		return nil
 	}
 	m := &MoEInfo{RoutedExperts: e, LayerFreq: 1}
-	m.TopK, _ = cfgInt(cfg, "num_experts_per_tok", "moe_top_k", "top_k", "num_selected_experts")
+	m.TopK, _ = cfgIntW(cfg, warn, "num_experts_per_tok", "moe_top_k", "top_k", "num_selected_experts")
 	if m.TopK == 0 {
 		m.TopK = 1
 	}
-	m.SharedExperts, _ = cfgInt(cfg, "n_shared_experts", "num_shared_experts")
+	if m.TopK > e {
+		*warn = append(*warn, fmt.Sprintf("config top-k %d exceeds the %d routed experts: using %d", m.TopK, e, e))
+		m.TopK = e
+	}
+	m.SharedExperts, _ = cfgIntW(cfg, warn, "n_shared_experts", "num_shared_experts")
 	if m.SharedExperts == 0 {
-		if v, ok := cfgInt(cfg, "shared_expert_intermediate_size"); ok && v > 0 {
+		if v, ok := cfgIntW(cfg, warn, "shared_expert_intermediate_size"); ok && v > 0 {
 			m.SharedExperts = 1
 		}
 	}
-	m.DenseFirst, _ = cfgInt(cfg, "first_k_dense_replace")
-	if f, ok := cfgInt(cfg, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step"); ok && f > 0 {
+	m.DenseFirst, _ = cfgIntW(cfg, warn, "first_k_dense_replace")
+	if f, ok := cfgIntW(cfg, warn, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step"); ok && f > 0 {
 		m.LayerFreq = f
 	}
-	m.ExpertFFN, _ = cfgInt(cfg, "moe_intermediate_size", "intermediate_size_moe")
+	m.ExpertFFN, _ = cfgIntW(cfg, warn, "moe_intermediate_size", "intermediate_size_moe")
 	if m.ExpertFFN == 0 {
 		m.ExpertFFN = fp.Intermediate
 	}

@@ -66,6 +66,10 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 		{"KV elements per token per layer (C_kv)", Comma(fp.CKV)},
 	})
 
+	for _, warn := range fp.Warnings {
+		w.printf("\n⚠ %s\n", warn)
+	}
+
 	w.printf("\n## Parameters by category\n\n")
 	var rows [][]string
 	for _, c := range analyzer.Categories {

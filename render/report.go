@@ -318,6 +318,9 @@ func (w *reportWriter) architecture() {
 		{"Normalization", code(fp.Normalization)}, {"Activation", code(orNone(fp.Activation))}, {"MoE", moe},
 		{"Weight Tying", code(yesNo(fp.TiedEmbeddings))}, {"KV elements per token per layer (`C_kv`)", Comma(fp.CKV)},
 	})
+	for _, warn := range fp.Warnings {
+		w.printf("\n⚠ %s\n", warn)
+	}
 	if len(r.Config) > 0 {
 		w.printf("\n**Config**\n\n")
 		var rows [][]string

@@ -155,3 +155,43 @@ func TestReportDirectoryIsAtomic(t *testing.T) {
 		t.Error("the user's file was touched")
 	}
 }
+
+// Config values no model has are ignored with a warning naming the key: no NaN, -Inf or
+// negative bytes reach the outputs.
+func TestAbsurdConfigValuesAreNamedAndIgnored(t *testing.T) {
+	dir := t.TempDir()
+	raw, _ := os.ReadFile("../../examples/dumps/Llama-3.2-1B-Instruct.json.gz")
+	zr, _ := gzip.NewReader(bytes.NewReader(raw))
+	plain, _ := io.ReadAll(zr)
+	dec := json.NewDecoder(bytes.NewReader(plain))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	cfg := doc["config"].(map[string]any)
+	cfg["num_attention_heads"] = json.Number("12.5")
+	cfg["num_key_value_heads"] = json.Number("-8")
+	cfg["vocab_size"] = json.Number("1e15")
+	b, _ := json.Marshal(doc)
+	b, err := ingest.Rehash(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "absurd.json")
+	os.WriteFile(p, b, 0o644)
+	db := filepath.Join(dir, "a.db")
+	mustRun(t, db, "ingest", p)
+	out := mustRun(t, db, "analyze", "1")
+	for _, want := range []string{"config num_attention_heads = 12.5 is not an integer", "config num_key_value_heads = -8 is negative", "config vocab_size = 1e15 is beyond any real model"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("analyze does not say %q", want)
+		}
+	}
+	js := mustRun(t, db, "analyze", "1", "--json")
+	for _, bad := range []string{"NaN", "Inf", `"bytes_weights": -`, `"T_est": -`} {
+		if strings.Contains(js, bad) {
+			t.Errorf("analyze --json carries %s", bad)
+		}
+	}
+}
