@@ -9,6 +9,11 @@ var dtypeBytes = map[string]float64{
 	"int64": 8, "uint64": 8, "long": 8,
 	"int8": 1, "uint8": 1, "bool": 1,
 	"float4_e2m1fn_x2": 1, // two fp4 values packed per byte element
+	// quantized and bit-packed dtypes torch names (packed types count their byte elements)
+	"qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
+	"bits8": 1, "bits16": 2, "bits1x8": 1, "bits2x4": 1, "bits4x2": 1,
+	"uint1": 0.125, "uint2": 0.25, "uint3": 0.375, "uint4": 0.5, "uint5": 0.625, "uint6": 0.75, "uint7": 0.875,
+	"int1": 0.125, "int2": 0.25, "int3": 0.375, "int4": 0.5, "int5": 0.625, "int6": 0.75, "int7": 0.875,
 }
 
 // DTypeBytes is the element size of a torch dtype name ("float8_e4m3fn" and every other

@@ -7,6 +7,7 @@ fixtures that each side must reject with the same JSON pointer.
 from __future__ import annotations
 
 import json
+import datetime as _dt
 import math
 import os
 from functools import lru_cache
@@ -50,15 +51,37 @@ def _product(shape: list[int]) -> int:
     return n
 
 
+_DTYPE_BYTES = {
+    "float64", "double", "complex128", "complex64", "float32", "float", "int32", "uint32", "complex32",
+    "float16", "half", "bfloat16", "int16", "uint16", "int64", "uint64", "long", "int8", "uint8", "bool",
+    "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8", "bits16", "bits1x8",
+    "bits2x4", "bits4x2", *(f"uint{i}" for i in range(1, 8)), *(f"int{i}" for i in range(1, 8)),
+}  # the dtypes mrep sizes (model/dtype.go); every float8_* variant too
+
+
+def _known_dtype(dtype: str) -> bool:
+    return dtype in _DTYPE_BYTES or dtype.startswith("float8_")
+
+
+def _created_at_ok(s: str) -> bool:
+    try:
+        t = _dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return t.year >= 1970
+
+
 def semantic_errors(doc: dict) -> Iterator[DumpInvalid]:
-    """Rules beyond the schema: tree shape, numel, ties, statistics."""
+    """Rules beyond the schema: tree shape, numel, ties, statistics (the Go side's ingest.Check)."""
+    if not _created_at_ok(doc["run"]["created_at"]):
+        yield DumpInvalid("/run/created_at", f"created_at {doc['run']['created_at']!r} is not a real UTC time")
     modules = doc["modules"]
     index: dict[str, int] = {}
     for i, m in enumerate(modules):
         if m["name"] in index:
             yield DumpInvalid(f"/modules/{i}/name", f"duplicate module name {m['name']!r}")
         index.setdefault(m["name"], i)
-    tensors: set[str] = set()
+    tensors: dict[str, tuple] = {}
     for i, m in enumerate(modules):
         name, parent = m["name"], m["parent"]
         if name == "":
@@ -68,33 +91,53 @@ def semantic_errors(doc: dict) -> Iterator[DumpInvalid]:
             yield DumpInvalid(f"/modules/{i}/parent", f"module {name!r} has no parent but is not the root")
         elif parent not in index or index[parent] >= i:
             yield DumpInvalid(f"/modules/{i}/parent", f"parent {parent!r} is not a module listed before {name!r}")
+        elif (parent == "" and "." in name) or (parent != "" and not (name.startswith(parent + ".") and "." not in name[len(parent) + 1:])):
+            yield DumpInvalid(f"/modules/{i}/name", f"module {name!r} is not named under its parent {parent!r}")
+        seen: set[str] = set()  # params and buffers share one namespace per module
         for kind in ("params", "buffers"):
-            seen: set[str] = set()
             for j, t in enumerate(m[kind]):
                 at = f"/modules/{i}/{kind}/{j}"
                 if t["name"] in seen:
-                    yield DumpInvalid(f"{at}/name", f"duplicate tensor name {t['name']!r} in module {name!r}")
+                    yield DumpInvalid(f"{at}/name", f"module {name!r} has two tensors (parameters or buffers) named {t['name']!r}")
                 seen.add(t["name"])
+                if not _known_dtype(t["dtype"]):
+                    yield DumpInvalid(f"{at}/dtype", f"unknown dtype {t['dtype']!r}")
                 if t["shape"] is None:
                     if not t.get("lazy"):
                         yield DumpInvalid(f"{at}/shape", "shape is null but the tensor is not lazy")
+                    elif t["numel"] != 0:
+                        yield DumpInvalid(f"{at}/numel", f"a lazy tensor has no size yet, but numel is {t['numel']}")
                 elif t["numel"] != _product(t["shape"]):
                     yield DumpInvalid(
                         f"{at}/numel", f"numel {t['numel']} is not the product of shape {t['shape']}"
                     )
+                if t.get("expert_axis") is not None and (t["shape"] is None or len(t["shape"]) < 3):
+                    yield DumpInvalid(f"{at}/expert_axis", "expert_axis on a tensor that is not expert-stacked")
                 full = f"{name}.{t['name']}" if name else t["name"]
                 tied = t.get("tied_to")
-                if tied is not None and tied not in tensors:
-                    yield DumpInvalid(f"{at}/tied_to", f"tied_to {tied!r} names no tensor listed before it")
-                tensors.add(full)
+                if tied is not None:
+                    first = tensors.get(tied)
+                    if first is None:
+                        yield DumpInvalid(f"{at}/tied_to", f"tied_to {tied!r} names no tensor listed before it")
+                    elif first[0] != kind:
+                        yield DumpInvalid(f"{at}/tied_to", f"a {kind[:-1]} tied to a {first[0][:-1]}")
+                    elif (first[1], first[2]) != (t["shape"], t["dtype"]):
+                        yield DumpInvalid(f"{at}/tied_to", f"tied to {tied!r} of another shape or dtype")
+                tensors[full] = (kind, t["shape"], t["dtype"])
                 st = t.get("stats")
                 if st is not None:
                     yield from _stats_errors(st, t, f"{at}/stats")
     trace = doc.get("trace")
     if trace is not None:
+        traced: set[str] = set()
         for k, tm in enumerate(trace["modules"]):
             if tm["name"] not in index:
                 yield DumpInvalid(f"/trace/modules/{k}/name", f"traced module {tm['name']!r} is not in the tree")
+            if tm["name"] in traced:
+                yield DumpInvalid(f"/trace/modules/{k}/name", f"module {tm['name']!r} is traced twice")
+            traced.add(tm["name"])
+            if tm["flops"] > trace["total_flops"] or (tm["name"] == "" and tm["flops"] != trace["total_flops"]):
+                yield DumpInvalid("/trace/total_flops", "total_flops is inconsistent with the traced modules")
             if tm["flops"] != sum(tm["ops"].values()):
                 yield DumpInvalid(f"/trace/modules/{k}/flops", "flops is not the sum of ops")
 
@@ -110,6 +153,17 @@ def _stats_errors(st: dict, t: dict, at: str) -> Iterator[DumpInvalid]:
         yield DumpInvalid(f"{at}/mean", f"mean {st['mean']} is outside [min, max]")
     if st["std"] is not None and st["std"] < 0:
         yield DumpInvalid(f"{at}/std", "std is negative")
+    if t["numel"] > 0 and st["nonfinite"] == t["numel"]:
+        yield DumpInvalid(f"{at}/nonfinite", "every value is non-finite, yet mean, min and max are finite numbers")
+    h = st["hist"]
+    if h["lo"] > h["hi"]:
+        yield DumpInvalid(f"{at}/hist/lo", "histogram lo is above hi")
+    elif h["lo"] < st["min"] or h["hi"] > st["max"]:
+        yield DumpInvalid(f"{at}/hist", "histogram range reaches outside [min, max]")
+    if st["std"] is None and t["numel"] - st["nonfinite"] > 1:
+        yield DumpInvalid(f"{at}/std", "std is null for more than one finite value")
+    elif st["std"] is not None and st["std"] > st["max"] - st["min"] + 1e-12 * max(1.0, abs(st["max"])):
+        yield DumpInvalid(f"{at}/std", "std is impossible for values in [min, max]")
     finite = t["numel"] - st["nonfinite"]
     if finite < 0:
         yield DumpInvalid(f"{at}/nonfinite", f"nonfinite {st['nonfinite']} exceeds numel {t['numel']}")
