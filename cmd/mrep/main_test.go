@@ -412,3 +412,44 @@ func TestExampleChipsFileAndProfiles(t *testing.T) {
 		}
 	}
 }
+
+// Sixteen mrep processes ingesting into one new database at once, round after round: none
+// fails with "database is locked" and no run is lost. MREP_PARALLEL_ROUNDS overrides the 200
+// rounds the issue asks for (-short: 10).
+func TestSixteenProcessesIntoANewDatabase(t *testing.T) {
+	bin := buildBinary(t)
+	rounds := 200
+	if testing.Short() {
+		rounds = 10
+	}
+	if v := os.Getenv("MREP_PARALLEL_ROUNDS"); v != "" {
+		fmt.Sscan(v, &rounds)
+	}
+	files, _ := filepath.Glob("../../examples/dumps/*.json.gz")
+	for round := 0; round < rounds; round++ {
+		db := filepath.Join(t.TempDir(), "p.db")
+		var wg sync.WaitGroup
+		errs := make([]error, 16)
+		outs := make([][]byte, 16)
+		start := make(chan struct{})
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				outs[i], errs[i] = exec.Command(bin, "--db", db, "ingest", files[i%len(files)]).CombinedOutput()
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d process %d: %v\n%s", round, i, err, outs[i])
+			}
+		}
+		want := min(16, len(files))
+		if got := strings.Count(mustRun(t, db, "runs", "--json"), `"content_hash"`); got != want {
+			t.Fatalf("round %d: %d runs stored, want %d", round, got, want)
+		}
+	}
+}
