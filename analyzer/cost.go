@@ -426,16 +426,5 @@ func netKernels(fp Fingerprint, moeLayers, layers float64, ph Phase, s Scenario)
 	return ks
 }
 
-// SentBytes is what one GPU sends over its links for a collective kernel (ring factors:
-// all-reduce 2(n-1)/n, all-gather, reduce-scatter, all-to-all (n-1)/n, point-to-point 1).
-func SentBytes(k kernels.Kernel) float64 {
-	n := math.Max(k.Ranks, 1)
-	f := 1.0
-	switch k.Coll {
-	case kernels.AllReduce:
-		f = 2 * (n - 1) / n
-	case kernels.AllGather, kernels.ReduceScatter, kernels.AllToAll:
-		f = (n - 1) / n
-	}
-	return k.Count * f * k.Message
-}
+// SentBytes is what one GPU sends over its links for a collective kernel.
+func SentBytes(k kernels.Kernel) float64 { return k.Count * kernels.RingFactor(k.Coll, k.Ranks) * k.Message }

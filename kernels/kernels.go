@@ -45,6 +45,22 @@ func (c Coll) String() string {
 	return [...]string{"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p"}[c]
 }
 
+// RingFactor is the share of a collective's message each of n ranks sends over its link with
+// ring algorithms: all-reduce 2(n-1)/n (reduce-scatter then all-gather), all-gather,
+// reduce-scatter and all-to-all (n-1)/n, point-to-point 1.
+func RingFactor(c Coll, n float64) float64 {
+	if n < 1 {
+		n = 1
+	}
+	switch c {
+	case AllReduce:
+		return 2 * (n - 1) / n
+	case AllGather, ReduceScatter, AllToAll:
+		return (n - 1) / n
+	}
+	return 1
+}
+
 // Tier is the link a collective runs on.
 type Tier uint8
 

@@ -174,21 +174,10 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 }
 
 // collective is one launch: a fixed latency plus the bytes each GPU sends over its link at
-// achievable bandwidth (ring algorithm factors: all-reduce 2(n-1)/n, all-gather,
-// reduce-scatter and all-to-all (n-1)/n, point-to-point 1).
+// achievable bandwidth (kernels.RingFactor).
 func (m *Model) collective(k kernels.Kernel) float64 {
-	n := math.Max(k.Ranks, 1)
-	if n == 1 && k.Coll != kernels.P2P {
+	if k.Ranks <= 1 && k.Coll != kernels.P2P {
 		return 0
-	}
-	var factor float64
-	switch k.Coll {
-	case kernels.AllReduce:
-		factor = 2 * (n - 1) / n
-	case kernels.AllGather, kernels.ReduceScatter, kernels.AllToAll:
-		factor = (n - 1) / n
-	default:
-		factor = 1
 	}
 	bw, lat := m.upBW, m.upLat
 	if m.scaleOut(k) {
@@ -197,7 +186,7 @@ func (m *Model) collective(k kernels.Kernel) float64 {
 	if bw <= 0 {
 		return math.Inf(1)
 	}
-	return lat + factor*k.Message/bw
+	return lat + kernels.RingFactor(k.Coll, k.Ranks)*k.Message/bw
 }
 
 // scaleOut: a collective runs on the scale-out network when asked to, or when its group is
@@ -208,14 +197,7 @@ func (m *Model) scaleOut(k kernels.Kernel) bool {
 
 // idealNet is a collective at the nominal link bandwidth with no latency.
 func (m *Model) idealNet(k kernels.Kernel) float64 {
-	n := math.Max(k.Ranks, 1)
-	factor := 1.0
-	switch k.Coll {
-	case kernels.AllReduce:
-		factor = 2 * (n - 1) / n
-	case kernels.AllGather, kernels.ReduceScatter, kernels.AllToAll:
-		factor = (n - 1) / n
-	}
+	factor := kernels.RingFactor(k.Coll, k.Ranks)
 	bw := m.Chip.NetBytesPerSec()
 	if m.scaleOut(k) {
 		bw = m.Chip.ScaleOutGBps * 1e9

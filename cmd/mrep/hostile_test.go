@@ -19,9 +19,8 @@ import (
 // backticks, a newline that would start a heading, a terminal escape and a bidi override.
 const hostileName = "<script>alert(1)</script> Q&A-7B | `x` \n# Owned \x1b[31mred\x07 \u202eevil"
 
-// editedDump writes a bundled dump with its model name and label replaced (and its content
-// hash recomputed, as an exporter would have written it) to dir.
-func editedDump(t *testing.T, dir, from, name, label string) string {
+// bundledDoc is a bundled dump decoded generically (numbers as written).
+func bundledDoc(t *testing.T, from string) map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile("../../examples/dumps/" + from + ".json.gz")
 	if err != nil {
@@ -38,10 +37,19 @@ func editedDump(t *testing.T, dir, from, name, label string) string {
 	if err := dec.Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
+	return doc
+}
+
+// editedDump writes a bundled dump with its model name and label replaced (and its content
+// hash recomputed, as an exporter would have written it) to dir.
+func editedDump(t *testing.T, dir, from, name, label string) string {
+	t.Helper()
+	doc := bundledDoc(t, from)
 	doc["model"].(map[string]any)["name"] = name
 	doc["run"].(map[string]any)["label"] = label
 	b, _ := json.Marshal(doc)
-	if b, err = ingest.Rehash(b); err != nil {
+	b, err := ingest.Rehash(b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "edited.json")
@@ -160,15 +168,7 @@ func TestReportDirectoryIsAtomic(t *testing.T) {
 // negative bytes reach the outputs.
 func TestAbsurdConfigValuesAreNamedAndIgnored(t *testing.T) {
 	dir := t.TempDir()
-	raw, _ := os.ReadFile("../../examples/dumps/Llama-3.2-1B-Instruct.json.gz")
-	zr, _ := gzip.NewReader(bytes.NewReader(raw))
-	plain, _ := io.ReadAll(zr)
-	dec := json.NewDecoder(bytes.NewReader(plain))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := bundledDoc(t, "Llama-3.2-1B-Instruct")
 	cfg := doc["config"].(map[string]any)
 	cfg["num_attention_heads"] = json.Number("12.5")
 	cfg["num_key_value_heads"] = json.Number("-8")

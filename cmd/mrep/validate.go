@@ -56,6 +56,27 @@ func readRows(path string) ([]calib.Row, error) {
 	return calib.Parse(path, f)
 }
 
+// preparedRows reads a rows file (the shipped set when path is empty) and counts each row's
+// steps against the chip database and the bundled or stored models.
+func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
+	rows, err := readRows(path)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	db, err := chipDB(c)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db")))
+	if err != nil {
+		if path != "" {
+			return nil, cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
+		}
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	return ps, nil
+}
+
 func validateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "validate",
@@ -63,17 +84,9 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "[ROWS.json|ROWS.csv]",
 		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "machine-readable output"}},
 		Action: func(c *cli.Context) error {
-			rows, err := readRows(c.Args().First())
-			if err != nil {
-				return cli.Exit(err.Error(), exitFailure)
-			}
-			db, err := chipDB(c)
+			ps, err := preparedRows(c, c.Args().First())
 			if err != nil {
 				return err
-			}
-			ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db")))
-			if err != nil {
-				return cli.Exit(err.Error(), exitFailure)
 			}
 			rep, err := calib.Validate(ps, nil)
 			if err != nil {
@@ -102,23 +115,19 @@ func calibrateCommand() *cli.Command {
 			if path == "" {
 				return cli.Exit("calibrate: give a file of measured rows (JSON or CSV, the shape of `mrep validate --json`'s input; see README)", exitFailure)
 			}
-			rows, err := readRows(path)
-			if err != nil {
-				return cli.Exit(err.Error(), exitFailure)
-			}
-			db, err := chipDB(c)
+			ps, err := preparedRows(c, path)
 			if err != nil {
 				return err
-			}
-			ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db")))
-			if err != nil {
-				return cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
 			}
 			fits, err := calib.Calibrate(ps, c.StringSlice("fit"), path)
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
 			}
 			if out := c.String("output"); out != "" {
+				db, err := chipDB(c)
+				if err != nil {
+					return err
+				}
 				var list []chips.Chip
 				for _, f := range fits {
 					chip, err := db.Lookup(f.Chip)
