@@ -427,4 +427,6 @@ func netKernels(fp Fingerprint, moeLayers, layers float64, ph Phase, s Scenario)
 }
 
 // SentBytes is what one GPU sends over its links for a collective kernel.
-func SentBytes(k kernels.Kernel) float64 { return k.Count * kernels.RingFactor(k.Coll, k.Ranks) * k.Message }
+func SentBytes(k kernels.Kernel) float64 {
+	return k.Count * kernels.RingFactor(k.Coll, k.Ranks) * k.Message
+}
