@@ -212,11 +212,7 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 		c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, m, 1, f, g+half)
 		c.nBwd = 2
 		if s.lowPrecisionTraining(ph) {
-			// cast + amax of the input (forward) and of the output gradient (backward), read in
-			// 16-bit and written in 8-bit, and the weight cast once per optimizer step
-			elems := m*(in+out) + float64(op.Numel)/tp/float64(s.GradAccum)
-			c.castK = kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 2,
-				Bytes: elems * (2 + s.WeightBytes)}
+			c.castK = castKernel(op, m*(in+out), float64(op.Numel)/tp, s)
 		}
 	case OpExperts:
 		costExperts(op, fp, ph, sh, s, p, c)
@@ -312,10 +308,19 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, mEff, groups, f, gTouched+p.ActFusion*act)
 	c.nBwd = 2
 	if s.lowPrecisionTraining(ph) {
-		elems := assignments*(in+out) + held*perExpert/tp/float64(s.GradAccum)
-		c.castK = kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 2,
-			Bytes: elems * (2 + s.WeightBytes)}
+		c.castK = castKernel(op, assignments*(in+out), held*perExpert/tp, s)
 	}
+}
+
+// castKernel is what low-precision training adds around a GEMM, as Transformer Engine runs
+// it: the input (forward) and output-gradient (backward) quantization is fused into the
+// neighbouring norm, activation or bias kernels, so it writes the low-precision copy (act
+// elements) without a launch of its own; the weights are cast once per optimizer step and
+// cached across micro-batches (read in 16-bit, written in low precision).
+func castKernel(op Op, act, weights float64, s Scenario) kernels.Kernel {
+	low := DTypeBytes[s.ComputeDType] // the fp8/fp4 copy's element size
+	return kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 0,
+		Bytes: act*low + weights*(s.WeightBytes+low)/float64(s.GradAccum)}
 }
 
 // kvElems is KV-cache elements per token per layer on one GPU: GQA heads split across TP (a KV

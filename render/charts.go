@@ -263,7 +263,10 @@ func Roofline(s RooflineSpec) chart.Chart {
 			GridMajorStyle: chart.Style{StrokeColor: drawing.ColorFromHex("e0e0e0"), StrokeWidth: 1}},
 		YAxis: chart.YAxis{Name: "TF_est (TFLOP/s, log)", Range: &LogRange{Min: ymin, Max: ymax}, Ticks: logTicks(ymin, ymax),
 			GridMajorStyle: chart.Style{StrokeColor: drawing.ColorFromHex("e0e0e0"), StrokeWidth: 1}},
-		Series: series,
+		// no series uses the secondary axis; left visible, go-chart draws its empty range's
+		// ticks at NaN positions (off-canvas in PNG, absurd coordinates in SVG)
+		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
+		Series:         series,
 	}
 	c.XAxis.GridLines = gridLines(c.XAxis.Ticks)
 	c.YAxis.GridLines = gridLines(c.YAxis.Ticks)

@@ -224,6 +224,8 @@ func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
 		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
 		XAxis:      chart.XAxis{Name: xLabel, Ticks: ticks, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
 		YAxis:      chart.YAxis{Name: metric, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
+		// unused secondary axis: hidden, or go-chart draws its empty range at NaN positions
+		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
 		Series: []chart.Series{chart.ContinuousSeries{Name: metric, XValues: xs, YValues: ys,
 			Style: chart.Style{StrokeColor: colorAt(0), StrokeWidth: 2, DotColor: colorAt(0), DotWidth: 4, FillColor: drawing.ColorTransparent}}},
 	}
