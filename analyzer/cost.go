@@ -35,6 +35,9 @@ type Scenario struct {
 
 	TP int64 `json:"tp"` // tensor parallel: heads, FFN width and vocab split TP ways
 	EP int64 `json:"ep"` // expert parallel (with DP = EP): E/EP experts per GPU
+	// CP is context parallel (training, prefill): each GPU holds S/CP of every sequence's
+	// tokens (load-balanced for causal attention) and gathers the K/V of the others.
+	CP int64 `json:"cp,omitempty"`
 
 	Recompute string `json:"recompute"`  // training: none, selective (attention core) or full
 	GradAccum int64  `json:"grad_accum"` // training: microbatches per optimizer step
@@ -79,6 +82,8 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("batch, seq and kv-len must be >= 1 (got %d, %d, %d)", s.Batch, s.Seq, s.KVLen)
 	case s.WeightBytes <= 0 || s.ActBytes <= 0 || s.KVBytes <= 0 || s.GradBytes <= 0:
 		return fmt.Errorf("dtype byte widths must be positive")
+	case s.CP < 0 || (s.CP > 1 && s.Seq%s.CP != 0):
+		return fmt.Errorf("cp must divide seq (got cp %d, seq %d)", s.CP, s.Seq)
 	case s.TP < 1 || s.EP < 1:
 		return fmt.Errorf("tp and ep must be >= 1 (got %d, %d)", s.TP, s.EP)
 	case s.Recompute != "none" && s.Recompute != "selective" && s.Recompute != "full":
@@ -142,10 +147,14 @@ func shapeOf(ph Phase, s Scenario) stepShape {
 	case Decode:
 		return stepShape{tokens: float64(s.Batch), queries: 1, kvLen: float64(s.KVLen), batch: float64(s.Batch), decode: true, kvWrite: true}
 	case Prefill:
-		return stepShape{tokens: float64(s.Batch * s.Seq), queries: float64(s.Seq), kvLen: float64(s.Seq), batch: float64(s.Batch), kvWrite: true}
+		q := float64(s.Seq) / float64(s.cp())
+		return stepShape{tokens: float64(s.Batch) * q, queries: q, kvLen: float64(s.Seq), batch: float64(s.Batch), kvWrite: true}
 	}
-	return stepShape{tokens: float64(s.Batch * s.Seq), queries: float64(s.Seq), kvLen: float64(s.Seq), batch: float64(s.Batch)}
+	q := float64(s.Seq) / float64(s.cp())
+	return stepShape{tokens: float64(s.Batch) * q, queries: q, kvLen: float64(s.Seq), batch: float64(s.Batch)}
 }
+
+func (s Scenario) cp() int64 { return max(s.CP, 1) }
 
 // DistinctExperts is the expected number of distinct experts, of E, that T tokens each
 // routing to k experts touch under uniform routing: E * (1 - (1 - k/E)^T).
@@ -356,9 +365,11 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	fSoftmax := 3 * scores
 	// What a causal kernel executes: query i attends over i+1 keys (the lower triangle, with
 	// the diagonal); a sliding window caps each row at the window.
+	// With context parallel a GPU's S/CP queries are load-balanced chunks of the sequence, so it
+	// executes the same causal share of its queries x S scores as the whole sequence does.
 	exec := 1.0
 	if !sh.decode && sh.queries > 1 {
-		q := sh.queries
+		q := sh.kvLen
 		if w := float64(op.Window); w > 0 && w < q {
 			exec = (w*(w+1)/2 + (q-w)*w) / (q * q)
 		} else {
@@ -423,6 +434,13 @@ func netKernels(fp Fingerprint, moeLayers, layers float64, ph Phase, s Scenario)
 	if s.TP > 1 {
 		ks = append(ks, kernels.Kernel{Name: "tp_all_reduce", Category: "network", Kind: kernels.Collective, Coll: kernels.AllReduce,
 			Count: passes * 2 * layers, Ranks: float64(s.TP), Message: sh.tokens * float64(fp.Hidden) * A, Exposed: 1})
+	}
+	if s.CP > 1 && ph != Decode && fp.Transformer {
+		// each layer gathers the other chunks' K/V (and the backward reduce-scatters dK/dV); the
+		// ring exchange overlaps attention compute, so only what outlasts compute is exposed
+		kv := float64(s.Batch*s.Seq) * kvElems(fp, s) * math.Max(s.ActBytes, 2)
+		ks = append(ks, kernels.Kernel{Name: "cp_kv_all_gather", Category: "network", Kind: kernels.Collective, Coll: kernels.AllGather,
+			Count: passes * layers, Ranks: float64(s.CP), Message: kv, Exposed: 0})
 	}
 	if s.EP > 1 && fp.MoE != nil {
 		ks = append(ks, kernels.Kernel{Name: "ep_all_to_all", Category: "network", Kind: kernels.Collective, Coll: kernels.AllToAll,

@@ -498,3 +498,17 @@ func SortedCategories(byCat map[string]Cost) []string {
 	sort.Slice(keys, func(i, j int) bool { return order[keys[i]] < order[keys[j]] })
 	return keys
 }
+
+// ParamsPerGPU is the parameters one GPU holds under TP, PP and EP: every category split TP
+// ways, routed experts also EP ways, and the whole spread over PP stages.
+func (m *Model) ParamsPerGPU(tp, pp, ep int64) float64 {
+	var n float64
+	for c, v := range m.Params {
+		x := float64(v) / float64(tp)
+		if c == CatRoutedExperts {
+			x /= float64(ep)
+		}
+		n += x
+	}
+	return n / float64(pp)
+}

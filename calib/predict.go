@@ -8,6 +8,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/timing"
 )
@@ -27,6 +28,13 @@ type Prepared struct {
 
 	steps []weighted
 	value func(t float64) float64 // total step time -> the row's measured quantity
+	train *trainRow               // a training row on a parallel layout
+}
+
+type trainRow struct {
+	m *analyzer.Model
+	s analyzer.Scenario
+	l layout.Layout
 }
 
 type weighted struct {
@@ -158,9 +166,12 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		p.value = func(t float64) float64 { return tokens / t / gpus }
 	case KindTrainStep:
 		mbs := max(r.MBS, 1)
-		s.Batch, s.Seq, s.GradAccum = mbs, r.Seq, max(r.GBS/mbs, 1)
-		fit.Batch, fit.Seq, fit.KVLen = mbs, r.Seq, 1
-		err = add(analyzer.Training, s, float64(s.GradAccum))
+		l := r.Layout()
+		if err := l.Validate(m.Fingerprint); err != nil {
+			return err
+		}
+		p.train = &trainRow{m: m, s: s, l: l}
+		fit.Batch, fit.Seq, fit.KVLen, fit.TP = mbs, r.Seq, 1, l.TP
 		p.value = func(t float64) float64 { return t }
 	default:
 		return fmt.Errorf("kind %s is not predictable", r.Kind)
@@ -168,15 +179,18 @@ func (p *Prepared) count(m *analyzer.Model) error {
 	if err != nil {
 		return err
 	}
+	if p.train != nil {
+		mem := layout.MemoryPerGPU(m, p.train.l)
+		p.Fits = mem.Total <= p.Chip.MemoryBytes()
+		p.FitNote = fmt.Sprintf("%.1f GiB per GPU of %.0f GiB", mem.Total/(1<<30), p.Chip.MemoryGiB)
+		return nil
+	}
 	tg, err := analyzer.NewTarget(p.Chip, s.ComputeDType, nil)
 	if err != nil {
 		return err
 	}
 	f := analyzer.FitFor(m, fit, tg)
 	p.Fits, p.FitNote = f.InferenceFits, f.Verdict
-	if r.Kind == KindTrainStep {
-		p.Fits = f.TrainingFits
-	}
 	return nil
 }
 
@@ -196,6 +210,13 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 	tg, err := analyzer.NewTarget(chip, s.ComputeDType, tm)
 	if err != nil {
 		return 0, 0, err
+	}
+	if tr := p.train; tr != nil {
+		st, err := layout.Train(tr.m, tr.s, tr.l, tm, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
+		if err != nil {
+			return 0, 0, err
+		}
+		return st.StepTime, st.Roofline, nil
 	}
 	var t, r float64
 	for _, ws := range p.steps {

@@ -14,6 +14,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/mrep-dev/mrep/layout"
 )
 
 //go:embed measured.json
@@ -89,12 +91,19 @@ func (r Row) Expressible() error {
 	switch {
 	case r.Kind == KindServing:
 		return fmt.Errorf("%w: continuous (in-flight) batching of a request stream is the serving model's (plan serve)", ErrNotExpressible)
-	case r.PP > 1 || r.CP > 1 || r.VP > 1:
-		return fmt.Errorf("%w: pipeline (PP=%d, VP=%d) and context (CP=%d) parallel layouts are the training-layout model's (plan train)", ErrNotExpressible, r.PP, r.VP, r.CP)
-	case r.Kind == KindTrainStep && r.dp() > 1:
-		return fmt.Errorf("%w: data-parallel gradient reduction over %d replicas is the training-layout model's (plan train)", ErrNotExpressible, r.dp())
+	case r.Kind != KindTrainStep && (r.PP > 1 || r.CP > 1 || r.VP > 1):
+		return fmt.Errorf("%w: pipeline (PP=%d, VP=%d) and context (CP=%d) parallel inference", ErrNotExpressible, r.PP, r.VP, r.CP)
+	case r.Kind == KindTrainStep && r.GPUs > 0 && r.GPUs%(max(r.TP, 1)*max(r.PP, 1)*max(r.CP, 1)) != 0:
+		return fmt.Errorf("%w: %d GPUs are not a multiple of TP x PP x CP", ErrNotExpressible, r.GPUs)
 	}
 	return nil
+}
+
+// Layout is a training row's parallel layout: DP from the GPU count, the distributed
+// optimizer on (Megatron/NeMo recipes shard optimizer state over DP by default).
+func (r Row) Layout() layout.Layout {
+	return layout.Layout{TP: max(r.TP, 1), PP: max(r.PP, 1), VP: max(r.VP, 1), CP: max(r.CP, 1), DP: r.dp(), EP: max(r.EP, 1),
+		MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true}
 }
 
 func (r Row) dp() int64 {

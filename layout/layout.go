@@ -1,0 +1,203 @@
+// Package layout spreads a training step over a parallel layout: tensor (TP, with sequence
+// parallel), pipeline (PP, interleaved with VP virtual stages), context (CP), data (DP, with
+// the distributed optimizer) and expert parallel. It composes the counted step (analyzer) and
+// the time model (a kernels.Predictor) into a step time on many GPUs; it never imports timing.
+package layout
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/kernels"
+)
+
+// Layout is how a training job is spread over GPUs.
+type Layout struct {
+	TP, PP, VP, CP, DP, EP int64
+	MBS, GBS               int64 // micro-batch and global batch, in sequences
+	Seq                    int64
+	// DistOptimizer shards optimizer state (fp32 master, m, v) over DP (ZeRO-1, Megatron's
+	// distributed optimizer): gradients are reduce-scattered and parameters all-gathered.
+	DistOptimizer bool
+	Recompute     string
+}
+
+// GPUs is TP x PP x CP x DP.
+func (l Layout) GPUs() int64 { return l.TP * l.PP * l.CP * l.DP }
+
+// GA is the gradient accumulation: micro-batches per optimizer step on each DP rank.
+func (l Layout) GA() int64 { return l.GBS / (l.MBS * l.DP) }
+
+// Validate checks the layout against the model, each error naming the constraint.
+func (l Layout) Validate(fp analyzer.Fingerprint) error {
+	switch {
+	case l.TP < 1 || l.PP < 1 || l.VP < 1 || l.CP < 1 || l.DP < 1 || l.EP < 1 || l.MBS < 1 || l.GBS < 1 || l.Seq < 1:
+		return fmt.Errorf("layout sizes must be >= 1 (tp %d, pp %d, vp %d, cp %d, dp %d, ep %d, mbs %d, gbs %d, seq %d)", l.TP, l.PP, l.VP, l.CP, l.DP, l.EP, l.MBS, l.GBS, l.Seq)
+	case fp.Heads > 0 && fp.Heads%l.TP != 0:
+		return fmt.Errorf("tp %d must divide the %d attention heads", l.TP, fp.Heads)
+	case fp.Layers > 0 && l.PP*l.VP > fp.Layers:
+		return fmt.Errorf("pp %d x vp %d stages exceed the %d layers", l.PP, l.VP, fp.Layers)
+	case l.Seq%l.CP != 0 || (l.CP > 1 && (l.Seq/l.CP)%2 != 0):
+		return fmt.Errorf("cp %d must split seq %d into an even number of tokens per rank (two chunks each, for causal balance)", l.CP, l.Seq)
+	case l.GBS%(l.MBS*l.DP) != 0:
+		return fmt.Errorf("gbs %d must be divisible by mbs %d x dp %d", l.GBS, l.MBS, l.DP)
+	case fp.MoE != nil && fp.MoE.RoutedExperts%l.EP != 0:
+		return fmt.Errorf("ep %d must divide the %d routed experts", l.EP, fp.MoE.RoutedExperts)
+	}
+	return nil
+}
+
+// Step is a training step on the layout, and where its time goes. Seconds.
+type Step struct {
+	Layout     Layout  `json:"layout"`
+	StepTime   float64 `json:"step_time"`
+	Microbatch float64 `json:"microbatch_time"` // forward + backward of one micro-batch on the slowest stage
+	Pipeline   float64 `json:"pipeline_time"`   // GA micro-batches plus the pipeline bubble
+	Bubble     float64 `json:"bubble_time"`
+	DPExposed  float64 `json:"dp_exposed"` // gradient reduce-scatter and parameter all-gather not hidden
+	Optimizer  float64 `json:"optimizer_time"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	// MFU with the report's F_theory (full-S^2 attention, as FlopCounterMode counts it).
+	MFU float64 `json:"MFU"`
+	// Roofline is the ideal ceiling: GA micro-batches of the slowest stage at datasheet figures,
+	// no bubble, no exposed communication. No run is faster.
+	Roofline float64 `json:"T_roofline"`
+}
+
+// Train times one optimizer step of the layout. s carries the precision recipe; p is the
+// chip's time model and peak the FLOP/s MFU is quoted against. domain is how many GPUs share
+// the scale-up fabric: groups beyond it (DP groups spaced by TP x CP) cross the scale-out network.
+func Train(m *analyzer.Model, s analyzer.Scenario, l Layout, p kernels.Predictor, peak float64, domain int64) (Step, error) {
+	if err := l.Validate(m.Fingerprint); err != nil {
+		return Step{}, err
+	}
+	st := Step{Layout: l}
+	sc := s
+	sc.Batch, sc.Seq, sc.TP, sc.CP, sc.EP, sc.GradAccum = l.MBS, l.Seq, l.TP, l.CP, l.EP, l.GA()
+	if l.Recompute != "" {
+		sc.Recompute = l.Recompute
+	}
+	step, err := m.Analyze(analyzer.Training, sc, analyzer.Achievable)
+	if err != nil {
+		return st, err
+	}
+	// One micro-batch on the slowest pipeline stage: 1/PP of the layers' kernels (and of the
+	// TP/CP collectives), plus the LM head and loss on the last stage (the embedding gather on
+	// the first is far smaller).
+	var stage, head, opt []kernels.Kernel
+	for _, k := range step.Kernels {
+		switch k.Category {
+		case "optimizer":
+			opt = append(opt, k)
+		case string(analyzer.CatLMHead):
+			head = append(head, k)
+		case string(analyzer.CatEmbedding):
+			// first stage: lighter than the LM head on the last
+		default:
+			stage = append(stage, scaled(k, 1/float64(l.PP)))
+		}
+	}
+	mb := p.Predict(append(stage, head...))
+	st.Microbatch = mb.TEst
+	// Interleaved 1F1B: the bubble is (PP-1)/VP micro-batch times (Narayanan et al. 2021).
+	ga := float64(l.GA())
+	st.Bubble = float64(l.PP-1) / float64(l.VP) * st.Microbatch
+	st.Pipeline = ga*st.Microbatch + st.Bubble
+
+	// Data parallel: this GPU's gradients reduce-scattered and its parameters all-gathered
+	// over DP, in 16 bits, overlapped with the last micro-batch's backward and the first's
+	// forward (Megatron's bucketed overlap); what outlasts them is exposed.
+	if l.DP > 1 {
+		params := m.ParamsPerGPU(l.TP, l.PP, l.EP)
+		tier := kernels.ScaleUp
+		if l.TP*l.CP*l.DP > domain {
+			tier = kernels.ScaleOut
+		}
+		coll := func(c kernels.Coll) float64 {
+			return p.Predict([]kernels.Kernel{{Name: "dp", Category: "network", Kind: kernels.Collective, Coll: c, Count: 1,
+				Ranks: float64(l.DP), Message: params * 2, Tier: tier, Exposed: 1}}).TEst
+		}
+		rs, ag := coll(kernels.ReduceScatter), coll(kernels.AllGather)
+		if !l.DistOptimizer {
+			rs, ag = coll(kernels.AllReduce), 0
+		}
+		st.DPExposed = math.Max(0, rs-2.0/3*st.Microbatch) + math.Max(0, ag-1.0/3*st.Microbatch)
+	}
+	// The optimizer: the analyzer amortized one Adam step over GA micro-batches for the
+	// parameters of all layers on this TP rank; a stage holds 1/PP of them, and the
+	// distributed optimizer updates 1/DP of those.
+	shard := ga / float64(l.PP)
+	if l.DistOptimizer {
+		shard /= float64(l.DP)
+	}
+	for i := range opt {
+		opt[i] = scaled(opt[i], shard)
+	}
+	if len(opt) > 0 {
+		st.Optimizer = p.Predict(opt).TEst
+	}
+	st.StepTime = st.Pipeline + st.DPExposed + st.Optimizer
+	st.Roofline = ga * mb.TRoofline
+	tokens := float64(l.GBS * l.Seq)
+	st.TokensPerS = tokens / st.StepTime
+	// model FLOPs of the whole step: one micro-batch's F_theory on this GPU x its share
+	gpus := float64(l.GPUs())
+	fPerSeq := step.Cost.FTheory * float64(l.TP*l.CP) / float64(l.MBS) // undo the TP and CP split
+	st.MFU = fPerSeq * float64(l.GBS) / (gpus * peak * st.StepTime)
+	return st, nil
+}
+
+func scaled(k kernels.Kernel, f float64) kernels.Kernel {
+	k.Count *= f
+	k.FLOPs *= f
+	k.VectorFLOPs *= f
+	k.Bytes *= f
+	return k
+}
+
+// Memory is one GPU's resident bytes on the layout (the first pipeline stage, which holds the
+// most micro-batches in flight).
+type Memory struct {
+	Weights     float64 `json:"weights"`
+	Gradients   float64 `json:"gradients"`
+	Optimizer   float64 `json:"optimizer_state"` // fp32 master weights, Adam m and v
+	Activations float64 `json:"activations"`
+	Margin      float64 `json:"workspace_margin"`
+	Total       float64 `json:"total"`
+}
+
+// ActivationBytesPerLayer is Korthikanti et al. 2022's saved activations of one transformer
+// layer for one micro-batch with tensor and sequence parallel, 34·s·b·h/t bytes (16-bit
+// activations; flash attention keeps no s^2 scores), s being this GPU's tokens per sequence.
+func ActivationBytesPerLayer(s, b, h, t float64) float64 { return 34 * s * b * h / t }
+
+// MemoryPerGPU estimates resident bytes: 16-bit weights and gradients split over TP, PP and EP;
+// optimizer state (12 B per parameter) also over DP with the distributed optimizer; saved
+// activations of the layers of one stage times the micro-batches in flight on the first stage
+// (1F1B keeps PP; interleaving adds (PP-1)/(PP·VP)); full recompute keeps only each layer's
+// input (2·s·b·h/t); a stated margin of 10% plus 2 GiB for workspace and fragmentation.
+func MemoryPerGPU(m *analyzer.Model, l Layout) Memory {
+	p := m.ParamsPerGPU(l.TP, l.PP, l.EP)
+	var mem Memory
+	mem.Weights, mem.Gradients = 2*p, 2*p
+	mem.Optimizer = 12 * p
+	if l.DistOptimizer {
+		mem.Optimizer /= float64(l.DP)
+	}
+	s, b, h, t := float64(l.Seq/l.CP), float64(l.MBS), float64(m.Fingerprint.Hidden), float64(l.TP)
+	perLayer := ActivationBytesPerLayer(s, b, h, t)
+	if l.Recompute == "full" {
+		perLayer = 2 * s * b * h / t
+	}
+	layers := float64(m.Fingerprint.Layers) / float64(l.PP)
+	inFlight := float64(l.PP) * (1 + float64(l.PP-1)/float64(l.PP*l.VP))
+	if ga := float64(l.GA()); inFlight > ga {
+		inFlight = ga
+	}
+	mem.Activations = perLayer * layers * inFlight
+	sub := mem.Weights + mem.Gradients + mem.Optimizer + mem.Activations
+	mem.Margin = 0.1*sub + 2*(1<<30)
+	mem.Total = sub + mem.Margin
+	return mem
+}

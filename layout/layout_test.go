@@ -1,0 +1,96 @@
+package layout
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+func near(t *testing.T, what string, got, want, rel float64) {
+	t.Helper()
+	if math.Abs(got-want) > rel*math.Abs(want) {
+		t.Errorf("%s = %.6g, want %.6g", what, got, want)
+	}
+}
+
+// ZeRO (Rajbhandari et al. 2019), a 7.5B model with Adam on 64 GPUs: 120 GB per GPU of model
+// states without sharding, 31.4 GB with optimizer states sharded (stage 1).
+func TestModelStatesMatchZeRO(t *testing.T) {
+	m := &analyzer.Model{Params: map[analyzer.Category]int64{analyzer.CatDenseFFN: 7_500_000_000}}
+	m.Fingerprint.Layers, m.Fingerprint.Hidden = 1, 1
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 1, GBS: 64, Seq: 2}
+	states := func(mem Memory) float64 { return mem.Weights + mem.Gradients + mem.Optimizer }
+	near(t, "stage 0", states(MemoryPerGPU(m, l)), 120e9, 1e-9)
+	l.DistOptimizer = true
+	near(t, "stage 1", states(MemoryPerGPU(m, l)), 31.40625e9, 1e-9)
+}
+
+// Korthikanti et al. 2022, Table 2: tensor + sequence parallel keeps (s·b·h/t)·34 bytes per
+// layer once flash attention drops the 5·a·s/h score term.
+func TestActivationsPerLayer(t *testing.T) {
+	s, b, h, tp := 2048.0, 1.0, 12288.0, 8.0
+	near(t, "TP+SP", ActivationBytesPerLayer(s, b, h, tp), s*b*h/tp*34, 1e-12)
+}
+
+func llama70b(t *testing.T) (*analyzer.Model, chipModel) {
+	t.Helper()
+	f, err := examples.Dump("Llama-3.1-70B-Instruct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := ingest.Decode("70b", f, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chip, _ := chips.Default().Lookup("H100")
+	tm, err := timing.New(chip, "bf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return analyzer.NewModel(d), chipModel{tm, 989.4e12}
+}
+
+type chipModel struct {
+	p    *timing.Model
+	peak float64
+}
+
+// The published recipe's layout: the bubble is (PP-1)/VP micro-batches (Narayanan et al.
+// 2021), more DP never changes a GPU's micro-batch, and the step grows with DP only by the
+// exposed gradient traffic (weak scaling, as measured).
+func TestPipelineAndDataParallel(t *testing.T) {
+	m, k := llama70b(t)
+	s := analyzer.DefaultScenario()
+	prev := 0.0
+	var mb float64
+	for i, dp := range []int64{2, 4, 16, 64} {
+		l := Layout{TP: 4, PP: 4, VP: 5, CP: 2, DP: dp, EP: 1, MBS: 1, GBS: 64 * dp, Seq: 8192, DistOptimizer: true}
+		st, err := Train(m, s, l, k.p, k.peak, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, "bubble", st.Bubble, 3.0/5*st.Microbatch, 1e-12)
+		if i == 0 {
+			mb = st.Microbatch
+		} else if st.Microbatch != mb {
+			t.Errorf("DP %d changed the micro-batch time: %g vs %g", dp, st.Microbatch, mb)
+		}
+		if st.StepTime < prev {
+			t.Errorf("DP %d: step %g shorter than with less DP %g", dp, st.StepTime, prev)
+		}
+		if st.StepTime < st.Roofline {
+			t.Errorf("faster than the roofline")
+		}
+		prev = st.StepTime
+	}
+	bad := Layout{TP: 3, PP: 4, VP: 5, CP: 2, DP: 2, EP: 1, MBS: 1, GBS: 128, Seq: 8192}
+	if _, err := Train(m, s, bad, k.p, k.peak, 8); err == nil {
+		t.Error("TP 3 does not divide 64 heads")
+	}
+}
