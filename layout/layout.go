@@ -69,16 +69,58 @@ type Step struct {
 // chip's time model and peak the FLOP/s MFU is quoted against. domain is how many GPUs share
 // the scale-up fabric: groups beyond it (DP groups spaced by TP x CP) cross the scale-out network.
 func Train(m *analyzer.Model, s analyzer.Scenario, l Layout, p kernels.Predictor, peak float64, domain int64) (Step, error) {
-	if err := l.Validate(m.Fingerprint); err != nil {
-		return Step{}, err
+	return NewTrainer(m, s, p, peak, domain).Train(l)
+}
+
+// Trainer times many layouts of one model: the counted micro-batch depends only on (TP, CP,
+// EP, MBS, sequence, recompute, GA), so it is costed once per distinct key and reused, and
+// evaluating a layout is a few predictions over tens of kernels.
+type Trainer struct {
+	m      *analyzer.Model
+	s      analyzer.Scenario
+	p      kernels.Predictor
+	peak   float64
+	domain int64
+	cache  map[stepKey]analyzer.Step
+}
+
+type stepKey struct {
+	tp, cp, ep, mbs, seq, ga int64
+	recompute                string
+}
+
+// NewTrainer prepares layouts of m for the time model p.
+func NewTrainer(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, peak float64, domain int64) *Trainer {
+	return &Trainer{m: m, s: s, p: p, peak: peak, domain: domain, cache: map[stepKey]analyzer.Step{}}
+}
+
+func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
+	k := stepKey{l.TP, l.CP, l.EP, l.MBS, l.Seq, l.GA(), l.Recompute}
+	if st, ok := tr.cache[k]; ok {
+		return st, nil
 	}
-	st := Step{Layout: l}
-	sc := s
+	sc := tr.s
 	sc.Batch, sc.Seq, sc.TP, sc.CP, sc.EP, sc.GradAccum = l.MBS, l.Seq, l.TP, l.CP, l.EP, l.GA()
 	if l.Recompute != "" {
 		sc.Recompute = l.Recompute
 	}
-	step, err := m.Analyze(analyzer.Training, sc, analyzer.Achievable)
+	st, err := tr.m.Analyze(analyzer.Training, sc, analyzer.Achievable)
+	if err != nil {
+		return st, err
+	}
+	st.Modules = nil // a layout search keeps thousands of steps; it needs their kernels only
+	tr.cache[k] = st
+	return st, nil
+}
+
+// Train times one layout.
+func (tr *Trainer) Train(l Layout) (Step, error) {
+	m, p, peak := tr.m, tr.p, tr.peak
+	if err := l.Validate(m.Fingerprint); err != nil {
+		return Step{}, err
+	}
+	st := Step{Layout: l}
+	step, err := tr.step(l)
 	if err != nil {
 		return st, err
 	}
@@ -111,7 +153,7 @@ func Train(m *analyzer.Model, s analyzer.Scenario, l Layout, p kernels.Predictor
 	if l.DP > 1 {
 		params := m.ParamsPerGPU(l.TP, l.PP, l.EP)
 		tier := kernels.ScaleUp
-		if l.TP*l.CP*l.DP > domain {
+		if l.TP*l.CP*l.DP > tr.domain {
 			tier = kernels.ScaleOut
 		}
 		coll := func(c kernels.Coll) float64 {

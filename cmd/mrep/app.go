@@ -56,6 +56,7 @@ func NewApp(env Env) *cli.App {
 			historyCommand(env),
 			chipsCommand(),
 			checkCommand(env),
+			planCommand(env),
 			validateCommand(),
 			calibrateCommand(),
 		},

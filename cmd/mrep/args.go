@@ -29,6 +29,14 @@ func interspersed(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
+	// `mrep plan train ...`: descend to the subcommand whose flags apply
+	for i+1 < len(args) && len(cmd.Subcommands) > 0 {
+		sub := cmd.Command(args[i+1])
+		if sub == nil {
+			break
+		}
+		cmd, i = sub, i+1
+	}
 	out := append([]string{}, args[:i+1]...)
 	var positional []string
 	rest := args[i+1:]

@@ -79,3 +79,17 @@ func TestCalibrateWritesAChipsFile(t *testing.T) {
 		t.Errorf("unknown model: %v", err)
 	}
 }
+
+// plan train on the NeMo recipe's job ranks the published layout first, and says when nothing fits.
+func TestPlanTrain(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
+	out := mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--top", "3")
+	if !strings.Contains(out, "| 1 | TP4 PP4 VP5 CP2 DP2 | 1 | 64 | none |") {
+		t.Errorf("the published layout is not ranked first:\n%s", out)
+	}
+	_, _, err := run(t, db, "plan", "train", "--gpus", "8", "--gbs", "8", "--seq", "8192")
+	if err == nil || !strings.Contains(err.Error(), "nothing fits") {
+		t.Errorf("70B with Adam on 8 GPUs: %v", err)
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/layout"
+	"github.com/mrep-dev/mrep/render"
+)
+
+func planCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:  "plan",
+		Usage: "search layouts: `plan train` ranks the parallel layouts of a training job on N GPUs",
+		Subcommands: []*cli.Command{{
+			Name:      "train",
+			Usage:     "rank every TP x PP (x VP) x CP x DP x micro-batch x recompute layout of N GPUs that fits, by step time",
+			ArgsUsage: "[RUN]",
+			Flags: []cli.Flag{
+				&cli.Int64Flag{Name: "gpus", Required: true, Usage: "GPUs in the job"},
+				&cli.Int64Flag{Name: "gbs", Required: true, Usage: "global batch, sequences per optimizer step"},
+				&cli.Int64Flag{Name: "seq", Value: 8192, Usage: "sequence length"},
+				&cli.StringFlag{Name: "chip", Value: "H100-SXM", Usage: "chip from `mrep chips`"},
+				&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "precision recipe: bf16 or fp8 (FP8 GEMMs, BF16 attention)"},
+				&cli.IntFlag{Name: "top", Value: 10, Usage: "layouts to show"},
+				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+			},
+			Action: func(c *cli.Context) error {
+				dt := strings.ToLower(c.String("dtype"))
+				s := analyzer.DefaultScenario()
+				s.ComputeDType = dt
+				db, err := chipDB(c)
+				if err != nil {
+					return err
+				}
+				chip, err := db.Lookup(c.String("chip"))
+				if err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				tg, err := newTarget(chip, dt)
+				if err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				store, err := openDBRead(c, env)
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				_, d, err := loadRun(c.Context, store, c.Args().First())
+				if err != nil {
+					return err
+				}
+				tr := layout.NewTrainer(analyzer.NewModel(d), s, tg.Predictor, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
+				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),
+					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top")})
+				if err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				if c.Bool("json") {
+					return writeJSON(c.App.Writer, plan)
+				}
+				if err := render.WritePlan(c.App.Writer, d.Model.Name, tg.Label(), plan); err != nil {
+					return err
+				}
+				if plan.Feasible == 0 {
+					return cli.Exit(fmt.Sprintf("plan train: %s", plan.NoFit), exitFailure)
+				}
+				return nil
+			},
+		}},
+	}
+}

@@ -1,0 +1,157 @@
+package layout
+
+import (
+	"fmt"
+	"sort"
+)
+
+// PlanOptions describe a training job to lay out.
+type PlanOptions struct {
+	GPUs, GBS, Seq int64
+	MemoryBytes    float64 // per GPU
+	Domain         int64   // GPUs per scale-up domain: TP stays inside it
+	Top            int
+}
+
+// Candidate is one feasible layout, timed.
+type Candidate struct {
+	Step   Step   `json:"step"`
+	Memory Memory `json:"memory"`
+	Why    string `json:"why,omitempty"` // what makes it faster than the next one
+}
+
+// Plan is a layout search's outcome.
+type Plan struct {
+	Options    PlanOptions `json:"options"`
+	Evaluated  int         `json:"evaluated"`
+	Feasible   int         `json:"feasible"`
+	Top        []Candidate `json:"top"`
+	NoFit      string      `json:"no_fit,omitempty"` // when nothing fits: what is short
+	Considered []Candidate `json:"-"`
+}
+
+func divisors(n int64, limit int64) []int64 {
+	var out []int64
+	for d := int64(1); d <= n && d <= limit; d++ {
+		if n%d == 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// PlanTrain enumerates the layouts of GPUs over TP (within the scale-up domain, dividing the
+// heads), PP (dividing the layers) with VP virtual stages, CP, MBS and recompute, with DP
+// taking the rest and the distributed optimizer on; drops those that do not fit; and ranks
+// the rest by step time (ties: less memory).
+func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
+	fp := tr.m.Fingerprint
+	plan := Plan{Options: o}
+	if o.GPUs < 1 || o.GBS < 1 || o.Seq < 1 {
+		return plan, fmt.Errorf("plan: gpus, gbs and seq must be >= 1 (got %d, %d, %d)", o.GPUs, o.GBS, o.Seq)
+	}
+	if fp.Layers < 1 || fp.Heads < 1 {
+		return plan, fmt.Errorf("plan: the model has no transformer layers to lay out")
+	}
+	var all []Candidate
+	var smallest *Candidate
+	for _, tp := range divisors(fp.Heads, min(o.Domain, 8)) {
+		for _, pp := range divisors(fp.Layers, 64) {
+			for _, cp := range []int64{1, 2, 4, 8} {
+				if o.GPUs%(tp*pp*cp) != 0 || o.Seq%(2*cp) != 0 && cp > 1 {
+					continue
+				}
+				dp := o.GPUs / (tp * pp * cp)
+				vps := []int64{1}
+				if pp > 1 {
+					vps = nil
+					for _, v := range []int64{1, 2, 4, 5, 8} {
+						if fp.Layers%(pp*v) == 0 {
+							vps = append(vps, v)
+						}
+					}
+				}
+				for _, vp := range vps {
+					for _, mbs := range []int64{1, 2, 4} {
+						if o.GBS%(mbs*dp) != 0 {
+							continue
+						}
+						for _, rc := range []string{"none", "selective", "full"} {
+							l := Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: 1, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, Recompute: rc}
+							if l.Validate(fp) != nil {
+								continue
+							}
+							plan.Evaluated++
+							mem := MemoryPerGPU(tr.m, l)
+							c := Candidate{Memory: mem, Step: Step{Layout: l}}
+							if smallest == nil || mem.Total < smallest.Memory.Total {
+								cc := c
+								smallest = &cc
+							}
+							if mem.Total > o.MemoryBytes {
+								continue
+							}
+							st, err := tr.Train(l)
+							if err != nil {
+								return plan, err
+							}
+							c.Step = st
+							all = append(all, c)
+						}
+					}
+				}
+			}
+		}
+	}
+	plan.Feasible = len(all)
+	if len(all) == 0 {
+		if smallest == nil {
+			return plan, fmt.Errorf("plan: no layout of %d GPUs divides this model (heads %d, layers %d) with gbs %d", o.GPUs, fp.Heads, fp.Layers, o.GBS)
+		}
+		m := smallest.Memory
+		plan.NoFit = fmt.Sprintf("nothing fits: the smallest layout (tp %d, pp %d, cp %d, dp %d, recompute %s) needs %.1f GiB per GPU of %.1f GiB (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GiB); more GPUs, ZeRO-3 or a smaller micro-batch would be next",
+			smallest.Step.Layout.TP, smallest.Step.Layout.PP, smallest.Step.Layout.CP, smallest.Step.Layout.DP, smallest.Step.Layout.Recompute,
+			m.Total/(1<<30), o.MemoryBytes/(1<<30), m.Weights/(1<<30), m.Gradients/(1<<30), m.Optimizer/(1<<30), m.Activations/(1<<30))
+		return plan, nil
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.Step.StepTime != b.Step.StepTime {
+			return a.Step.StepTime < b.Step.StepTime
+		}
+		return a.Memory.Total < b.Memory.Total
+	})
+	top := max(o.Top, 1)
+	if len(all) < top {
+		top = len(all)
+	}
+	plan.Top = append([]Candidate(nil), all[:top]...)
+	for i := 0; i+1 < len(plan.Top); i++ {
+		plan.Top[i].Why = why(plan.Top[i].Step, plan.Top[i+1].Step)
+	}
+	plan.Considered = all
+	return plan, nil
+}
+
+// why names the time term that differs most between a layout and the next one down.
+func why(a, b Step) string {
+	terms := []struct {
+		name string
+		d    float64
+	}{
+		{"micro-batches", (float64(b.Layout.GA())*b.Microbatch - float64(a.Layout.GA())*a.Microbatch)},
+		{"pipeline bubble", b.Bubble - a.Bubble},
+		{"exposed data-parallel traffic", b.DPExposed - a.DPExposed},
+		{"optimizer step", b.Optimizer - a.Optimizer},
+	}
+	best := terms[0]
+	for _, t := range terms[1:] {
+		if t.d > best.d {
+			best = t
+		}
+	}
+	if best.d <= 0 {
+		return "same step time, less memory"
+	}
+	return fmt.Sprintf("%.0f ms less %s than the next", best.d*1e3, best.name)
+}
