@@ -20,7 +20,19 @@ type Layout struct {
 	// DistOptimizer shards optimizer state (fp32 master, m, v) over DP (ZeRO-1, Megatron's
 	// distributed optimizer): gradients are reduce-scattered and parameters all-gathered.
 	DistOptimizer bool
-	Recompute     string
+	// ZeRO is the sharding stage over DP (Rajbhandari et al. 2019): 1 optimizer state (as
+	// DistOptimizer), 2 also gradients, 3 also parameters (FSDP), which are then gathered for
+	// every micro-batch's forward and backward.
+	ZeRO      int
+	Recompute string
+}
+
+// Stage is the effective ZeRO stage (DistOptimizer alone is stage 1).
+func (l Layout) Stage() int {
+	if l.DistOptimizer && l.ZeRO < 1 {
+		return 1
+	}
+	return l.ZeRO
 }
 
 // GPUs is TP x PP x CP x DP.
@@ -42,6 +54,8 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("cp %d must split seq %d into an even number of tokens per rank (two chunks each, for causal balance)", l.CP, l.Seq)
 	case l.GBS%(l.MBS*l.DP) != 0:
 		return fmt.Errorf("gbs %d must be divisible by mbs %d x dp %d", l.GBS, l.MBS, l.DP)
+	case l.ZeRO < 0 || l.ZeRO > 3:
+		return fmt.Errorf("zero stage %d: want 0, 1, 2 or 3", l.ZeRO)
 	case fp.MoE != nil && fp.MoE.RoutedExperts%l.EP != 0:
 		return fmt.Errorf("ep %d must divide the %d routed experts", l.EP, fp.MoE.RoutedExperts)
 	}
@@ -161,16 +175,22 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 				Ranks: float64(l.DP), Message: params * 2, Tier: tier, Exposed: 1}}).TEst
 		}
 		rs, ag := coll(kernels.ReduceScatter), coll(kernels.AllGather)
-		if !l.DistOptimizer {
-			rs, ag = coll(kernels.AllReduce), 0
+		switch l.Stage() {
+		case 0:
+			st.DPExposed = math.Max(0, coll(kernels.AllReduce)-2.0/3*st.Microbatch)
+		case 3:
+			// parameters gathered for the forward and again for the backward of every
+			// micro-batch, gradients reduce-scattered after each: hidden behind that micro-batch
+			st.DPExposed = ga * math.Max(0, 2*ag+rs-st.Microbatch)
+		default:
+			st.DPExposed = math.Max(0, rs-2.0/3*st.Microbatch) + math.Max(0, ag-1.0/3*st.Microbatch)
 		}
-		st.DPExposed = math.Max(0, rs-2.0/3*st.Microbatch) + math.Max(0, ag-1.0/3*st.Microbatch)
 	}
 	// The optimizer: the analyzer amortized one Adam step over GA micro-batches for the
 	// parameters of all layers on this TP rank; a stage holds 1/PP of them, and the
 	// distributed optimizer updates 1/DP of those.
 	shard := ga / float64(l.PP)
-	if l.DistOptimizer {
+	if l.Stage() >= 1 {
 		shard /= float64(l.DP)
 	}
 	for i := range opt {
@@ -215,7 +235,7 @@ type Memory struct {
 func ActivationBytesPerLayer(s, b, h, t float64) float64 { return 34 * s * b * h / t }
 
 // MemoryPerGPU estimates resident bytes: 16-bit weights and gradients split over TP, PP and EP;
-// optimizer state (12 B per parameter) also over DP with the distributed optimizer; saved
+// optimizer state (12 B per parameter); ZeRO stages shard them over DP; saved
 // activations of the layers of one stage times the micro-batches in flight on the first stage
 // (1F1B keeps PP; interleaving adds (PP-1)/(PP·VP)); full recompute keeps only each layer's
 // input (2·s·b·h/t); a stated margin of 10% plus 2 GiB for workspace and fragmentation.
@@ -224,8 +244,16 @@ func MemoryPerGPU(m *analyzer.Model, l Layout) Memory {
 	var mem Memory
 	mem.Weights, mem.Gradients = 2*p, 2*p
 	mem.Optimizer = 12 * p
-	if l.DistOptimizer {
-		mem.Optimizer /= float64(l.DP)
+	dp := float64(l.DP)
+	switch l.Stage() { // ZeRO's table: 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N
+	case 3:
+		mem.Weights /= dp
+		fallthrough
+	case 2:
+		mem.Gradients /= dp
+		fallthrough
+	case 1:
+		mem.Optimizer /= dp
 	}
 	s, b, h, t := float64(l.Seq/l.CP), float64(l.MBS), float64(m.Fingerprint.Hidden), float64(l.TP)
 	perLayer := ActivationBytesPerLayer(s, b, h, t)

@@ -28,6 +28,10 @@ func TestModelStatesMatchZeRO(t *testing.T) {
 	near(t, "stage 0", states(MemoryPerGPU(m, l)), 120e9, 1e-9)
 	l.DistOptimizer = true
 	near(t, "stage 1", states(MemoryPerGPU(m, l)), 31.40625e9, 1e-9)
+	l.ZeRO = 2
+	near(t, "stage 2", states(MemoryPerGPU(m, l)), 16.640625e9, 1e-9)
+	l.ZeRO = 3
+	near(t, "stage 3", states(MemoryPerGPU(m, l)), 1.875e9, 1e-9)
 }
 
 // Korthikanti et al. 2022, Table 2: tensor + sequence parallel keeps (s·b·h/t)·34 bytes per

@@ -30,6 +30,26 @@ type Plan struct {
 	Considered []Candidate `json:"-"`
 }
 
+// zeroRecompute are the memory-saving knobs a planner tries: ZeRO 1-3 with each recompute mode.
+var zeroRecompute = func() []struct {
+	zero int
+	rc   string
+} {
+	var out []struct {
+		zero int
+		rc   string
+	}
+	for _, z := range []int{1, 2, 3} {
+		for _, rc := range []string{"none", "selective", "full"} {
+			out = append(out, struct {
+				zero int
+				rc   string
+			}{z, rc})
+		}
+	}
+	return out
+}()
+
 func divisors(n int64, limit int64) []int64 {
 	var out []int64
 	for d := int64(1); d <= n && d <= limit; d++ {
@@ -76,8 +96,8 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 						if o.GBS%(mbs*dp) != 0 {
 							continue
 						}
-						for _, rc := range []string{"none", "selective", "full"} {
-							l := Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: 1, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, Recompute: rc}
+						for _, zl := range zeroRecompute {
+							l := Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: 1, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, ZeRO: zl.zero, Recompute: zl.rc}
 							if l.Validate(fp) != nil {
 								continue
 							}

@@ -7,8 +7,8 @@ import (
 )
 
 // Llama-3.1-70B on 64 H100s at the NeMo recipe's batch: the published layout (TP4 PP4 CP2 VP5
-// MBS1) fits and ranks within 10% of the planner's best, every ranked layout fits, and the
-// ranking is by step time.
+// MBS1, distributed optimizer) fits and is within 10% of the planner's best, every ranked
+// layout fits, and the ranking is by step time.
 func TestPlanTrainRanksThePublishedLayout(t *testing.T) {
 	m, k := llama70b(t)
 	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)

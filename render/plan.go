@@ -21,7 +21,7 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	var rows [][]string
 	for i, c := range p.Top {
 		l, s := c.Step.Layout, c.Step
-		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d", l.TP, l.PP, l.VP, l.CP, l.DP), fmt.Sprint(l.MBS), fmt.Sprint(l.GA()), l.Recompute,
+		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d ZeRO-%d", l.TP, l.PP, l.VP, l.CP, l.DP, l.Stage()), fmt.Sprint(l.MBS), fmt.Sprint(l.GA()), l.Recompute,
 			fmt.Sprintf("%.2f", s.StepTime), fmt.Sprintf("%.0f", s.TokensPerS/float64(l.GPUs())), fmt.Sprintf("%.1f%%", 100*s.MFU),
 			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f / %.2f / %.2f", s.Bubble, s.DPExposed, s.Optimizer), c.Why})
 	}
