@@ -200,8 +200,9 @@ func (c Chip) OnChipBytes() float64 { return c.OnChipMiB * (1 << 20) }
 
 // DB is a set of chips.
 type DB struct {
-	chips []Chip
-	index map[string]int
+	chips   []Chip
+	index   map[string]int
+	systems []System
 }
 
 type file struct {
@@ -209,7 +210,46 @@ type file struct {
 	// EfficiencyDefaults apply to every chip of the file, under each chip's own figures.
 	EfficiencyDefaults *Efficiency `json:"efficiency_defaults,omitempty"`
 	Chips              []Chip      `json:"chips"`
+	Systems            []System    `json:"systems,omitempty"`
 }
+
+// System is chips in nodes and fabrics: how many share a node and a scale-up domain, and the
+// links' headline bandwidths per chip (scale-up bidirectional, scale-out per direction).
+type System struct {
+	Name          string   `json:"name"`
+	Chip          string   `json:"chip"`
+	GPUsPerNode   int      `json:"gpus_per_node"`
+	ScaleUpDomain int      `json:"scale_up_domain"`
+	ScaleUpGBps   float64  `json:"scale_up_gbps"`
+	ScaleOutGBps  float64  `json:"scale_out_gbps"`
+	Sources       []string `json:"sources"`
+}
+
+// ErrUnknownSystem: no system of that name.
+var ErrUnknownSystem = errors.New("unknown system")
+
+// System resolves a system to its chip with the system's links and domain applied.
+func (db *DB) System(name string) (System, Chip, error) {
+	for _, s := range db.systems {
+		if key(s.Name) == key(name) {
+			c, err := db.Lookup(s.Chip)
+			if err != nil {
+				return s, c, fmt.Errorf("system %s: %w", s.Name, err)
+			}
+			c.ScaleUpGBps, c.ScaleOutGBps = s.ScaleUpGBps, s.ScaleOutGBps
+			c.Efficiency.ScaleUpDomain = s.ScaleUpDomain
+			return s, c, nil
+		}
+	}
+	names := make([]string, len(db.systems))
+	for i, s := range db.systems {
+		names[i] = s.Name
+	}
+	return System{}, Chip{}, fmt.Errorf("system %q (known: %s): %w", name, strings.Join(names, ", "), ErrUnknownSystem)
+}
+
+// Systems lists the systems.
+func (db *DB) Systems() []System { return append([]System(nil), db.systems...) }
 
 // Default returns the embedded database.
 func Default() *DB {
@@ -258,6 +298,17 @@ func parse(name string, r io.Reader, fallback *Efficiency) (*DB, error) {
 			return nil, fmt.Errorf("chips file %s: /chips/%d: %w", name, i, err)
 		}
 	}
+	for i, s := range f.Systems {
+		switch {
+		case s.Name == "" || s.Chip == "":
+			return nil, fmt.Errorf("chips file %s: /systems/%d: name and chip are required", name, i)
+		case s.GPUsPerNode < 1 || s.ScaleUpDomain < 1 || !(s.ScaleUpGBps > 0) || !(s.ScaleOutGBps > 0):
+			return nil, fmt.Errorf("chips file %s: /systems/%d: %s: gpus_per_node, scale_up_domain and link bandwidths must be positive", name, i, s.Name)
+		case len(s.Sources) == 0:
+			return nil, fmt.Errorf("chips file %s: /systems/%d: %s: every system needs sources", name, i, s.Name)
+		}
+		db.systems = append(db.systems, s)
+	}
 	return db, nil
 }
 
@@ -305,6 +356,17 @@ func (db *DB) Merge(other *DB) error {
 	for _, c := range other.chips {
 		if err := db.add(c); err != nil {
 			return err
+		}
+	}
+	for _, s := range other.systems { // a user's system replaces one of the same name
+		replaced := false
+		for i := range db.systems {
+			if key(db.systems[i].Name) == key(s.Name) {
+				db.systems[i], replaced = s, true
+			}
+		}
+		if !replaced {
+			db.systems = append(db.systems, s)
 		}
 	}
 	return nil

@@ -100,3 +100,26 @@ func TestUserFileAddsAndReplaces(t *testing.T) {
 		t.Fatalf("missing sources: %v", err)
 	}
 }
+
+func TestSystems(t *testing.T) {
+	db := Default()
+	for _, c := range []struct {
+		name, chip string
+		domain     int
+		out        float64
+	}{{"dgx-h100", "H100-SXM", 8, 50}, {"gb200-nvl72", "GB200", 72, 100}, {"DGX-A100", "A100-SXM", 8, 25}} {
+		s, chip, err := db.System(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chip.Name != c.chip || chip.Efficiency.ScaleUpDomain != c.domain || chip.ScaleOutGBps != c.out || len(s.Sources) == 0 {
+			t.Errorf("%s: %s domain %d out %g", c.name, chip.Name, chip.Efficiency.ScaleUpDomain, chip.ScaleOutGBps)
+		}
+	}
+	if _, _, err := db.System("dgx-z9"); !errors.Is(err, ErrUnknownSystem) {
+		t.Errorf("unknown system: %v", err)
+	}
+	if _, err := Parse("s.json", strings.NewReader(`{"chips":[],"systems":[{"name":"x","chip":"H100","gpus_per_node":0,"scale_up_domain":8,"scale_up_gbps":1,"scale_out_gbps":1,"sources":["s"]}]}`)); err == nil || !strings.Contains(err.Error(), "/systems/0") {
+		t.Errorf("bad system: %v", err)
+	}
+}

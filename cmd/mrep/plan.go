@@ -23,7 +23,8 @@ func planCommand(env Env) *cli.Command {
 				&cli.Int64Flag{Name: "gpus", Required: true, Usage: "GPUs in the job"},
 				&cli.Int64Flag{Name: "gbs", Required: true, Usage: "global batch, sequences per optimizer step"},
 				&cli.Int64Flag{Name: "seq", Value: 8192, Usage: "sequence length"},
-				&cli.StringFlag{Name: "chip", Value: "H100-SXM", Usage: "chip from `mrep chips`"},
+				&cli.StringFlag{Name: "chip", Value: "H100-SXM", Usage: "chip from `mrep chips` (its default 8-GPU node)"},
+				&cli.StringFlag{Name: "system", Usage: "system from `mrep chips --json` (dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, dgx-a100, tpu-v5p-pod, tpu-v6e-256): chip, scale-up domain and links"},
 				&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "precision recipe: bf16 or fp8 (FP8 GEMMs, BF16 attention)"},
 				&cli.IntFlag{Name: "top", Value: 10, Usage: "layouts to show"},
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
@@ -37,6 +38,9 @@ func planCommand(env Env) *cli.Command {
 					return err
 				}
 				chip, err := db.Lookup(c.String("chip"))
+				if sys := c.String("system"); sys != "" {
+					_, chip, err = db.System(sys)
+				}
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
