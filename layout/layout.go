@@ -25,6 +25,9 @@ type Layout struct {
 	// every micro-batch's forward and backward.
 	ZeRO      int
 	Recompute string
+	// NoSP turns Megatron's sequence parallel off (it is on with TP by default): norms and
+	// dropout then keep full-sequence activations on every TP rank.
+	NoSP bool
 }
 
 // Stage is the effective ZeRO stage (DistOptimizer alone is stage 1).
@@ -48,6 +51,8 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("layout sizes must be >= 1 (tp %d, pp %d, vp %d, cp %d, dp %d, ep %d, mbs %d, gbs %d, seq %d)", l.TP, l.PP, l.VP, l.CP, l.DP, l.EP, l.MBS, l.GBS, l.Seq)
 	case fp.Heads > 0 && fp.Heads%l.TP != 0:
 		return fmt.Errorf("tp %d must divide the %d attention heads", l.TP, fp.Heads)
+	case fp.KVHeads > 0 && fp.KVHeads%l.TP != 0 && l.TP%fp.KVHeads != 0:
+		return fmt.Errorf("tp %d must divide the %d KV heads or be a multiple of them (KV heads are then replicated)", l.TP, fp.KVHeads)
 	case fp.Layers > 0 && l.PP*l.VP > fp.Layers:
 		return fmt.Errorf("pp %d x vp %d stages exceed the %d layers", l.PP, l.VP, fp.Layers)
 	case l.Seq%l.CP != 0 || (l.CP > 1 && (l.Seq/l.CP)%2 != 0):
@@ -72,8 +77,12 @@ type Step struct {
 	DPExposed  float64 `json:"dp_exposed"` // gradient reduce-scatter and parameter all-gather not hidden
 	Optimizer  float64 `json:"optimizer_time"`
 	TokensPerS float64 `json:"tokens_per_s"`
-	// MFU with the report's F_theory (full-S^2 attention, as FlopCounterMode counts it).
-	MFU float64 `json:"MFU"`
+	// MFU with the report's F_theory (full-S^2 attention, as FlopCounterMode counts it), with
+	// PaLM's 6N + 12·L·H·Q·T per token (MFU_6N), and HFU counting what the kernels execute
+	// (recomputation included, causal attention halved).
+	MFU   float64 `json:"MFU"`
+	MFU6N float64 `json:"MFU_6N"`
+	HFU   float64 `json:"HFU"`
 	// Roofline is the ideal ceiling: GA micro-batches of the slowest stage at datasheet figures,
 	// no bubble, no exposed communication. No run is faster.
 	Roofline float64 `json:"T_roofline"`
@@ -207,6 +216,11 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	gpus := float64(l.GPUs())
 	fPerSeq := step.Cost.FTheory * float64(l.TP*l.CP) / float64(l.MBS) // undo the TP and CP split
 	st.MFU = fPerSeq * float64(l.GBS) / (gpus * peak * st.StepTime)
+	fp := m.Fingerprint
+	perToken := 6*m.Active + 12*float64(fp.Layers*fp.Heads*fp.HeadDim*l.Seq)
+	st.MFU6N = perToken * tokens / (gpus * peak * st.StepTime)
+	exec := step.Cost.FExecuted * float64(l.TP*l.CP) / float64(l.MBS)
+	st.HFU = exec * float64(l.GBS) / (gpus * peak * st.StepTime)
 	return st, nil
 }
 
@@ -257,6 +271,9 @@ func MemoryPerGPU(m *analyzer.Model, l Layout) Memory {
 	}
 	s, b, h, t := float64(l.Seq/l.CP), float64(l.MBS), float64(m.Fingerprint.Hidden), float64(l.TP)
 	perLayer := ActivationBytesPerLayer(s, b, h, t)
+	if l.NoSP && l.TP > 1 {
+		perLayer = s * b * h * (10 + 24/t) // Korthikanti Table 2, TP without SP (flash: no s^2 term)
+	}
 	if l.Recompute == "full" {
 		perLayer = 2 * s * b * h / t
 	}

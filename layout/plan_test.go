@@ -1,9 +1,12 @@
 package layout
 
 import (
+	"math"
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/ingest"
 )
 
 // Llama-3.1-70B on 64 H100s at the NeMo recipe's batch: the published layout (TP4 PP4 CP2 VP5
@@ -50,5 +53,67 @@ func TestPlanTrainSaysWhyNothingFits(t *testing.T) {
 	}
 	if plan.Feasible != 0 || plan.NoFit == "" {
 		t.Fatalf("70B on 8 GPUs with Adam cannot fit: %+v", plan)
+	}
+}
+
+// A 1B model on 8 GPUs of 80 GiB, by hand: it fits on one GPU, so any TP, PP or CP only adds
+// collectives, bubble or exchanges: the best layout is pure data parallel with the largest
+// micro-batch (fewest launches, best GEMM shapes), its gradient traffic hidden behind compute.
+func TestPlanTrainSmallModelIsPureDataParallel(t *testing.T) {
+	f, err := examples.Dump("Llama-3.2-1B-Instruct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := ingest.Decode("1b", f, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, k := llama70b(t)
+	tr := NewTrainer(analyzer.NewModel(d), analyzer.DefaultScenario(), k.p, k.peak, 8)
+	plan, err := tr.PlanTrain(PlanOptions{GPUs: 8, GBS: 64, Seq: 2048, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := plan.Top[0].Step.Layout
+	if l.TP != 1 || l.PP != 1 || l.CP != 1 || l.DP != 8 || l.MBS != 4 {
+		t.Errorf("best layout %+v, want TP1 PP1 CP1 DP8 MBS4", l)
+	}
+	if plan.Top[0].Step.DPExposed != 0 {
+		t.Errorf("a 1B model's gradients hide behind its backward; exposed %g s", plan.Top[0].Step.DPExposed)
+	}
+}
+
+// Invariants: more ZeRO never needs more memory; full recompute keeps less activation memory
+// and costs compute.
+func TestMemoryAndTimeMoveTheRightWay(t *testing.T) {
+	m, k := llama70b(t)
+	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+	base := Layout{TP: 8, PP: 2, VP: 1, CP: 1, DP: 4, EP: 1, MBS: 1, GBS: 64, Seq: 4096, Recompute: "none"}
+	prev := math.Inf(1)
+	for z := 0; z <= 3; z++ {
+		l := base
+		l.ZeRO, l.DistOptimizer = z, z >= 1
+		if mem := MemoryPerGPU(m, l).Total; mem > prev {
+			t.Errorf("ZeRO-%d needs more memory than ZeRO-%d", z, z-1)
+		} else {
+			prev = mem
+		}
+	}
+	full := base
+	full.Recompute = "full"
+	if MemoryPerGPU(m, full).Activations >= MemoryPerGPU(m, base).Activations {
+		t.Error("full recompute must keep fewer activations")
+	}
+	a, err := tr.Train(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tr.Train(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Microbatch <= a.Microbatch || b.HFU <= b.MFU {
+		t.Errorf("full recompute must cost compute: %g vs %g s, HFU %g vs MFU %g", b.Microbatch, a.Microbatch, b.HFU, b.MFU)
 	}
 }

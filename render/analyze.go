@@ -35,7 +35,7 @@ func pct(part, whole float64) string {
 
 // WriteAnalysis renders `mrep analyze`: fingerprint, parameters, per-target KPI matrix with
 // the physics check beside each row, byte decomposition and training terms.
-func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTable) error {
+func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTable, laid []LayoutResult) error {
 	w := &errWriter{w: out}
 	m := a.Model
 	fp := m.Fingerprint
@@ -43,6 +43,9 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 	w.printf("# Analysis: %s\n\n", m.Name)
 	w.printf("Analyzer `%s`. Per GPU: B=%d, S=%d, L=%d, weights %g B, activations %g B, KV %g B, TP=%d, EP=%d; linear layers in %s, attention core in %s.\n\n",
 		a.Version, s.Batch, s.Seq, s.KVLen, s.WeightBytes, s.ActBytes, s.KVBytes, s.TP, s.EP, s.ComputeDType, s.AttnDType())
+	if err := WriteLayouts(out, laid); err != nil {
+		return err
+	}
 	writeFit(w, a)
 
 	w.printf("## Fingerprint\n\n")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/timing"
 )
@@ -60,6 +61,16 @@ func scenarioFlags() []cli.Flag {
 		&cli.StringFlag{Name: "recompute", Value: "none", Usage: "training activation recomputation: none, selective, full"},
 		&cli.Int64Flag{Name: "grad-accum", Value: 1, Usage: "training microbatches per optimizer step"},
 		&cli.BoolFlag{Name: "seed-training", Usage: "the seed's training model: prefill x 3 FLOPs, x 2 bytes"},
+		&cli.StringFlag{Name: "system", Usage: "a system (dgx-h100, gb200-nvl72, ...): its chip, scale-up domain and links become a target"},
+		&cli.Int64Flag{Name: "pp", Value: 1, Usage: "training layout: pipeline parallel stages"},
+		&cli.Int64Flag{Name: "vp", Value: 1, Usage: "training layout: virtual stages per pipeline rank (interleaved 1F1B)"},
+		&cli.Int64Flag{Name: "cp", Value: 1, Usage: "training layout: context parallel"},
+		&cli.Int64Flag{Name: "dp", Value: 1, Usage: "training layout: data parallel (or give --gpus)"},
+		&cli.Int64Flag{Name: "gpus", Usage: "training layout: GPUs in the job (DP = GPUs / (TP x PP x CP))"},
+		&cli.IntFlag{Name: "zero", Value: 1, Usage: "training layout: ZeRO stage over DP (1 = distributed optimizer, 0 = none, 2, 3)"},
+		&cli.Int64Flag{Name: "mbs", Usage: "training layout: micro-batch (default -b)"},
+		&cli.Int64Flag{Name: "gbs", Usage: "training layout: global batch (default mbs x dp x grad-accum)"},
+		&cli.BoolFlag{Name: "no-sp", Usage: "training layout: without Megatron sequence parallel"},
 	}
 }
 
@@ -75,7 +86,33 @@ func dtypeBytes(flag, name string) (float64, error) {
 type scenarioOptions struct {
 	scenario analyzer.Scenario
 	targets  []analyzer.Target
+	domains  []int64 // each target's scale-up domain
 	profiles []analyzer.ExecProfile
+	layout   *layout.Layout // a training layout, when one was asked for
+}
+
+// readLayout is the training layout the flags describe, nil when none was asked for.
+func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
+	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs")) {
+		return nil, nil
+	}
+	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP,
+		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp")}
+	l.DistOptimizer = l.ZeRO >= 1
+	if l.MBS == 0 {
+		l.MBS = s.Batch
+	}
+	if g := c.Int64("gpus"); g > 0 {
+		per := l.TP * max(l.PP, 1) * max(l.CP, 1)
+		if g%per != 0 {
+			return nil, fmt.Errorf("--gpus %d is not a multiple of TP x PP x CP = %d x %d x %d", g, l.TP, l.PP, l.CP)
+		}
+		l.DP = g / per
+	}
+	if l.GBS == 0 {
+		l.GBS = l.MBS * l.DP * s.GradAccum
+	}
+	return &l, nil
 }
 
 func readScenario(c *cli.Context) (scenarioOptions, error) {
@@ -117,20 +154,37 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 	}
 	o.scenario = s
 
+	if o.layout, err = readLayout(c, s); err != nil {
+		return o, cli.Exit(err.Error(), exitFailure)
+	}
 	db, err := chipDB(c)
 	if err != nil {
 		return o, err
 	}
-	for _, name := range c.StringSlice("chip") {
-		chip, err := db.Lookup(name)
+	var chipList []chips.Chip
+	if sys := c.String("system"); sys != "" {
+		_, chip, err := db.System(sys)
 		if err != nil {
 			return o, cli.Exit(err.Error(), exitFailure)
 		}
+		chipList = append(chipList, chip)
+	}
+	if len(chipList) == 0 || c.IsSet("chip") {
+		for _, name := range c.StringSlice("chip") {
+			chip, err := db.Lookup(name)
+			if err != nil {
+				return o, cli.Exit(err.Error(), exitFailure)
+			}
+			chipList = append(chipList, chip)
+		}
+	}
+	for _, chip := range chipList {
 		t, err := newTarget(chip, s.ComputeDType)
 		if err != nil {
 			return o, cli.Exit(err.Error(), exitFailure)
 		}
 		o.targets = append(o.targets, t)
+		o.domains = append(o.domains, int64(chip.Efficiency.ScaleUpDomain))
 	}
 	for _, e := range c.StringSlice("exec") {
 		if p, ok := analyzer.Profiles[e]; ok {
@@ -215,6 +269,16 @@ func analyzeCommand(env Env) *cli.Command {
 				}
 				ops = &t
 			}
+			var laid []render.LayoutResult
+			if o.layout != nil {
+				for i, t := range o.targets {
+					st, err := layout.Train(m, o.scenario, *o.layout, t.Predictor, t.Peak, o.domains[i])
+					if err != nil {
+						return cli.Exit("layout: "+err.Error(), exitFailure)
+					}
+					laid = append(laid, render.LayoutResult{Target: t.Label(), Step: st, Memory: layout.MemoryPerGPU(m, *o.layout), MemoryBudget: t.Chip.MemoryBytes()})
+				}
+			}
 			trace, err := analyzer.TraceCheck(d, 3)
 			if err != nil {
 				return err
@@ -222,11 +286,12 @@ func analyzeCommand(env Env) *cli.Command {
 			if c.Bool("json") {
 				return writeJSON(c.App.Writer, struct {
 					Analysis  analyzer.Analysis       `json:"analysis"`
+					Layouts   []render.LayoutResult   `json:"training_layout,omitempty"`
 					Operators *analyzer.OperatorTable `json:"operators,omitempty"`
 					Trace     []analyzer.TraceRow     `json:"trace_check,omitempty"`
-				}{a, ops, trace})
+				}{a, laid, ops, trace})
 			}
-			if err := render.WriteAnalysis(c.App.Writer, a, ops); err != nil {
+			if err := render.WriteAnalysis(c.App.Writer, a, ops, laid); err != nil {
 				return err
 			}
 			return render.WriteTraceCheck(c.App.Writer, d.Trace, trace)

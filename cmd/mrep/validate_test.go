@@ -115,3 +115,28 @@ func TestPlanTrain(t *testing.T) {
 		t.Errorf("70B with Adam on 8 GPUs: %v", err)
 	}
 }
+
+// analyze takes a training layout: the verdict comes first; a layout that breaks a constraint
+// is refused naming it.
+func TestAnalyzeWithALayout(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
+	out := mustRun(t, db, "analyze", "--phase", "training", "--tp", "4", "--pp", "4", "--vp", "5", "--cp", "2", "--gpus", "64", "--gbs", "128", "-s", "8192", "--system", "dgx-h100")
+	if !strings.HasPrefix(out, "# Analysis") || !strings.Contains(out, "**Training on 64 GPUs of H100-SXM bf16 (TP4 PP4 VP5 CP2 DP2, ZeRO-1") || !strings.Contains(out, "memory per GPU fits") {
+		t.Errorf("layout verdict missing:\n%.1500s", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tp", "3", "--gpus", "24"}, "tp 3 must divide the 64 attention heads"},
+		{[]string{"--tp", "4", "--gpus", "30"}, "--gpus 30 is not a multiple of TP x PP x CP"},
+		{[]string{"--tp", "4", "--pp", "160", "--gpus", "640"}, "pp 160 x vp 1 stages exceed the 80 layers"},
+		{[]string{"--tp", "4", "--dp", "4", "--gbs", "10"}, "gbs 10 must be divisible by mbs 1 x dp 4"},
+	} {
+		_, _, err := run(t, db, append([]string{"analyze", "--phase", "training", "-s", "8192"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
