@@ -267,9 +267,9 @@ func (m *Model) Analyze(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	return m.analyze(ph, s, p, true)
 }
 
-// analyzeTotals is Analyze without the per-module costs: what sweeps and grids need (a model
-// of 200,000 modules costs 70 MB of module rows per step otherwise).
-func (m *Model) analyzeTotals(ph Phase, s Scenario, p ExecProfile) (Step, error) {
+// AnalyzeTotals is Analyze without the per-module costs: what sweeps, grids and layout
+// searches need (a model of 200,000 modules costs 70 MB of module rows per step otherwise).
+func (m *Model) AnalyzeTotals(ph Phase, s Scenario, p ExecProfile) (Step, error) {
 	return m.analyze(ph, s, p, false)
 }
 

@@ -104,7 +104,7 @@ func Sensitivity(m *Model, s Scenario, t Target, profiles []ExecProfile, g GridP
 						for _, l := range g.L {
 							sc := s
 							sc.KVBytes, sc.KVLen = kvb, l
-							st, err := mm.analyzeTotals(Decode, sc, p)
+							st, err := mm.AnalyzeTotals(Decode, sc, p)
 							if err != nil {
 								return nil, fmt.Errorf("sensitivity: %w", err)
 							}

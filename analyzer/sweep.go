@@ -28,7 +28,7 @@ func sweep(m *Model, ph Phase, s Scenario, t Target, profiles []ExecProfile, xs 
 		set(&sc, x)
 		pt := SweepPoint{X: x, Results: map[string]Result{}}
 		for _, p := range profiles {
-			st, err := m.analyzeTotals(ph, sc, p)
+			st, err := m.AnalyzeTotals(ph, sc, p)
 			if err != nil {
 				return nil, fmt.Errorf("sweep %s at %d: %w", ph, x, err)
 			}
@@ -86,7 +86,7 @@ func ExploreDecode(m *Model, s Scenario, t Target, p ExecProfile, eps, lens []in
 			big := func(b int64) (Step, error) {
 				sc2 := sc
 				sc2.Batch = b
-				return m.analyzeTotals(Decode, sc2, p)
+				return m.AnalyzeTotals(Decode, sc2, p)
 			}
 			s1, err := big(1 << 20)
 			if err != nil {
@@ -106,7 +106,7 @@ func ExploreDecode(m *Model, s Scenario, t Target, p ExecProfile, eps, lens []in
 			for b := int64(1); b <= maxB; b *= 2 {
 				sc2 := sc
 				sc2.Batch = b
-				st, err := m.analyzeTotals(Decode, sc2, p)
+				st, err := m.AnalyzeTotals(Decode, sc2, p)
 				if err != nil {
 					return nil, err
 				}
@@ -170,7 +170,7 @@ func Memory(m *Model, s Scenario, t Target) (Feasibility, error) {
 	if !m.Fingerprint.Transformer {
 		kv = 0
 	}
-	st, err := m.analyzeTotals(Training, s, Naive)
+	st, err := m.AnalyzeTotals(Training, s, Naive)
 	if err != nil {
 		return f, err
 	}

@@ -20,6 +20,12 @@ for name in Llama-2-7b Llama-2-70b; do
   "$PY" -m mrep_export --hf-config "$CONFIGS/$name.RECONSTRUCTED.json" -o "$OUT/$name.json.gz" --name "$name" --label base
 done
 
+# Llama-3.1-405B from the 70B config with the published 405B sizes (no 405B config.json in
+# ../shared/configs): 405,853,388,800 parameters, the published count. For plan-train scale.
+"$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-70B-Instruct.json" -o "$OUT/Llama-3.1-405B.json.gz" --name Llama-3.1-405B \
+  --label base --override hidden_size=16384 --override num_hidden_layers=126 --override num_attention_heads=128 \
+  --override num_key_value_heads=8 --override intermediate_size=53248
+
 # One config changed: grouped-query attention undone (8 -> 32 KV heads), for `mrep diff`.
 "$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-8B.json" -o "$OUT/Llama-3.1-8B-mha.json.gz" \
   --name Llama-3.1-8B --label mha --override num_key_value_heads=32

@@ -44,6 +44,13 @@ func (l Layout) GPUs() int64 { return l.TP * l.PP * l.CP * l.DP }
 // GA is the gradient accumulation: micro-batches per optimizer step on each DP rank.
 func (l Layout) GA() int64 { return l.GBS / (l.MBS * l.DP) }
 
+// StageLayers is how many of layers the fullest pipeline stage holds: stages need not divide
+// the layers evenly (Llama 3 405B ran 126 layers on 16 stages), the fullest has ceil per chunk.
+func (l Layout) StageLayers(layers int64) int64 {
+	chunks := l.PP * l.VP
+	return (layers + chunks - 1) / chunks * l.VP
+}
+
 // Validate checks the layout against the model, each error naming the constraint.
 func (l Layout) Validate(fp analyzer.Fingerprint) error {
 	switch {
@@ -127,11 +134,10 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	if l.Recompute != "" {
 		sc.Recompute = l.Recompute
 	}
-	st, err := tr.m.Analyze(analyzer.Training, sc, analyzer.Achievable)
+	st, err := tr.m.AnalyzeTotals(analyzer.Training, sc, analyzer.Achievable)
 	if err != nil {
 		return st, err
 	}
-	st.Modules = nil // a layout search keeps thousands of steps; it needs their kernels only
 	tr.cache[k] = st
 	return st, nil
 }
@@ -151,6 +157,10 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	// TP/CP collectives), plus the LM head and loss on the last stage (the embedding gather on
 	// the first is far smaller).
 	var stage, head, opt []kernels.Kernel
+	frac := 1 / float64(l.PP)
+	if L := m.Fingerprint.Layers; L > 0 {
+		frac = float64(l.StageLayers(L)) / float64(L)
+	}
 	for _, k := range step.Kernels {
 		switch k.Category {
 		case "optimizer":
@@ -160,7 +170,7 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 		case string(analyzer.CatEmbedding):
 			// first stage: lighter than the LM head on the last
 		default:
-			stage = append(stage, scaled(k, 1/float64(l.PP)))
+			stage = append(stage, scaled(k, frac))
 		}
 	}
 	mb := p.Predict(append(stage, head...))
@@ -277,7 +287,7 @@ func MemoryPerGPU(m *analyzer.Model, l Layout) Memory {
 	if l.Recompute == "full" {
 		perLayer = 2 * s * b * h / t
 	}
-	layers := float64(m.Fingerprint.Layers) / float64(l.PP)
+	layers := float64(l.StageLayers(max(m.Fingerprint.Layers, 1)))
 	inFlight := float64(l.PP) * (1 + float64(l.PP-1)/float64(l.PP*l.VP))
 	if ga := float64(l.GA()); inFlight > ga {
 		inFlight = ga

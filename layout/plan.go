@@ -75,9 +75,15 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	}
 	var all []Candidate
 	var smallest *Candidate
+	pps := divisors(fp.Layers, 64)
+	for _, p := range []int64{2, 4, 8, 16, 32, 64} { // uneven stages are allowed too
+		if p <= fp.Layers && fp.Layers%p != 0 {
+			pps = append(pps, p)
+		}
+	}
 	for _, tp := range divisors(fp.Heads, min(o.Domain, 8)) {
-		for _, pp := range divisors(fp.Layers, 64) {
-			for _, cp := range []int64{1, 2, 4, 8} {
+		for _, pp := range pps {
+			for _, cp := range []int64{1, 2, 4, 8, 16} {
 				if o.GPUs%(tp*pp*cp) != 0 || o.Seq%(2*cp) != 0 && cp > 1 {
 					continue
 				}
@@ -85,14 +91,14 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 				vps := []int64{1}
 				if pp > 1 {
 					vps = nil
-					for _, v := range []int64{1, 2, 4, 5, 8} {
-						if fp.Layers%(pp*v) == 0 {
+					for _, v := range []int64{1, 2, 3, 4, 5, 6, 8} {
+						if pp*v <= fp.Layers {
 							vps = append(vps, v)
 						}
 					}
 				}
 				for _, vp := range vps {
-					for _, mbs := range []int64{1, 2, 4} {
+					for _, mbs := range []int64{1, 2, 4, 8} {
 						if o.GBS%(mbs*dp) != 0 {
 							continue
 						}

@@ -76,8 +76,8 @@ func TestPlanTrainSmallModelIsPureDataParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := plan.Top[0].Step.Layout
-	if l.TP != 1 || l.PP != 1 || l.CP != 1 || l.DP != 8 || l.MBS != 4 {
-		t.Errorf("best layout %+v, want TP1 PP1 CP1 DP8 MBS4", l)
+	if l.TP != 1 || l.PP != 1 || l.CP != 1 || l.DP != 8 || l.MBS != 8 { // GBS 64 / DP 8: the whole per-rank batch in one micro-batch
+		t.Errorf("best layout %+v, want TP1 PP1 CP1 DP8 MBS8", l)
 	}
 	if plan.Top[0].Step.DPExposed != 0 {
 		t.Errorf("a 1B model's gradients hide behind its backward; exposed %g s", plan.Top[0].Step.DPExposed)
@@ -116,4 +116,34 @@ func TestMemoryAndTimeMoveTheRightWay(t *testing.T) {
 	if b.Microbatch <= a.Microbatch || b.HFU <= b.MFU {
 		t.Errorf("full recompute must cost compute: %g vs %g s, HFU %g vs MFU %g", b.Microbatch, a.Microbatch, b.HFU, b.MFU)
 	}
+}
+
+// The planner's scale: a 405B model on 16,384 GPUs (every layout). Goal: one layout ≤ 50 µs,
+// the whole search ≤ 1 s on 2 cores.
+// go test ./layout -run '^$' -bench Plan -benchmem
+func BenchmarkPlanTrain405BOn16384(b *testing.B) {
+	f, err := examples.Dump("Llama-3.1-405B")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := ingest.Decode("405b", f, ingest.Options{})
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := analyzer.NewModel(d)
+	_, k := llama70b(&testing.T{})
+	b.ResetTimer()
+	var evaluated, feasible int
+	for i := 0; i < b.N; i++ {
+		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+		plan, err := tr.PlanTrain(PlanOptions{GPUs: 16384, GBS: 2048, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evaluated, feasible = plan.Evaluated, plan.Feasible
+	}
+	b.ReportMetric(float64(evaluated), "layouts")
+	b.ReportMetric(float64(feasible), "feasible")
+	b.ReportMetric(float64(evaluated)*float64(b.N)/b.Elapsed().Seconds(), "layouts/s")
 }
