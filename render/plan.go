@@ -3,6 +3,10 @@ package render
 import (
 	"fmt"
 	"io"
+	"math"
+	"sort"
+
+	chart "github.com/wcharczuk/go-chart/v2"
 
 	"github.com/mrep-dev/mrep/layout"
 )
@@ -26,6 +30,26 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f / %.2f / %.2f", s.Bubble, s.DPExposed, s.Optimizer), c.Why})
 	}
 	table(w, []string{"#", "Layout", "MBS", "GA", "Recompute", "Step (s)", "Tokens/s/GPU", "MFU", "Memory (GiB)", "Bubble / DP / optimizer (s)", "Why ahead of the next"}, "rlrrlrrrrrl", rows)
+	return w.err
+}
+
+// WritePlanPage is WritePlan with the chart and the Pareto front, for `plan train -o DIR`.
+func WritePlanPage(out io.Writer, model, target string, p layout.Plan, chartName string) error {
+	if err := WritePlan(out, model, target, p); err != nil {
+		return err
+	}
+	w := &errWriter{w: out}
+	if p.Feasible == 0 {
+		return w.err
+	}
+	w.printf("\n![step time against memory per GPU](%s)\n\nThe Pareto front (no layout is both faster and smaller):\n\n", chartName)
+	var rows [][]string
+	for _, c := range Pareto(p.Considered) {
+		l := c.Step.Layout
+		rows = append(rows, []string{fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d ZeRO-%d MBS%d %s", l.TP, l.PP, l.VP, l.CP, l.DP, l.Stage(), l.MBS, l.Recompute),
+			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f", c.Step.StepTime)})
+	}
+	table(w, []string{"Layout", "Memory (GiB)", "Step (s)"}, "lrr", rows)
 	return w.err
 }
 
@@ -54,4 +78,63 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 	}
 	return w.err
+}
+
+// Pareto is the layouts no other beats on both step time and memory per GPU, by memory.
+func Pareto(cs []layout.Candidate) []layout.Candidate {
+	sorted := append([]layout.Candidate(nil), cs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Memory.Total != sorted[j].Memory.Total {
+			return sorted[i].Memory.Total < sorted[j].Memory.Total
+		}
+		return sorted[i].Step.StepTime < sorted[j].Step.StepTime
+	})
+	var front []layout.Candidate
+	best := math.Inf(1)
+	for _, c := range sorted {
+		if c.Step.StepTime < best {
+			front = append(front, c)
+			best = c.Step.StepTime
+		}
+	}
+	return front
+}
+
+// PlanChart plots every feasible layout's step time against its memory per GPU, the Pareto
+// front drawn through. Layouts slower than twice the best are left out so the front stays
+// readable.
+func PlanChart(title string, p layout.Plan) chart.Chart {
+	var xs, ys, fx, fy []float64
+	best := math.Inf(1)
+	for _, c := range p.Considered {
+		best = math.Min(best, c.Step.StepTime)
+	}
+	for _, c := range p.Considered {
+		if c.Step.StepTime > 2*best {
+			continue
+		}
+		xs = append(xs, c.Memory.Total/(1<<30))
+		ys = append(ys, c.Step.StepTime)
+	}
+	for _, c := range Pareto(p.Considered) {
+		fx = append(fx, c.Memory.Total/(1<<30))
+		fy = append(fy, c.Step.StepTime)
+	}
+	dots := chart.Style{StrokeWidth: chart.Disabled, DotWidth: 2.5, DotColor: colorAt(0).WithAlpha(110)}
+	c := chart.Chart{
+		Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 600,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
+		XAxis:      chart.XAxis{Name: "memory per GPU (GiB)", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.0f", v) }},
+		YAxis: chart.YAxis{Name: "step time (s, layouts within 2x of the best)", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.2f", v) },
+			Range: &chart.ContinuousRange{Min: 0.95 * best, Max: 2 * best}},
+		YAxisSecondary: chart.YAxis{Style: chart.Hidden()}, // unused: hidden, or go-chart draws it at NaN
+		Series: []chart.Series{
+			chart.ContinuousSeries{Name: "feasible layouts", XValues: xs, YValues: ys, Style: dots},
+			chart.ContinuousSeries{Name: "Pareto front", XValues: fx, YValues: fy,
+				Style: chart.Style{StrokeColor: colorAt(1), StrokeWidth: 2, DotColor: colorAt(1), DotWidth: 4}},
+		},
+	}
+	c.Background.Padding.Right = 200 // the legend lives right of the plot
+	c.Elements = []chart.Renderable{legend([]legendEntry{{Label: "feasible layouts", Color: colorAt(0), Dot: true}, {Label: "Pareto front", Color: colorAt(1)}})}
+	return c
 }

@@ -22,6 +22,7 @@ type ReportOptions struct {
 	CSVName     string
 	ChartPrefix string
 	Chart       ChartOptions // the roofline limits and label mode, for the configuration table
+	Layouts     []LayoutResult // a training layout's step and memory per target, shown first
 }
 
 func largestWithStats(ts []analyzer.TensorRow, n int) []analyzer.TensorRow {
@@ -112,6 +113,12 @@ func WriteReport(out io.Writer, r analyzer.ReportData, o ReportOptions) error {
 		w.printf(" · step %d", *r.Run.Step)
 	}
 	w.printf(" · `%s` · analyzer `%s`\n", r.Run.Hash, r.Analysis.Version)
+	if len(o.Layouts) > 0 {
+		w.printf("\n")
+		if err := WriteLayouts(out, o.Layouts); err != nil {
+			return err
+		}
+	}
 	w.howToRead()
 	w.keyTerms()
 	w.summary()

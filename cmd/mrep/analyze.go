@@ -91,6 +91,22 @@ type scenarioOptions struct {
 	layout   *layout.Layout // a training layout, when one was asked for
 }
 
+// layoutResults times the scenario's training layout, if any, on every target.
+func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult, error) {
+	if o.layout == nil {
+		return nil, nil
+	}
+	var out []render.LayoutResult
+	for i, t := range o.targets {
+		st, err := layout.Train(m, o.scenario, *o.layout, t.Predictor, t.Peak, o.domains[i])
+		if err != nil {
+			return nil, cli.Exit("layout: "+err.Error(), exitFailure)
+		}
+		out = append(out, render.LayoutResult{Target: t.Label(), Step: st, Memory: layout.MemoryPerGPU(m, *o.layout), MemoryBudget: t.Chip.MemoryBytes()})
+	}
+	return out, nil
+}
+
 // readLayout is the training layout the flags describe, nil when none was asked for.
 func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs")) {
@@ -269,15 +285,9 @@ func analyzeCommand(env Env) *cli.Command {
 				}
 				ops = &t
 			}
-			var laid []render.LayoutResult
-			if o.layout != nil {
-				for i, t := range o.targets {
-					st, err := layout.Train(m, o.scenario, *o.layout, t.Predictor, t.Peak, o.domains[i])
-					if err != nil {
-						return cli.Exit("layout: "+err.Error(), exitFailure)
-					}
-					laid = append(laid, render.LayoutResult{Target: t.Label(), Step: st, Memory: layout.MemoryPerGPU(m, *o.layout), MemoryBudget: t.Chip.MemoryBytes()})
-				}
+			laid, err := layoutResults(m, o)
+			if err != nil {
+				return err
 			}
 			trace, err := analyzer.TraceCheck(d, 3)
 			if err != nil {

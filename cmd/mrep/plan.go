@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -28,6 +29,7 @@ func planCommand(env Env) *cli.Command {
 				&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "precision recipe: bf16 or fp8 (FP8 GEMMs, BF16 attention)"},
 				&cli.IntFlag{Name: "top", Value: 10, Usage: "layouts to show"},
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write plan.md, plan.json and the step-time-against-memory chart (plan.png) to `DIR`"},
 			},
 			Action: func(c *cli.Context) error {
 				dt := strings.ToLower(c.String("dtype"))
@@ -62,6 +64,25 @@ func planCommand(env Env) *cli.Command {
 					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top")})
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
+				}
+				if dir := c.String("output"); dir != "" {
+					files := outputFiles{}
+					if plan.Feasible > 0 {
+						if err := files.add("plan.png", func(w io.Writer) error {
+							return render.RenderPNG(render.PlanChart(fmt.Sprintf("%s on %d x %s: feasible layouts", d.Model.Name, c.Int64("gpus"), tg.Label()), plan), w)
+						}); err != nil {
+							return cli.Exit("plan chart: "+err.Error(), exitFailure)
+						}
+					}
+					if err := files.add("plan.json", func(w io.Writer) error { return writeJSON(w, plan) }); err != nil {
+						return err
+					}
+					if err := files.add("plan.md", func(w io.Writer) error { return render.WritePlanPage(w, d.Model.Name, tg.Label(), plan, "plan.png") }); err != nil {
+						return err
+					}
+					if err := writeDirAtomic(dir, files); err != nil {
+						return cli.Exit("plan: "+err.Error(), exitFailure)
+					}
 				}
 				if c.Bool("json") {
 					return writeJSON(c.App.Writer, plan)

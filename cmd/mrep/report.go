@@ -117,9 +117,13 @@ func reportCommand(env Env) *cli.Command {
 			if err != nil {
 				return cli.Exit("report: "+err.Error(), exitFailure)
 			}
+			laid, err := layoutResults(data.Model, o)
+			if err != nil {
+				return err
+			}
 			files, err := writeReport(dir, data, reportFiles{
 				chart: render.ChartOptions{XMin: c.Float64("x-min"), XMax: c.Float64("x-max"), YMin: c.Float64("y-min"), YMax: c.Float64("y-max"), LabelMode: mode},
-				md:    render.ReportOptions{Generated: env.Now(), Diagrams: !c.Bool("no-diagrams"), Appendix: !c.Bool("no-appendix")},
+				md:    render.ReportOptions{Generated: env.Now(), Diagrams: !c.Bool("no-diagrams"), Appendix: !c.Bool("no-appendix"), Layouts: laid},
 				svg:   c.Bool("svg"),
 			})
 			if err != nil {

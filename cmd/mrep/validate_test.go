@@ -110,7 +110,16 @@ func TestPlanTrain(t *testing.T) {
 	if !found {
 		t.Errorf("the published layout TP4 PP4 VP5 CP2 is not among the ten best:\n%s", out)
 	}
-	_, _, err := run(t, db, "plan", "train", "--gpus", "8", "--gbs", "8", "--seq", "8192")
+	dir := filepath.Join(t.TempDir(), "plan")
+	mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "-o", dir)
+	md, err := os.ReadFile(filepath.Join(dir, "plan.md"))
+	if err != nil || !strings.Contains(string(md), "![step time against memory per GPU](plan.png)") || !strings.Contains(string(md), "The Pareto front") {
+		t.Errorf("plan.md: %v\n%.600s", err, md)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "plan.png")); err != nil || fi.Size() < 1000 {
+		t.Errorf("plan.png: %v", err)
+	}
+	_, _, err = run(t, db, "plan", "train", "--gpus", "8", "--gbs", "8", "--seq", "8192")
 	if err == nil || !strings.Contains(err.Error(), "nothing fits") {
 		t.Errorf("70B with Adam on 8 GPUs: %v", err)
 	}
