@@ -21,7 +21,7 @@ type ReportOptions struct {
 	HasWeights  bool // a weight-distribution grid was written
 	CSVName     string
 	ChartPrefix string
-	Chart       ChartOptions // the roofline limits and label mode, for the configuration table
+	Chart       ChartOptions   // the roofline limits and label mode, for the configuration table
 	Layouts     []LayoutResult // a training layout's step and memory per target, shown first
 }
 
