@@ -249,6 +249,7 @@ type Memory struct {
 	Gradients   float64 `json:"gradients"`
 	Optimizer   float64 `json:"optimizer_state"` // fp32 master weights, Adam m and v
 	Activations float64 `json:"activations"`
+	Logits      float64 `json:"logits"` // the last stage's fp32 logits of one micro-batch
 	Margin      float64 `json:"workspace_margin"`
 	Total       float64 `json:"total"`
 }
@@ -293,7 +294,10 @@ func MemoryPerGPU(m *analyzer.Model, l Layout) Memory {
 		inFlight = ga
 	}
 	mem.Activations = perLayer * layers * inFlight
-	sub := mem.Weights + mem.Gradients + mem.Optimizer + mem.Activations
+	if l.PP == 1 { // one stage holds both ends: its micro-batch's fp32 logits too (vocab split over TP)
+		mem.Logits = 4 * s * b * float64(m.Fingerprint.Vocab) / t
+	}
+	sub := mem.Weights + mem.Gradients + mem.Optimizer + mem.Activations + mem.Logits
 	mem.Margin = 0.1*sub + 2*(1<<30)
 	mem.Total = sub + mem.Margin
 	return mem

@@ -98,3 +98,15 @@ func TestPipelineAndDataParallel(t *testing.T) {
 		t.Error("TP 3 does not divide 64 heads")
 	}
 }
+
+// Korthikanti Table 2 without sequence parallel (flash attention: no s^2 term): s·b·h·(10 + 24/t).
+func TestActivationsWithoutSequenceParallel(t *testing.T) {
+	m := &analyzer.Model{Params: map[analyzer.Category]int64{analyzer.CatDenseFFN: 1}}
+	m.Fingerprint.Layers, m.Fingerprint.Hidden = 8, 4096
+	l := Layout{TP: 8, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 2, GBS: 2, Seq: 4096}
+	sp := MemoryPerGPU(m, l).Activations
+	l.NoSP = true
+	noSP := MemoryPerGPU(m, l).Activations
+	near(t, "with SP", sp, 8*34*4096*2*4096/8.0, 1e-12)
+	near(t, "without SP", noSP, 8*4096*2*4096*(10+24/8.0), 1e-12)
+}

@@ -88,6 +88,13 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 					continue
 				}
 				dp := o.GPUs / (tp * pp * cp)
+				eps := []int64{1}
+				if fp.MoE != nil { // experts spread over the data- and context-parallel ranks
+					eps = nil
+					for _, e := range divisors(fp.MoE.RoutedExperts, dp*cp) {
+						eps = append(eps, e)
+					}
+				}
 				vps := []int64{1}
 				if pp > 1 {
 					vps = nil
@@ -103,26 +110,28 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 							continue
 						}
 						for _, zl := range zeroRecompute {
-							l := Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: 1, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, ZeRO: zl.zero, Recompute: zl.rc}
-							if l.Validate(fp) != nil {
-								continue
+							for _, ep := range eps {
+								l := Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: ep, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, ZeRO: zl.zero, Recompute: zl.rc}
+								if l.Validate(fp) != nil {
+									continue
+								}
+								plan.Evaluated++
+								mem := MemoryPerGPU(tr.m, l)
+								c := Candidate{Memory: mem, Step: Step{Layout: l}}
+								if smallest == nil || mem.Total < smallest.Memory.Total {
+									cc := c
+									smallest = &cc
+								}
+								if mem.Total > o.MemoryBytes {
+									continue
+								}
+								st, err := tr.Train(l)
+								if err != nil {
+									return plan, err
+								}
+								c.Step = st
+								all = append(all, c)
 							}
-							plan.Evaluated++
-							mem := MemoryPerGPU(tr.m, l)
-							c := Candidate{Memory: mem, Step: Step{Layout: l}}
-							if smallest == nil || mem.Total < smallest.Memory.Total {
-								cc := c
-								smallest = &cc
-							}
-							if mem.Total > o.MemoryBytes {
-								continue
-							}
-							st, err := tr.Train(l)
-							if err != nil {
-								return plan, err
-							}
-							c.Step = st
-							all = append(all, c)
 						}
 					}
 				}

@@ -25,7 +25,7 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	var rows [][]string
 	for i, c := range p.Top {
 		l, s := c.Step.Layout, c.Step
-		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d ZeRO-%d", l.TP, l.PP, l.VP, l.CP, l.DP, l.Stage()), fmt.Sprint(l.MBS), fmt.Sprint(l.GA()), l.Recompute,
+		rows = append(rows, []string{fmt.Sprint(i + 1), layoutName(l), fmt.Sprint(l.MBS), fmt.Sprint(l.GA()), l.Recompute,
 			fmt.Sprintf("%.2f", s.StepTime), fmt.Sprintf("%.0f", s.TokensPerS/float64(l.GPUs())), fmt.Sprintf("%.1f%%", 100*s.MFU),
 			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f / %.2f / %.2f", s.Bubble, s.DPExposed, s.Optimizer), c.Why})
 	}
@@ -46,7 +46,7 @@ func WritePlanPage(out io.Writer, model, target string, p layout.Plan, chartName
 	var rows [][]string
 	for _, c := range Pareto(p.Considered) {
 		l := c.Step.Layout
-		rows = append(rows, []string{fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d ZeRO-%d MBS%d %s", l.TP, l.PP, l.VP, l.CP, l.DP, l.Stage(), l.MBS, l.Recompute),
+		rows = append(rows, []string{fmt.Sprintf("%s MBS%d %s", layoutName(l), l.MBS, l.Recompute),
 			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f", c.Step.StepTime)})
 	}
 	table(w, []string{"Layout", "Memory (GiB)", "Step (s)"}, "lrr", rows)
@@ -137,4 +137,13 @@ func PlanChart(title string, p layout.Plan) chart.Chart {
 	c.Background.Padding.Right = 200 // the legend lives right of the plot
 	c.Elements = []chart.Renderable{legend([]legendEntry{{Label: "feasible layouts", Color: colorAt(0), Dot: true}, {Label: "Pareto front", Color: colorAt(1)}})}
 	return c
+}
+
+// layoutName is "TP4 PP4 VP5 CP2 DP2 ZeRO-1" (with EP when experts are spread).
+func layoutName(l layout.Layout) string {
+	s := fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d", l.TP, l.PP, l.VP, l.CP, l.DP)
+	if l.EP > 1 {
+		s += fmt.Sprintf(" EP%d", l.EP)
+	}
+	return s + fmt.Sprintf(" ZeRO-%d", l.Stage())
 }
