@@ -35,6 +35,10 @@ type Scenario struct {
 
 	TP int64 `json:"tp"` // tensor parallel: heads, FFN width and vocab split TP ways
 	EP int64 `json:"ep"` // expert parallel (with DP = EP): E/EP experts per GPU
+	// ETP is expert tensor parallel: how many ways each routed expert's weights are split,
+	// independent of the attention's TP (0: as TP). Attention TP8 with experts EP8 x ETP1 on
+	// the same 8 GPUs is Megatron's MoE layout.
+	ETP int64 `json:"etp,omitempty"`
 	// CP is context parallel (training, prefill): each GPU holds S/CP of every sequence's
 	// tokens (load-balanced for causal attention) and gathers the K/V of the others.
 	CP int64 `json:"cp,omitempty"`
@@ -84,6 +88,8 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("dtype byte widths must be positive")
 	case s.CP < 0 || (s.CP > 1 && s.Seq%s.CP != 0):
 		return fmt.Errorf("cp must divide seq (got cp %d, seq %d)", s.CP, s.Seq)
+	case s.ETP < 0 || (s.ETP > 0 && s.TP%s.ETP != 0):
+		return fmt.Errorf("etp %d must divide tp %d (an expert's shards sit inside the attention's TP group)", s.ETP, s.TP)
 	case s.TP < 1 || s.EP < 1:
 		return fmt.Errorf("tp and ep must be >= 1 (got %d, %d)", s.TP, s.EP)
 	case s.Recompute != "none" && s.Recompute != "selective" && s.Recompute != "full":
@@ -155,6 +161,14 @@ func shapeOf(ph Phase, s Scenario) stepShape {
 }
 
 func (s Scenario) cp() int64 { return max(s.CP, 1) }
+
+// Etp is the effective expert tensor parallel (TP when unset).
+func (s Scenario) Etp() int64 {
+	if s.ETP > 0 {
+		return s.ETP
+	}
+	return s.TP
+}
 
 // DistinctExperts is the expected number of distinct experts, of E, that T tokens each
 // routing to k experts touch under uniform routing: E * (1 - (1 - k/E)^T).
@@ -284,19 +298,22 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	A, Wb, G := s.ActBytes, s.WeightBytes, s.GradBytes
 	E, k := float64(fp.MoE.RoutedExperts), float64(fp.MoE.TopK)
 	ep := float64(s.EP)
-	tp := float64(s.TP)
-	// With DP = EP, the EP group routes T*EP tokens; this GPU holds E/EP experts and, on
-	// average, receives T*k token-expert assignments (balanced uniform routing).
-	groupTokens := sh.tokens * ep
+	tp := float64(s.Etp())
+	// With sequence parallel, each expert-TP group routes its share of the TP group's tokens
+	// (all of them when ETP = TP); the EP group routes that share x EP tokens; this GPU holds
+	// E/EP experts and, on average, receives tokens*k token-expert assignments (balanced
+	// uniform routing).
+	tokens := sh.tokens * tp / float64(s.TP)
+	groupTokens := tokens * ep
 	frac := DistinctExperts(E, k, groupTokens) / E // share of experts touched this step
 	held := float64(op.Experts) / ep               // experts of this weight on this GPU
 	if op.Experts == 1 {                           // one of E separate expert modules: held by one GPU of EP
 		held = 1 / ep
 	}
 	perExpert := float64(op.Numel) / math.Max(float64(op.Experts), 1)
-	assignments := sh.tokens * k * held / (E / ep) // assignments to this weight's experts on this GPU
+	assignments := tokens * k * held / (E / ep) // assignments to this weight's experts on this GPU
 	if op.Experts == 1 {
-		assignments = sh.tokens * k / E
+		assignments = tokens * k / E
 	}
 	mEff := groupTokens * k / E / math.Max(frac, 1e-12) // tokens per touched expert
 	f := 2 * assignments * perExpert / tp

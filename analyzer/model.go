@@ -499,14 +499,17 @@ func SortedCategories(byCat map[string]Cost) []string {
 	return keys
 }
 
-// ParamsPerGPU is the parameters one GPU holds under TP, PP and EP: every category split TP
-// ways, routed experts also EP ways, and the whole spread over PP stages.
-func (m *Model) ParamsPerGPU(tp, pp, ep int64) float64 {
+// ParamsPerGPU is the parameters one GPU holds under TP, PP, EP and expert-TP: every category
+// split TP ways except routed experts, split EP x ETP ways, and the whole spread over PP stages.
+func (m *Model) ParamsPerGPU(tp, pp, ep, etp int64) float64 {
+	if etp < 1 {
+		etp = tp
+	}
 	var n float64
 	for c, v := range m.Params {
 		x := float64(v) / float64(tp)
 		if c == CatRoutedExperts {
-			x /= float64(ep)
+			x = float64(v) / float64(ep*etp)
 		}
 		n += x
 	}

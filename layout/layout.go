@@ -15,6 +15,7 @@ import (
 // Layout is how a training job is spread over GPUs.
 type Layout struct {
 	TP, PP, VP, CP, DP, EP int64
+	ETP                    int64 // expert tensor parallel (0: TP): experts split EP x ETP ways
 	MBS, GBS               int64 // micro-batch and global batch, in sequences
 	Seq                    int64
 	// DistOptimizer shards optimizer state (fp32 master, m, v) over DP (ZeRO-1, Megatron's
@@ -36,6 +37,13 @@ func (l Layout) Stage() int {
 		return 1
 	}
 	return l.ZeRO
+}
+
+func (l Layout) etp() int64 {
+	if l.ETP > 0 {
+		return l.ETP
+	}
+	return l.TP
 }
 
 // GPUs is TP x PP x CP x DP.
@@ -68,6 +76,10 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("gbs %d must be divisible by mbs %d x dp %d", l.GBS, l.MBS, l.DP)
 	case l.ZeRO < 0 || l.ZeRO > 3:
 		return fmt.Errorf("zero stage %d: want 0, 1, 2 or 3", l.ZeRO)
+	case l.ETP < 0 || (l.ETP > 0 && l.TP%l.ETP != 0):
+		return fmt.Errorf("etp %d must divide tp %d", l.ETP, l.TP)
+	case l.EP > 1 && l.EP*l.etp() > l.TP*l.CP*l.DP:
+		return fmt.Errorf("ep %d x etp %d experts' shards need more GPUs than a pipeline stage's TP x CP x DP = %d", l.EP, l.etp(), l.TP*l.CP*l.DP)
 	case fp.MoE != nil && fp.MoE.RoutedExperts%l.EP != 0:
 		return fmt.Errorf("ep %d must divide the %d routed experts", l.EP, fp.MoE.RoutedExperts)
 	}
@@ -115,7 +127,7 @@ type Trainer struct {
 }
 
 type stepKey struct {
-	tp, cp, ep, mbs, seq, ga int64
+	tp, cp, ep, etp, mbs, seq, ga int64
 	recompute                string
 }
 
@@ -125,12 +137,12 @@ func NewTrainer(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, pea
 }
 
 func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
-	k := stepKey{l.TP, l.CP, l.EP, l.MBS, l.Seq, l.GA(), l.Recompute}
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
 	sc := tr.s
-	sc.Batch, sc.Seq, sc.TP, sc.CP, sc.EP, sc.GradAccum = l.MBS, l.Seq, l.TP, l.CP, l.EP, l.GA()
+	sc.Batch, sc.Seq, sc.TP, sc.CP, sc.EP, sc.ETP, sc.GradAccum = l.MBS, l.Seq, l.TP, l.CP, l.EP, l.ETP, l.GA()
 	if l.Recompute != "" {
 		sc.Recompute = l.Recompute
 	}
@@ -184,7 +196,7 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	// over DP, in 16 bits, overlapped with the last micro-batch's backward and the first's
 	// forward (Megatron's bucketed overlap); what outlasts them is exposed.
 	if l.DP > 1 {
-		params := m.ParamsPerGPU(l.TP, l.PP, l.EP)
+		params := m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)
 		tier := kernels.ScaleUp
 		if l.TP*l.CP*l.DP > tr.domain {
 			tier = kernels.ScaleOut
@@ -265,7 +277,7 @@ func ActivationBytesPerLayer(s, b, h, t float64) float64 { return 34 * s * b * h
 // (1F1B keeps PP; interleaving adds (PP-1)/(PP·VP)); full recompute keeps only each layer's
 // input (2·s·b·h/t); a stated margin of 10% plus 2 GiB for workspace and fragmentation.
 func MemoryPerGPU(m *analyzer.Model, l Layout) Memory {
-	p := m.ParamsPerGPU(l.TP, l.PP, l.EP)
+	p := m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)
 	var mem Memory
 	mem.Weights, mem.Gradients = 2*p, 2*p
 	mem.Optimizer = 12 * p

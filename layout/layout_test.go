@@ -110,3 +110,37 @@ func TestActivationsWithoutSequenceParallel(t *testing.T) {
 	near(t, "with SP", sp, 8*34*4096*2*4096/8.0, 1e-12)
 	near(t, "without SP", noSP, 8*4096*2*4096*(10+24/8.0), 1e-12)
 }
+
+// Expert tensor parallel apart from the attention's: Mixtral with attention TP8 and experts
+// EP8 x ETP1 on the same 8 GPUs holds one expert per GPU (an eighth of the experts), and its
+// per-GPU FLOPs equal TP8 over everything; EP8 x ETP8 needs 64 GPUs' worth of shards.
+func TestExpertTensorParallel(t *testing.T) {
+	f, err := examples.Dump("Mixtral-8x7B-v0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ingest.Decode("mixtral", f, ingest.Options{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := analyzer.NewModel(d)
+	experts := float64(m.Params[analyzer.CatRoutedExperts])
+	rest := float64(m.TotalParams) - experts
+	near(t, "EP8 ETP1", m.ParamsPerGPU(8, 1, 8, 1), rest/8+experts/8, 1e-12)
+	near(t, "EP8 ETP8", m.ParamsPerGPU(8, 1, 8, 8), rest/8+experts/64, 1e-12)
+	s := analyzer.DefaultScenario()
+	s.Seq, s.TP = 4096, 8
+	a, _ := m.AnalyzeTotals(analyzer.Training, s, analyzer.Achievable)
+	s.EP, s.ETP = 8, 1
+	b, _ := m.AnalyzeTotals(analyzer.Training, s, analyzer.Achievable)
+	near(t, "per-GPU F_theory, TP8 vs attention TP8 + experts EP8", b.Cost.FTheory, a.Cost.FTheory, 1e-9)
+	l := Layout{TP: 8, PP: 1, VP: 1, CP: 1, DP: 1, EP: 8, ETP: 8, MBS: 1, GBS: 8, Seq: 4096}
+	if err := l.Validate(m.Fingerprint); err == nil {
+		t.Error("EP8 x ETP8 on 8 GPUs must be refused")
+	}
+	l.ETP = 1
+	if err := l.Validate(m.Fingerprint); err != nil {
+		t.Errorf("attention TP8 + experts EP8 on 8 GPUs: %v", err)
+	}
+}

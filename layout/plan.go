@@ -50,6 +50,14 @@ var zeroRecompute = func() []struct {
 	return out
 }()
 
+// etps are the expert-TP choices: as the attention (0) and, for MoE with TP, unsplit experts.
+func etps(tp int64, moe bool) []int64 {
+	if moe && tp > 1 {
+		return []int64{0, 1}
+	}
+	return []int64{0}
+}
+
 func divisors(n int64, limit int64) []int64 {
 	var out []int64
 	for d := int64(1); d <= n && d <= limit; d++ {
@@ -75,6 +83,28 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	}
 	var all []Candidate
 	var smallest *Candidate
+	consider := func(l Layout) error {
+		if l.Validate(fp) != nil {
+			return nil
+		}
+		plan.Evaluated++
+		mem := MemoryPerGPU(tr.m, l)
+		c := Candidate{Memory: mem, Step: Step{Layout: l}}
+		if smallest == nil || mem.Total < smallest.Memory.Total {
+			cc := c
+			smallest = &cc
+		}
+		if mem.Total > o.MemoryBytes {
+			return nil
+		}
+		st, err := tr.Train(l)
+		if err != nil {
+			return err
+		}
+		c.Step = st
+		all = append(all, c)
+		return nil
+	}
 	pps := divisors(fp.Layers, 64)
 	for _, p := range []int64{2, 4, 8, 16, 32, 64} { // uneven stages are allowed too
 		if p <= fp.Layers && fp.Layers%p != 0 {
@@ -111,26 +141,11 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 						}
 						for _, zl := range zeroRecompute {
 							for _, ep := range eps {
-								l := Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: ep, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, ZeRO: zl.zero, Recompute: zl.rc}
-								if l.Validate(fp) != nil {
-									continue
+								for _, etp := range etps(tp, fp.MoE != nil) {
+									if err := consider(Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: ep, ETP: etp, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, ZeRO: zl.zero, Recompute: zl.rc}); err != nil {
+										return plan, err
+									}
 								}
-								plan.Evaluated++
-								mem := MemoryPerGPU(tr.m, l)
-								c := Candidate{Memory: mem, Step: Step{Layout: l}}
-								if smallest == nil || mem.Total < smallest.Memory.Total {
-									cc := c
-									smallest = &cc
-								}
-								if mem.Total > o.MemoryBytes {
-									continue
-								}
-								st, err := tr.Train(l)
-								if err != nil {
-									return plan, err
-								}
-								c.Step = st
-								all = append(all, c)
 							}
 						}
 					}

@@ -58,6 +58,7 @@ func scenarioFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "exec", Value: cli.NewStringSlice(analyzer.DefaultProfile), Usage: "exec profile(s): achievable (the prediction), naive, efficient (the seed's knobs) or a JSON `FILE` of profiles"},
 		&cli.Int64Flag{Name: "tp", Value: 1, Usage: "tensor parallel size"},
 		&cli.Int64Flag{Name: "ep", Value: 1, Usage: "expert parallel size (DP = EP)"},
+		&cli.Int64Flag{Name: "etp", Usage: "expert tensor parallel: ways each expert is split (default --tp); --tp 8 --ep 8 --etp 1 puts attention TP8 and experts EP8 on the same 8 GPUs"},
 		&cli.StringFlag{Name: "recompute", Value: "none", Usage: "training activation recomputation: none, selective, full"},
 		&cli.Int64Flag{Name: "grad-accum", Value: 1, Usage: "training microbatches per optimizer step"},
 		&cli.BoolFlag{Name: "seed-training", Usage: "the seed's training model: prefill x 3 FLOPs, x 2 bytes"},
@@ -112,7 +113,7 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs")) {
 		return nil, nil
 	}
-	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP,
+	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
 		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp")}
 	l.DistOptimizer = l.ZeRO >= 1
 	if l.MBS == 0 {
@@ -163,7 +164,7 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 			return o, cli.Exit(err.Error(), exitFailure)
 		}
 	}
-	s.TP, s.EP = c.Int64("tp"), c.Int64("ep")
+	s.TP, s.EP, s.ETP = c.Int64("tp"), c.Int64("ep"), c.Int64("etp")
 	s.Recompute, s.GradAccum, s.SeedTraining = c.String("recompute"), c.Int64("grad-accum"), c.Bool("seed-training")
 	if err := s.Validate(); err != nil {
 		return o, cli.Exit("scenario: "+err.Error(), exitFailure)
