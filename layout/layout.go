@@ -128,7 +128,7 @@ type Trainer struct {
 
 type stepKey struct {
 	tp, cp, ep, etp, mbs, seq, ga int64
-	recompute                string
+	recompute                     string
 }
 
 // NewTrainer prepares layouts of m for the time model p.
