@@ -26,6 +26,9 @@ type Layout struct {
 	// every micro-batch's forward and backward.
 	ZeRO      int
 	Recompute string
+	// RecomputeLayers is how many layers of a stage full recompute covers (0: all of them);
+	// the others keep their activations and skip the extra forward.
+	RecomputeLayers int64
 	// NoSP turns Megatron's sequence parallel off (it is on with TP by default): norms and
 	// dropout then keep full-sequence activations on every TP rank.
 	NoSP bool
@@ -44,6 +47,15 @@ func (l Layout) etp() int64 {
 		return l.ETP
 	}
 	return l.TP
+}
+
+// partialRecompute is the share of a stage's layers full recompute covers (1: all, or no
+// partial recompute asked for).
+func (l Layout) partialRecompute(layers int64) float64 {
+	if l.Recompute != "full" || l.RecomputeLayers <= 0 || layers <= 0 {
+		return 1
+	}
+	return math.Min(1, float64(l.RecomputeLayers)/float64(l.StageLayers(layers)))
 }
 
 // GPUs is TP x PP x CP x DP.
@@ -187,6 +199,16 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	}
 	mb := p.Predict(append(stage, head...))
 	st.Microbatch = mb.TEst
+	if part := l.partialRecompute(m.Fingerprint.Layers); part < 1 {
+		// recompute only some layers: the extra forward scales with the share recomputed
+		none := l
+		none.Recompute, none.RecomputeLayers = "none", 0
+		base, err := tr.Train(none)
+		if err != nil {
+			return st, err
+		}
+		st.Microbatch = base.Microbatch + part*(st.Microbatch-base.Microbatch)
+	}
 	// Interleaved 1F1B: the bubble is (PP-1)/VP micro-batch times (Narayanan et al. 2021).
 	ga := float64(l.GA())
 	st.Bubble = float64(l.PP-1) / float64(l.VP) * st.Microbatch
@@ -298,7 +320,8 @@ func MemoryPerGPU(m *analyzer.Model, l Layout) Memory {
 		perLayer = s * b * h * (10 + 24/t) // Korthikanti Table 2, TP without SP (flash: no s^2 term)
 	}
 	if l.Recompute == "full" {
-		perLayer = 2 * s * b * h / t
+		part := l.partialRecompute(m.Fingerprint.Layers)
+		perLayer = part*2*s*b*h/t + (1-part)*perLayer
 	}
 	layers := float64(l.StageLayers(max(m.Fingerprint.Layers, 1)))
 	inFlight := float64(l.PP) * (1 + float64(l.PP-1)/float64(l.PP*l.VP))

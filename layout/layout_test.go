@@ -144,3 +144,28 @@ func TestExpertTensorParallel(t *testing.T) {
 		t.Errorf("attention TP8 + experts EP8 on 8 GPUs: %v", err)
 	}
 }
+
+// Recomputing some layers lands between recomputing none and all, in memory and in time.
+func TestPartialRecompute(t *testing.T) {
+	m, k := llama70b(t)
+	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+	base := Layout{TP: 8, PP: 4, VP: 1, CP: 1, DP: 2, EP: 1, MBS: 1, GBS: 16, Seq: 4096, DistOptimizer: true}
+	var mem, tm []float64
+	for _, rc := range []struct {
+		mode string
+		n    int64
+	}{{"none", 0}, {"full", 10}, {"full", 0}} {
+		l := base
+		l.Recompute, l.RecomputeLayers = rc.mode, rc.n
+		st, err := tr.Train(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem = append(mem, MemoryPerGPU(m, l).Activations)
+		tm = append(tm, st.Microbatch)
+	}
+	if !(mem[0] > mem[1] && mem[1] > mem[2]) || !(tm[0] < tm[1] && tm[1] < tm[2]) {
+		t.Errorf("half the stage's layers recomputed: activations %v, micro-batch %v", mem, tm)
+	}
+	near(t, "time halfway", tm[1], (tm[0]+tm[2])/2, 1e-9)
+}

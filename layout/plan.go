@@ -158,10 +158,21 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 		if smallest == nil {
 			return plan, fmt.Errorf("plan: no layout of %d GPUs divides this model (heads %d, layers %d) with gbs %d", o.GPUs, fp.Heads, fp.Layers, o.GBS)
 		}
-		m := smallest.Memory
-		plan.NoFit = fmt.Sprintf("nothing fits: the smallest layout (tp %d, pp %d, cp %d, dp %d, recompute %s) needs %.1f GiB per GPU of %.1f GiB (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GiB); more GPUs, ZeRO-3 or a smaller micro-batch would be next",
-			smallest.Step.Layout.TP, smallest.Step.Layout.PP, smallest.Step.Layout.CP, smallest.Step.Layout.DP, smallest.Step.Layout.Recompute,
-			m.Total/(1<<30), o.MemoryBytes/(1<<30), m.Weights/(1<<30), m.Gradients/(1<<30), m.Optimizer/(1<<30), m.Activations/(1<<30))
+		m, sl := smallest.Memory, smallest.Step.Layout
+		plan.NoFit = fmt.Sprintf("nothing fits in %.1f GiB: the smallest layout (TP%d PP%d CP%d DP%d ZeRO-%d, MBS %d, recompute %s) needs %.1f GiB per GPU (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GiB), %.1f GiB too much",
+			o.MemoryBytes/(1<<30), sl.TP, sl.PP, sl.CP, sl.DP, sl.Stage(), sl.MBS, sl.Recompute, m.Total/(1<<30),
+			m.Weights/(1<<30), m.Gradients/(1<<30), m.Optimizer/(1<<30), m.Activations/(1<<30), (m.Total-o.MemoryBytes)/(1<<30))
+		// every ZeRO stage, recompute and micro-batch was tried: the nearest change is more GPUs
+		for k := int64(2); k <= 16 && o.GPUs*k <= 1<<20; k *= 2 {
+			more := o
+			more.GPUs, more.Top = o.GPUs*k, 1
+			if next, err := tr.PlanTrain(more); err == nil && next.Feasible > 0 {
+				b := next.Top[0]
+				plan.NoFit += fmt.Sprintf("; the nearest change that fits: %d GPUs (%dx), e.g. %s at %.1f GiB and %.2f s per step",
+					more.GPUs, k, describe(b.Step.Layout), b.Memory.Total/(1<<30), b.Step.StepTime)
+				break
+			}
+		}
 		return plan, nil
 	}
 	sort.SliceStable(all, func(i, j int) bool {
@@ -204,4 +215,8 @@ func why(a, b Step) string {
 		return "same step time, less memory"
 	}
 	return fmt.Sprintf("%.0f ms less %s than the next", best.d*1e3, best.name)
+}
+
+func describe(l Layout) string {
+	return fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d ZeRO-%d MBS %d recompute %s", l.TP, l.PP, l.VP, l.CP, l.DP, l.Stage(), l.MBS, l.Recompute)
 }

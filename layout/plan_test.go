@@ -2,6 +2,7 @@ package layout
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -52,7 +53,10 @@ func TestPlanTrainSaysWhyNothingFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	if plan.Feasible != 0 || plan.NoFit == "" {
-		t.Fatalf("70B on 8 GPUs with Adam cannot fit: %+v", plan)
+		t.Fatalf("70B with Adam on 8 GPUs cannot fit: %+v", plan)
+	}
+	if !strings.Contains(plan.NoFit, "too much") || !strings.Contains(plan.NoFit, "the nearest change that fits: 16 GPUs") {
+		t.Errorf("the verdict must say what is short and the nearest change: %s", plan.NoFit)
 	}
 }
 

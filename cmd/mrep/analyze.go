@@ -72,6 +72,7 @@ func scenarioFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "mbs", Usage: "training layout: micro-batch (default -b)"},
 		&cli.Int64Flag{Name: "gbs", Usage: "training layout: global batch (default mbs x dp x grad-accum)"},
 		&cli.BoolFlag{Name: "no-sp", Usage: "training layout: without Megatron sequence parallel"},
+		&cli.Int64Flag{Name: "recompute-layers", Usage: "training layout: with --recompute full, how many layers of each stage recompute (default all)"},
 	}
 }
 
@@ -110,11 +111,12 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 
 // readLayout is the training layout the flags describe, nil when none was asked for.
 func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
-	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs")) {
+	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers")) {
 		return nil, nil
 	}
 	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
-		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp")}
+		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp"),
+		RecomputeLayers: c.Int64("recompute-layers")}
 	l.DistOptimizer = l.ZeRO >= 1
 	if l.MBS == 0 {
 		l.MBS = s.Batch
