@@ -105,6 +105,10 @@ type Step struct {
 	Microbatch float64 `json:"microbatch_time"` // forward + backward of one micro-batch on the slowest stage
 	Pipeline   float64 `json:"pipeline_time"`   // GA micro-batches plus the pipeline bubble
 	Bubble     float64 `json:"bubble_time"`
+	// Of the GA micro-batches: kernels (compute- and memory-bound, with launch latency) and the
+	// exposed TP/SP, CP and EP collectives on the critical path.
+	Kernels    float64 `json:"kernel_time"`
+	LayerComm  float64 `json:"layer_comm_exposed"`
 	DPExposed  float64 `json:"dp_exposed"` // gradient reduce-scatter and parameter all-gather not hidden
 	Optimizer  float64 `json:"optimizer_time"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -211,6 +215,11 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	}
 	// Interleaved 1F1B: the bubble is (PP-1)/VP micro-batch times (Narayanan et al. 2021).
 	ga := float64(l.GA())
+	if st.Microbatch > 0 {
+		share := math.Min(1, mb.TComm/mb.TEst) // the exposed collectives' share of a micro-batch
+		st.LayerComm = ga * st.Microbatch * share
+		st.Kernels = ga*st.Microbatch - st.LayerComm
+	}
 	st.Bubble = float64(l.PP-1) / float64(l.VP) * st.Microbatch
 	st.Pipeline = ga*st.Microbatch + st.Bubble
 

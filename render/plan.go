@@ -71,10 +71,10 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 		if m.Total > r.MemoryBudget {
 			fit = "does NOT fit"
 		}
-		w.printf("**Training on %d GPUs of %s (%s, MBS %d, GBS %d, GA %d, recompute %s):** memory per GPU %s, %.1f GiB of %.1f GiB (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, margin %.1f GiB). Step %.3f s: %d micro-batches of %.1f ms on the slowest stage, bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
+		w.printf("**Training on %d GPUs of %s (%s, MBS %d, GBS %d, GA %d, recompute %s):** memory per GPU %s, %.1f GiB of %.1f GiB (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, margin %.1f GiB). Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
 			l.GPUs(), r.Target, layoutName(l), l.MBS, l.GBS, l.GA(), l.Recompute, fit, m.Total/(1<<30), r.MemoryBudget/(1<<30),
 			m.Weights/(1<<30), m.Gradients/(1<<30), m.Optimizer/(1<<30), m.Activations/(1<<30), m.Margin/(1<<30),
-			s.StepTime, l.GA(), s.Microbatch*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
+			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 	}
 	return w.err
