@@ -41,23 +41,30 @@ func TestActivationsPerLayer(t *testing.T) {
 	near(t, "TP+SP", ActivationBytesPerLayer(s, b, h, tp), s*b*h/tp*34, 1e-12)
 }
 
-func llama70b(t *testing.T) (*analyzer.Model, chipModel) {
+// bundled is a bundled example dump as a model.
+func bundled(t testing.TB, name string) *analyzer.Model {
 	t.Helper()
-	f, err := examples.Dump("Llama-3.1-70B-Instruct")
+	f, err := examples.Dump(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	d, err := ingest.Decode("70b", f, ingest.Options{})
+	d, err := ingest.Decode(name, f, ingest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return analyzer.NewModel(d)
+}
+
+// llama70b is the NeMo recipe's model and the H100's time model.
+func llama70b(t testing.TB) (*analyzer.Model, chipModel) {
+	t.Helper()
 	chip, _ := chips.Default().Lookup("H100")
 	tm, err := timing.New(chip, "bf16")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return analyzer.NewModel(d), chipModel{tm, 989.4e12}
+	return bundled(t, "Llama-3.1-70B-Instruct"), chipModel{tm, 989.4e12}
 }
 
 type chipModel struct {
@@ -115,16 +122,7 @@ func TestActivationsWithoutSequenceParallel(t *testing.T) {
 // EP8 x ETP1 on the same 8 GPUs holds one expert per GPU (an eighth of the experts), and its
 // per-GPU FLOPs equal TP8 over everything; EP8 x ETP8 needs 64 GPUs' worth of shards.
 func TestExpertTensorParallel(t *testing.T) {
-	f, err := examples.Dump("Mixtral-8x7B-v0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := ingest.Decode("mixtral", f, ingest.Options{})
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := analyzer.NewModel(d)
+	m := bundled(t, "Mixtral-8x7B-v0.1")
 	experts := float64(m.Params[analyzer.CatRoutedExperts])
 	rest := float64(m.TotalParams) - experts
 	near(t, "EP8 ETP1", m.ParamsPerGPU(8, 1, 8, 1), rest/8+experts/8, 1e-12)

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
-	"github.com/mrep-dev/mrep/examples"
-	"github.com/mrep-dev/mrep/ingest"
 )
 
 // Llama-3.1-70B on 64 H100s at the NeMo recipe's batch: the published layout (TP4 PP4 CP2 VP5
@@ -64,17 +62,8 @@ func TestPlanTrainSaysWhyNothingFits(t *testing.T) {
 // collectives, bubble or exchanges: the best layout is pure data parallel with the largest
 // micro-batch (fewest launches, best GEMM shapes), its gradient traffic hidden behind compute.
 func TestPlanTrainSmallModelIsPureDataParallel(t *testing.T) {
-	f, err := examples.Dump("Llama-3.2-1B-Instruct")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	d, err := ingest.Decode("1b", f, ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, k := llama70b(t)
-	tr := NewTrainer(analyzer.NewModel(d), analyzer.DefaultScenario(), k.p, k.peak, 8)
+	tr := NewTrainer(bundled(t, "Llama-3.2-1B-Instruct"), analyzer.DefaultScenario(), k.p, k.peak, 8)
 	plan, err := tr.PlanTrain(PlanOptions{GPUs: 8, GBS: 64, Seq: 2048, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -126,17 +115,8 @@ func TestMemoryAndTimeMoveTheRightWay(t *testing.T) {
 // the whole search ≤ 1 s on 2 cores.
 // go test ./layout -run '^$' -bench Plan -benchmem
 func BenchmarkPlanTrain405BOn16384(b *testing.B) {
-	f, err := examples.Dump("Llama-3.1-405B")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := ingest.Decode("405b", f, ingest.Options{})
-	f.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := analyzer.NewModel(d)
-	_, k := llama70b(&testing.T{})
+	m := bundled(b, "Llama-3.1-405B")
+	_, k := llama70b(b)
 	b.ResetTimer()
 	var evaluated, feasible int
 	for i := 0; i < b.N; i++ {
