@@ -470,3 +470,12 @@ func netKernels(fp Fingerprint, moeLayers, layers float64, ph Phase, s Scenario)
 func SentBytes(k kernels.Kernel) float64 {
 	return k.Count * kernels.RingFactor(k.Coll, k.Ranks) * k.Message
 }
+
+// KVBytesPerToken is the KV cache one token keeps on one GPU under the scenario's TP, summed
+// over the layers (sliding-window layers count fully: a serving engine pages them per token).
+func (m *Model) KVBytesPerToken(s Scenario) float64 {
+	if !m.Fingerprint.Transformer {
+		return 0
+	}
+	return kvElems(m.Fingerprint, s) * s.KVBytes * float64(m.Fingerprint.Layers)
+}

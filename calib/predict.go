@@ -10,6 +10,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/serve"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -29,6 +30,7 @@ type Prepared struct {
 	steps []weighted
 	value func(t float64) float64 // total step time -> the row's measured quantity
 	train *trainRow               // a training row on a parallel layout
+	serve *analyzer.Model         // a serving row: the engine's offline steady state
 }
 
 type trainRow struct {
@@ -164,6 +166,11 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		tokens := float64(r.Batch * r.OSL)
 		gpus := float64(s.TP)
 		p.value = func(t float64) float64 { return tokens / t / gpus }
+	case KindServing:
+		p.serve = m
+		p.Fits = serve.KVTokens(m, s, p.Chip.MemoryBytes(), serve.DefaultEngine()) >= float64(r.ISL+r.OSL)
+		p.FitNote = "KV cache holds at least one sequence"
+		return nil
 	case KindTrainStep:
 		mbs := max(r.MBS, 1)
 		l := r.Layout()
@@ -210,6 +217,13 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 	tg, err := analyzer.NewTarget(chip, s.ComputeDType, tm)
 	if err != nil {
 		return 0, 0, err
+	}
+	if m := p.serve; m != nil {
+		res, err := serve.Offline(m, s, tm, chip.MemoryBytes(), p.Row.ISL, p.Row.OSL, serve.DefaultEngine())
+		if err != nil {
+			return 0, 0, err
+		}
+		return res.OutputTokS, res.RooflineTokS, nil
 	}
 	if tr := p.train; tr != nil {
 		st, err := layout.Train(tr.m, tr.s, tr.l, tm, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))

@@ -89,8 +89,8 @@ var ErrNotExpressible = errors.New("not expressible yet")
 // Expressible says whether mrep can predict the row, and why not.
 func (r Row) Expressible() error {
 	switch {
-	case r.Kind == KindServing:
-		return fmt.Errorf("%w: continuous (in-flight) batching of a request stream is the serving model's (plan serve)", ErrNotExpressible)
+	case r.Kind == KindServing && (r.PP > 1 || r.CP > 1):
+		return fmt.Errorf("%w: pipeline- or context-parallel serving", ErrNotExpressible)
 	case r.Kind != KindTrainStep && (r.PP > 1 || r.CP > 1 || r.VP > 1):
 		return fmt.Errorf("%w: pipeline (PP=%d, VP=%d) and context (CP=%d) parallel inference", ErrNotExpressible, r.PP, r.VP, r.CP)
 	case r.Kind == KindTrainStep && r.GPUs > 0 && r.GPUs%(max(r.TP, 1)*max(r.PP, 1)*max(r.CP, 1)) != 0:

@@ -1,0 +1,80 @@
+package serve
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+func model(t *testing.T, name string) *analyzer.Model {
+	t.Helper()
+	f, err := examples.Dump(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := ingest.Decode(name, f, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return analyzer.NewModel(d)
+}
+
+func near(t *testing.T, what string, got, want, rel float64) {
+	t.Helper()
+	if math.Abs(got-want) > rel*math.Abs(want) {
+		t.Errorf("%s = %.6g, want %.6g", what, got, want)
+	}
+}
+
+// KV capacity by hand: Llama-3.1-8B in FP8 on one 80 GiB H100 keeps 32 layers x 8 KV heads x
+// 128 x 2 (K, V) x 1 byte = 65,536 B per token; DeepSeek-V3's MLA keeps its 576-element latent
+// per layer, 61 x 576 x 1 B = 35,136 B per token, replicated on every TP rank.
+func TestKVCapacity(t *testing.T) {
+	e := DefaultEngine()
+	m := model(t, "Llama-3.1-8B")
+	s := analyzer.DefaultScenario()
+	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
+	near(t, "8B KV per token", m.KVBytesPerToken(s), 65536, 0)
+	mem := 80.0 * (1 << 30)
+	weights := float64(m.TotalParams) * 1
+	near(t, "8B KV tokens", KVTokens(m, s, mem, e), 0.9*(mem-weights-e.ReserveBytes)/65536, 1e-12)
+	ds := model(t, "DeepSeek-V3")
+	s.TP = 8
+	near(t, "DeepSeek-V3 KV per token", ds.KVBytesPerToken(s), 61*576, 0)
+}
+
+// More KV memory never lowers throughput; the steady state obeys Little's law: concurrency =
+// completion rate x the time a sequence spends decoding.
+func TestOfflineSteadyState(t *testing.T) {
+	m := model(t, "Llama-3.1-8B")
+	s := analyzer.DefaultScenario()
+	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "fp8")
+	prev := 0.0
+	for _, gib := range []float64{24, 40, 80, 141} {
+		r, err := Offline(m, s, tm, gib*(1<<30), 1000, 1000, DefaultEngine())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OutputTokS < prev*(1-1e-9) {
+			t.Errorf("%g GiB: %g tok/s below the smaller memory's %g", gib, r.OutputTokS, prev)
+		}
+		prev = r.OutputTokS
+		if r.OutputTokS > r.RooflineTokS {
+			t.Errorf("beyond the roofline")
+		}
+		// Little: D sequences each decoding for (osl-1) steps of StepTime
+		rate := r.OutputTokS / 1000
+		near(t, "Little's law", r.Concurrency, rate*999*r.StepTime, 1e-9)
+	}
+	if _, err := Offline(m, s, tm, 80*(1<<30), 0, 10, DefaultEngine()); err == nil {
+		t.Error("isl 0 must be refused")
+	}
+}
