@@ -44,6 +44,12 @@ type Chip struct {
 	Efficiency Efficiency `json:"efficiency"`
 	Sources    []string   `json:"sources"`
 	Notes      string     `json:"notes,omitempty"`
+	// PriceUSDPerGPUHour is an indicative on-demand rental price with its source and month:
+	// list prices move, so every figure computed from it is labelled an estimate and the user
+	// overrides it (--price). 0: no price on file.
+	PriceUSDPerGPUHour float64 `json:"price_usd_per_gpu_hour,omitempty"`
+	PriceSource        string  `json:"price_source,omitempty"`
+	PriceDate          string  `json:"price_date,omitempty"`
 }
 
 // Efficiency holds what real kernels achieve, as opposed to the datasheet: the time model's
@@ -216,13 +222,16 @@ type file struct {
 // System is chips in nodes and fabrics: how many share a node and a scale-up domain, and the
 // links' headline bandwidths per chip (scale-up bidirectional, scale-out per direction).
 type System struct {
-	Name          string   `json:"name"`
-	Chip          string   `json:"chip"`
-	GPUsPerNode   int      `json:"gpus_per_node"`
-	ScaleUpDomain int      `json:"scale_up_domain"`
-	ScaleUpGBps   float64  `json:"scale_up_gbps"`
-	ScaleOutGBps  float64  `json:"scale_out_gbps"`
-	Sources       []string `json:"sources"`
+	Name          string  `json:"name"`
+	Chip          string  `json:"chip"`
+	GPUsPerNode   int     `json:"gpus_per_node"`
+	ScaleUpDomain int     `json:"scale_up_domain"`
+	ScaleUpGBps   float64 `json:"scale_up_gbps"`
+	ScaleOutGBps  float64 `json:"scale_out_gbps"`
+	// MaxPowerKW is the node's published maximum power: what the node draws beyond its GPUs'
+	// TDPs (CPUs, NICs, switches, fans, conversion losses) is its non-GPU overhead.
+	MaxPowerKW float64  `json:"max_power_kw,omitempty"`
+	Sources    []string `json:"sources"`
 }
 
 // ErrUnknownSystem: no system of that name.
@@ -306,6 +315,8 @@ func parse(name string, r io.Reader, fallback *Efficiency) (*DB, error) {
 			return nil, fmt.Errorf("chips file %s: /systems/%d: %s: gpus_per_node, scale_up_domain and link bandwidths must be positive", name, i, s.Name)
 		case len(s.Sources) == 0:
 			return nil, fmt.Errorf("chips file %s: /systems/%d: %s: every system needs sources", name, i, s.Name)
+		case s.MaxPowerKW < 0 || math.IsNaN(s.MaxPowerKW):
+			return nil, fmt.Errorf("chips file %s: /systems/%d: %s: max_power_kw must not be negative", name, i, s.Name)
 		}
 		db.systems = append(db.systems, s)
 	}
@@ -331,6 +342,12 @@ func (db *DB) add(c Chip) error {
 	}
 	if len(c.Sources) == 0 {
 		return fmt.Errorf("%s: every chip needs sources for its figures", c.Name)
+	}
+	if c.PriceUSDPerGPUHour < 0 || math.IsNaN(c.PriceUSDPerGPUHour) || math.IsInf(c.PriceUSDPerGPUHour, 0) {
+		return fmt.Errorf("%s: price_usd_per_gpu_hour must be a finite non-negative number", c.Name)
+	}
+	if c.PriceUSDPerGPUHour > 0 && c.PriceSource == "" {
+		return fmt.Errorf("%s: a price needs its price_source", c.Name)
 	}
 	for _, n := range append([]string{c.Name}, c.Aliases...) {
 		if j, dup := db.index[key(n)]; dup && db.chips[j].Name != c.Name {

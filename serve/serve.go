@@ -45,64 +45,104 @@ func KVTokens(m *analyzer.Model, s analyzer.Scenario, memBytes float64, e Engine
 
 // Result is a steady state of the engine.
 type Result struct {
-	Concurrency float64 `json:"concurrency"` // sequences decoding at once
+	Concurrency float64 `json:"concurrency"` // sequences in the engine at once
 	MaxByKV     float64 `json:"max_by_kv"`   // sequences the KV cache holds at full context
 	PrefillTok  float64 `json:"prefill_tokens_per_step"`
-	StepTime    float64 `json:"step_time"` // s: one step of Concurrency decode tokens and the prefill chunk
+	StepTime    float64 `json:"step_time"` // s: one step of Concurrency decode tokens and the mean prefill
 	TPOT        float64 `json:"tpot"`      // s per output token of one sequence
-	TTFT        float64 `json:"ttft"`      // s: the prompt's prefill steps (no queueing)
-	OutputTokS  float64 `json:"output_tokens_per_s"`
+	// TTFT is the prompt's prefill, in chunks of what the token budget leaves beside the
+	// decode tokens, plus QueueWait (0 when every request is admitted on arrival).
+	TTFT       float64 `json:"ttft"`
+	QueueWait  float64 `json:"queue_wait"`
+	E2E        float64 `json:"e2e"` // TTFT + (OSL-1) x TPOT
+	OutputTokS float64 `json:"output_tokens_per_s"`
 	// RooflineTokS is the same steady state on the ideal roofline: no engine beats it.
 	RooflineTokS float64 `json:"roofline_output_tokens_per_s"`
 	TotalTokS    float64 `json:"total_tokens_per_s"`
-	GPUs         int64   `json:"gpus"`
-	Bound        string  `json:"bound"` // kv-cache, token-budget or max-batch
+	// Busy is the share of a step the GPUs spend in kernels that move data or compute (not
+	// launch gaps or exposed communication): the power model's utilization.
+	Busy  float64 `json:"busy"`
+	GPUs  int64   `json:"gpus"`
+	Bound string  `json:"bound"` // what caps Concurrency: kv-cache, token-budget, max-batch or load
 }
 
 // Offline is the max-throughput steady state of requests of isl prompt and osl output tokens
-// all queued at once (the published trtllm-bench runs): D sequences decode each step, and the
-// step also prefills the D·isl/(osl-1) prompt tokens that keep D constant, within the token
-// budget and the KV cache (each sequence reserves its full isl+osl context).
+// all queued at once (the published trtllm-bench runs).
 func Offline(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes float64, isl, osl int64, e Engine) (Result, error) {
+	return At(m, s, p, memBytes, isl, osl, e, math.Inf(1))
+}
+
+// Capacity is how many sequences of isl+osl tokens one replica runs at once: the KV cache
+// (each sequence reserves its full context), the token budget (each decoding sequence brings
+// isl/(osl-1) prompt tokens per step beside its decode token) and the batch cap.
+func Capacity(m *analyzer.Model, s analyzer.Scenario, memBytes float64, isl, osl int64, e Engine) (maxByKV, limit float64, bound string) {
+	maxByKV = math.Floor(KVTokens(m, s, memBytes, e) / float64(isl+osl))
+	limit, bound = maxByKV, "kv-cache"
+	perDecode := float64(isl) / math.Max(float64(osl-1), 1)
+	if byBudget := math.Max(1, math.Floor(e.TokenBudget/(1+perDecode))); byBudget < limit {
+		limit, bound = byBudget, "token-budget"
+	}
+	if e.MaxBatch < limit {
+		limit, bound = e.MaxBatch, "max-batch"
+	}
+	return maxByKV, limit, bound
+}
+
+// At is the steady state with at most want sequences in flight (+Inf: as many as fit): D
+// sequences decode each step, and the step also prefills the D·isl/(osl-1) prompt tokens that
+// keep D constant, within the token budget and the KV cache.
+func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes float64, isl, osl int64, e Engine, want float64) (Result, error) {
 	if isl < 1 || osl < 1 {
 		return Result{}, fmt.Errorf("isl and osl must be >= 1 (got %d, %d)", isl, osl)
 	}
+	if !(want >= 1) {
+		return Result{}, fmt.Errorf("concurrency must be >= 1 (got %g)", want)
+	}
 	r := Result{GPUs: s.TP}
-	r.MaxByKV = math.Floor(KVTokens(m, s, memBytes, e) / float64(isl+osl))
+	r.MaxByKV, r.Concurrency, r.Bound = Capacity(m, s, memBytes, isl, osl, e)
 	if r.MaxByKV < 1 {
 		return r, fmt.Errorf("not one sequence of %d tokens fits in the KV cache next to the weights", isl+osl)
 	}
+	if want < r.Concurrency {
+		r.Concurrency, r.Bound = want, "load"
+	}
 	decodeSteps := math.Max(float64(osl-1), 1)
-	perDecode := float64(isl) / decodeSteps // prompt tokens each decoding sequence brings per step
-	byBudget := e.TokenBudget / (1 + perDecode)
-	r.Concurrency, r.Bound = r.MaxByKV, "kv-cache"
-	if byBudget < r.Concurrency {
-		r.Concurrency, r.Bound = math.Max(1, math.Floor(byBudget)), "token-budget"
-	}
-	if e.MaxBatch < r.Concurrency {
-		r.Concurrency, r.Bound = e.MaxBatch, "max-batch"
-	}
 	d := r.Concurrency
-	r.PrefillTok = d * perDecode
+	r.PrefillTok = d * float64(isl) / decodeSteps
 	if osl == 1 {
 		r.PrefillTok, d = math.Min(e.TokenBudget, d*float64(isl)), 0
 	}
-	step, roof, err := mixedStep(m, s, p, d, float64(isl)+float64(osl)/2, r.PrefillTok, isl)
+	ctx := float64(isl) + float64(osl)/2
+	st, err := mixedStep(m, s, p, d, ctx, r.PrefillTok, isl)
 	if err != nil {
 		return r, err
 	}
-	r.StepTime = step
-	perReq := float64(osl)
+	r.StepTime = st.TEst
+	if st.TEst > 0 {
+		r.Busy = math.Max(0, st.TEst-st.TLatency-st.TComm) / st.TEst
+	}
 	rate := func(t float64) float64 {
 		if osl == 1 {
 			return r.PrefillTok / float64(isl) / t
 		}
-		return d / t * perReq / decodeSteps
+		return d / t * float64(osl) / decodeSteps
 	}
-	r.OutputTokS, r.RooflineTokS = rate(step), rate(roof)
+	r.OutputTokS, r.RooflineTokS = rate(st.TEst), rate(st.TRoofline)
 	r.TotalTokS = r.OutputTokS * float64(isl+osl) / float64(osl)
-	r.TPOT = step
-	r.TTFT = math.Ceil(float64(isl)/math.Max(r.PrefillTok, 1)) * step
+	r.TPOT = st.TEst
+	// A new prompt is prefilled in chunks of what the budget leaves beside the decode tokens
+	// (the scheduler runs decodes first, as vLLM's and TensorRT-LLM's do), each chunk a step.
+	chunk := math.Min(float64(isl), math.Max(e.TokenBudget-d, 1))
+	if chunk <= r.PrefillTok {
+		r.TTFT = math.Ceil(float64(isl)/math.Max(r.PrefillTok, 1)) * st.TEst
+	} else {
+		ct, err := mixedStep(m, s, p, d, ctx, chunk, isl)
+		if err != nil {
+			return r, err
+		}
+		r.TTFT = math.Ceil(float64(isl)/chunk) * ct.TEst
+	}
+	r.E2E = r.TTFT + float64(osl-1)*r.TPOT
 	return r, nil
 }
 
@@ -110,7 +150,7 @@ func Offline(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memByt
 // of prompts of isl: the two counted steps' kernels, with each dense GEMM's weights read once
 // for both (the engine runs them as one GEMM over all the step's tokens) and one all-reduce
 // per layer carrying both.
-func mixedStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, d, ctx, prefill float64, isl int64) (float64, float64, error) {
+func mixedStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, d, ctx, prefill float64, isl int64) (kernels.Time, error) {
 	var ks []kernels.Kernel
 	var dec, pre analyzer.Step
 	var err error
@@ -118,7 +158,7 @@ func mixedStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, d, c
 		sd := s
 		sd.Batch, sd.KVLen = int64(math.Max(1, math.Round(d))), int64(math.Round(ctx))
 		if dec, err = m.AnalyzeTotals(analyzer.Decode, sd, analyzer.Achievable); err != nil {
-			return 0, 0, err
+			return kernels.Time{}, err
 		}
 		ks = append(ks, dec.Kernels...)
 	}
@@ -131,12 +171,11 @@ func mixedStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, d, c
 			sp.Batch, sp.Seq = 1, int64(math.Round(prefill))
 		}
 		if pre, err = m.AnalyzeTotals(analyzer.Prefill, sp, analyzer.Achievable); err != nil {
-			return 0, 0, err
+			return kernels.Time{}, err
 		}
 		ks = merge(ks, pre.Kernels, s.WeightBytes)
 	}
-	t := p.Predict(ks)
-	return t.TEst, t.TRoofline, nil
+	return p.Predict(ks), nil
 }
 
 // merge adds prefill kernels to a decode step's: a dense GEMM of the same op and shape becomes
@@ -174,4 +213,53 @@ func merge(dec, pre []kernels.Kernel, weightBytes float64) []kernels.Kernel {
 		}
 	}
 	return out
+}
+
+// StaticResult is one fixed batch run to completion: a prefill of the whole batch, then
+// OSL-1 decode steps as the KV cache grows (trtllm-bench's and the early papers' static mode).
+type StaticResult struct {
+	Prefill    float64 `json:"prefill"` // s
+	Decode     float64 `json:"decode"`  // s, all OSL-1 steps
+	Total      float64 `json:"total"`
+	OutputTokS float64 `json:"output_tokens_per_s"`
+	TPOT       float64 `json:"tpot"` // mean decode step
+}
+
+// staticSegments bounds the decode steps timed one by one: longer outputs are timed in this
+// many equal runs of steps at each run's mean KV length (step time is linear in KV length
+// within a run, so the mean is exact up to kernel-shape changes).
+const staticSegments = 64
+
+// Static times a batch of b prompts of isl tokens generating osl tokens each.
+func Static(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, b, isl, osl int64) (StaticResult, error) {
+	if b < 1 || isl < 1 || osl < 1 {
+		return StaticResult{}, fmt.Errorf("batch, isl and osl must be >= 1 (got %d, %d, %d)", b, isl, osl)
+	}
+	var r StaticResult
+	sp := s
+	sp.Batch, sp.Seq = b, isl
+	pre, err := m.AnalyzeTotals(analyzer.Prefill, sp, analyzer.Achievable)
+	if err != nil {
+		return r, err
+	}
+	r.Prefill = p.Predict(pre.Kernels).TEst
+	steps := osl - 1
+	segs := min(steps, staticSegments)
+	for i := int64(0); i < segs; i++ {
+		// steps [lo, hi) of this run; step j (0-based) reads isl+j+1 cached tokens
+		lo, hi := steps*i/segs, steps*(i+1)/segs
+		sd := s
+		sd.Batch, sd.KVLen = b, isl+1+(lo+hi-1)/2
+		dec, err := m.AnalyzeTotals(analyzer.Decode, sd, analyzer.Achievable)
+		if err != nil {
+			return r, err
+		}
+		r.Decode += float64(hi-lo) * p.Predict(dec.Kernels).TEst
+	}
+	r.Total = r.Prefill + r.Decode
+	r.OutputTokS = float64(b*osl) / r.Total
+	if steps > 0 {
+		r.TPOT = r.Decode / float64(steps)
+	}
+	return r, nil
 }

@@ -15,7 +15,7 @@ import (
 func planCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:  "plan",
-		Usage: "search layouts: `plan train` ranks the parallel layouts of a training job on N GPUs",
+		Usage: "search layouts: `plan train` ranks the parallel layouts of a training job on N GPUs; `plan serve` sizes a serving deployment",
 		Subcommands: []*cli.Command{{
 			Name:      "train",
 			Usage:     "rank every TP x PP (x VP) x CP x DP x micro-batch x recompute layout of N GPUs that fits, by step time",
@@ -95,6 +95,6 @@ func planCommand(env Env) *cli.Command {
 				}
 				return nil
 			},
-		}},
+		}, planServeCommand(env)},
 	}
 }

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/serve"
+)
+
+func planServeCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "size a serving deployment: chips x TP/EP x batch caps x replicas that fit, meet the TTFT/TPOT SLOs and carry the load, with $/1M tokens and J/token",
+		ArgsUsage: "[RUN]",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip(s) from `mrep chips` to search"},
+			&cli.Int64Flag{Name: "isl", Value: 2000, Usage: "input (prompt) tokens per request"},
+			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
+			&cli.StringFlag{Name: "ttft", Usage: "time-to-first-token SLO, e.g. 1s or 500ms"},
+			&cli.StringFlag{Name: "tpot", Usage: "time-per-output-token SLO, e.g. 50ms"},
+			&cli.Float64Flag{Name: "users", Usage: "concurrent users (closed loop)"},
+			&cli.Float64Flag{Name: "rate", Usage: "arrival rate, requests/s"},
+			&cli.Int64Flag{Name: "gpus", Usage: "deploy on exactly N GPUs (replicas = N / TP)"},
+			&cli.Int64Flag{Name: "max-gpus", Usage: "search deployments of at most N GPUs"},
+			&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "compute precision (fp8: FP8 GEMMs and weights)"},
+			&cli.StringFlag{Name: "weight-dtype", Usage: "weight precision (default: --dtype)"},
+			&cli.StringFlag{Name: "kv-dtype", Usage: "KV-cache precision (default: --dtype)"},
+			&cli.StringSliceFlag{Name: "price", Usage: "price per GPU-hour, CHIP=USD (overrides the chips database)"},
+			&cli.Float64Flag{Name: "token-budget", Value: serve.DefaultEngine().TokenBudget, Usage: "tokens per engine step, prefill chunks and decode together"},
+			&cli.Float64Flag{Name: "kv-fraction", Value: serve.DefaultEngine().KVFraction, Usage: "share of the free memory given to the KV cache"},
+			&cli.IntFlag{Name: "top", Value: 10, Usage: "deployments to show"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write serve.md, serve.json and the Pareto chart (serve.png) to `DIR`"},
+		},
+		Action: func(c *cli.Context) error {
+			o, targets, inputs, err := servePlanOptions(c)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			store, err := openDBRead(c, env)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			_, d, err := loadRun(c.Context, store, c.Args().First())
+			if err != nil {
+				return err
+			}
+			plan, err := serve.PlanServe(analyzer.NewModel(d), targets, o)
+			if err != nil {
+				return cli.Exit("plan serve: "+err.Error(), exitFailure)
+			}
+			if dir := c.String("output"); dir != "" {
+				files := outputFiles{}
+				if len(plan.Pareto) > 0 {
+					if err := files.add("serve.png", func(w io.Writer) error {
+						return render.RenderPNG(render.ServePlanChart(fmt.Sprintf("%s: %d in / %d out, Pareto front of one replica", d.Model.Name, o.ISL, o.OSL), plan), w)
+					}); err != nil {
+						return cli.Exit("serve chart: "+err.Error(), exitFailure)
+					}
+				}
+				if err := files.add("serve.json", func(w io.Writer) error { return writeJSON(w, plan) }); err != nil {
+					return err
+				}
+				if err := files.add("serve.md", func(w io.Writer) error {
+					if err := render.WriteServePlan(w, d.Model.Name, plan, inputs); err != nil {
+						return err
+					}
+					if len(plan.Pareto) > 0 {
+						_, err := fmt.Fprintf(w, "\n![tokens/s per GPU against tokens/s per user](serve.png)\n")
+						return err
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				if err := writeDirAtomic(dir, files); err != nil {
+					return cli.Exit("plan serve: "+err.Error(), exitFailure)
+				}
+			}
+			if c.Bool("json") {
+				err = writeJSON(c.App.Writer, plan)
+			} else {
+				err = render.WriteServePlan(c.App.Writer, d.Model.Name, plan, inputs)
+			}
+			if err != nil {
+				return err
+			}
+			if plan.Meeting == 0 {
+				return cli.Exit("plan serve: "+plan.NoConfig, exitFailure)
+			}
+			return nil
+		},
+	}
+}
+
+// servePlanOptions turns the flags into the planner's question and targets.
+func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []render.ServeInputs, error) {
+	o := serve.PlanOptions{ISL: c.Int64("isl"), OSL: c.Int64("osl"), Users: c.Float64("users"), Rate: c.Float64("rate"),
+		GPUs: c.Int64("gpus"), MaxGPUs: c.Int64("max-gpus"), Top: c.Int("top"), Engine: serve.DefaultEngine()}
+	switch {
+	case o.ISL < 1:
+		return o, nil, nil, fmt.Errorf("--isl %d: must be at least 1", o.ISL)
+	case o.OSL < 1:
+		return o, nil, nil, fmt.Errorf("--osl %d: must be at least 1", o.OSL)
+	case c.IsSet("users") && !(o.Users > 0):
+		return o, nil, nil, fmt.Errorf("--users %g: must be positive", o.Users)
+	case c.IsSet("rate") && !(o.Rate > 0):
+		return o, nil, nil, fmt.Errorf("--rate %g: must be positive (requests/s)", o.Rate)
+	case o.Users > 0 && o.Rate > 0:
+		return o, nil, nil, fmt.Errorf("--users and --rate: give one load, not both")
+	case o.GPUs < 0 || o.MaxGPUs < 0:
+		return o, nil, nil, fmt.Errorf("--gpus and --max-gpus must not be negative")
+	}
+	var err error
+	if o.TTFT, err = parseSLO("ttft", c.String("ttft")); err != nil {
+		return o, nil, nil, err
+	}
+	if o.TPOT, err = parseSLO("tpot", c.String("tpot")); err != nil {
+		return o, nil, nil, err
+	}
+	o.Engine.TokenBudget, o.Engine.KVFraction = c.Float64("token-budget"), c.Float64("kv-fraction")
+	if !(o.Engine.TokenBudget >= 1) || math.IsInf(o.Engine.TokenBudget, 0) {
+		return o, nil, nil, fmt.Errorf("--token-budget %g: must be at least 1", o.Engine.TokenBudget)
+	}
+	if !(o.Engine.KVFraction > 0 && o.Engine.KVFraction <= 1) {
+		return o, nil, nil, fmt.Errorf("--kv-fraction %g: must be in (0, 1]", o.Engine.KVFraction)
+	}
+	s := analyzer.DefaultScenario()
+	s.ComputeDType = strings.ToLower(c.String("dtype"))
+	if _, err = dtypeBytes("dtype", s.ComputeDType); err != nil {
+		return o, nil, nil, err
+	}
+	s.ActBytes, _ = dtypeBytes("dtype", s.ComputeDType)
+	for _, x := range []struct {
+		dst  *float64
+		flag string
+	}{{&s.WeightBytes, "weight-dtype"}, {&s.KVBytes, "kv-dtype"}} {
+		v := c.String(x.flag)
+		if v == "" {
+			v = s.ComputeDType
+		}
+		if *x.dst, err = dtypeBytes(x.flag, v); err != nil {
+			return o, nil, nil, err
+		}
+	}
+	o.Scenario = s
+
+	db, err := chipDB(c)
+	if err != nil {
+		return o, nil, nil, err
+	}
+	prices := map[string]float64{}
+	for _, p := range c.StringSlice("price") {
+		name, val, ok := strings.Cut(p, "=")
+		v, perr := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if !ok || perr != nil || !(v >= 0) || math.IsInf(v, 0) {
+			return o, nil, nil, fmt.Errorf("--price %q: want CHIP=USD per GPU-hour, e.g. H100=2.5", p)
+		}
+		chip, err := db.Lookup(strings.TrimSpace(name))
+		if err != nil {
+			return o, nil, nil, fmt.Errorf("--price %q: %w", p, err)
+		}
+		prices[chip.Name] = v
+	}
+	var targets []serve.Target
+	var inputs []render.ServeInputs
+	for _, name := range c.StringSlice("chip") {
+		chip, err := db.Lookup(name)
+		if err != nil {
+			return o, nil, nil, fmt.Errorf("--chip: %w", err)
+		}
+		t := serve.Target{Chip: chip, PriceUSDPerGPUHour: chip.PriceUSDPerGPUHour, Power: db.PowerOf(chip), MaxTP: 8}
+		t.PriceSource = fmt.Sprintf("%s (%s)", chip.PriceSource, chip.PriceDate)
+		if v, ok := prices[chip.Name]; ok {
+			t.PriceUSDPerGPUHour, t.PriceSource = v, "--price"
+		}
+		if d := int64(chip.Efficiency.ScaleUpDomain); d > 0 && d < t.MaxTP {
+			t.MaxTP = d
+		}
+		price := "no price on file (give --price)"
+		if t.PriceUSDPerGPUHour > 0 {
+			price = fmt.Sprintf("$%.2f per GPU-hour from %s", t.PriceUSDPerGPUHour, t.PriceSource)
+		}
+		inputs = append(inputs, render.ServeInputs{Chip: chip.Name, Price: price,
+			Power: fmt.Sprintf("%.0f W TDP, %.0f W idle, %.0f W node share per GPU (%s)", t.Power.TDPW, t.Power.IdleW, t.Power.NodeOverheadW, t.Power.Source)})
+		targets = append(targets, t)
+	}
+	return o, targets, inputs, nil
+}
+
+// parseSLO reads a duration with its unit ("50ms", "1s", "1.5s"); empty is no SLO.
+func parseSLO(flag, v string) (float64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--%s %q: want a positive duration with its unit, e.g. 50ms or 1s", flag, v)
+	}
+	return d.Seconds(), nil
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// plan serve answers the sizing question end to end: JSON that parses, the markdown page with
+// its Pareto chart (a real PNG), and cost inputs shown with their source.
+func TestPlanServe(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
+	var plan struct {
+		Mode string `json:"mode"`
+		Best []struct {
+			GPUs       int64   `json:"gpus"`
+			TP         int64   `json:"tp"`
+			USD        float64 `json:"usd_per_1m_output_tokens"`
+			PerReplica struct {
+				TPOT float64 `json:"tpot"`
+			} `json:"per_replica"`
+		} `json:"best"`
+	}
+	out := mustRun(t, db, "plan", "serve", "--chip", "H100", "--isl", "2000", "--osl", "500", "--users", "100", "--tpot", "50ms", "--dtype", "fp8", "--price", "H100=2", "--json")
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.Mode != "users" || len(plan.Best) == 0 {
+		t.Fatalf("plan json: %v\n%.500s", err, out)
+	}
+	for _, b := range plan.Best {
+		if b.PerReplica.TPOT > 0.05 || b.USD <= 0 {
+			t.Errorf("answer misses the SLO or has no cost: %+v", b)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "serve")
+	md := mustRun(t, db, "plan", "serve", "--chip", "H100", "--chip", "H200", "--isl", "2000", "--osl", "500", "--tpot", "50ms", "--gpus", "8", "--dtype", "fp8", "-o", dir)
+	for _, want := range []string{"# Serving Llama-3.1-70B-Instruct", "Pareto front", "H200", "per GPU-hour from Mercatus", "node share"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("plan serve output lacks %q:\n%.1500s", want, md)
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "serve.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() != 1000 {
+		t.Errorf("serve.png: %v", err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "serve.md"))
+	if err != nil || !strings.Contains(string(page), "](serve.png)") {
+		t.Errorf("serve.md: %v", err)
+	}
+}
+
+// Bad input is refused naming the value, and an impossible SLO exits non-zero saying why.
+func TestPlanServeRefuses(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--isl", "0"}, "--isl 0"},
+		{[]string{"--osl", "-5"}, "--osl -5"},
+		{[]string{"--rate", "-1"}, "--rate -1"},
+		{[]string{"--users", "0"}, "--users 0"},
+		{[]string{"--users", "5", "--rate", "1"}, "not both"},
+		{[]string{"--tpot", "50 parsecs"}, `--tpot "50 parsecs"`},
+		{[]string{"--ttft", "1"}, `--ttft "1"`},
+		{[]string{"--price", "Z80=1"}, `--price "Z80=1"`},
+		{[]string{"--price", "H100=cheap"}, `--price "H100=cheap"`},
+		{[]string{"--dtype", "fp7"}, `--dtype "fp7"`},
+		{[]string{"--kv-fraction", "1.5"}, "--kv-fraction 1.5"},
+		{[]string{"--tpot", "1ms"}, "TPOT >="},
+	} {
+		_, _, err := run(t, db, append([]string{"plan", "serve", "Llama-3.1-8B"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("plan serve %v: %v, want an error naming %q", c.args, err, c.want)
+		}
+	}
+}

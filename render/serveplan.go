@@ -1,0 +1,145 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/wcharczuk/go-chart/v2"
+
+	"github.com/mrep-dev/mrep/serve"
+)
+
+// ServeInputs are the figures a serving plan's cost and energy come from, shown beside it.
+type ServeInputs struct {
+	Chip, Price, Power string
+}
+
+// WriteServePlan writes a serving plan as markdown: the question, the best deployments, the
+// Pareto front and the inputs of the cost and energy estimates.
+func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInputs) error {
+	w := &errWriter{w: out}
+	o := p.Options
+	w.printf("# Serving %s: %d-token prompts, %d-token outputs\n\n", Visible(model), o.ISL, o.OSL)
+	load := "offline: every request queued at once (maximum throughput)"
+	switch p.Mode {
+	case "users":
+		load = fmt.Sprintf("%g concurrent users (closed loop)", o.Users)
+	case "rate":
+		load = fmt.Sprintf("%g requests/s (open arrivals)", o.Rate)
+	}
+	slo := []string{}
+	if o.TTFT > 0 {
+		slo = append(slo, fmt.Sprintf("TTFT ≤ %s", seconds(o.TTFT)))
+	}
+	if o.TPOT > 0 {
+		slo = append(slo, fmt.Sprintf("TPOT ≤ %s", seconds(o.TPOT)))
+	}
+	if len(slo) == 0 {
+		slo = append(slo, "none")
+	}
+	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. Engine: in-flight batching, chunked prefill under a %g-token budget, %.0f%% of the free memory for the KV cache.\n\n",
+		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), o.Engine.TokenBudget, 100*o.Engine.KVFraction)
+	if p.Meeting == 0 {
+		w.printf("**No deployment meets the SLO and the load.** %s\n\n", Visible(p.NoConfig))
+	} else {
+		var rows [][]string
+		for i, c := range p.Best {
+			rows = append(rows, []string{fmt.Sprint(i + 1), Visible(c.Chip), serveLayout(c), fmt.Sprint(c.GPUs),
+				fmt.Sprintf("%.0f", c.Result.Concurrency), fmt.Sprintf("%.0f", c.Result.MaxByKV),
+				seconds(c.Result.TTFT), seconds(c.Result.TPOT), fmt.Sprintf("%.0f", c.TokSPerGPU), fmt.Sprintf("%.1f", c.TokSPerUser),
+				usd(c.USDPerMTok), fmt.Sprintf("%.2f", c.JPerTok), c.Result.Bound})
+		}
+		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out (est.)", "J/token (est.)", "Batch bound"}, "rllrrrrrrrrrl", rows)
+	}
+	w.printf("\nPareto front of one replica over batch caps (more tokens/s per user costs tokens/s per GPU):\n\n")
+	var rows [][]string
+	for _, c := range p.Pareto {
+		rows = append(rows, []string{Visible(c.Chip), serveLayout(c), fmt.Sprintf("%.0f", c.BatchCap),
+			fmt.Sprintf("%.1f", c.TokSPerUser), fmt.Sprintf("%.0f", c.TokSPerGPU), seconds(c.Result.TTFT), usd(c.USDPerMTok)})
+	}
+	table(w, []string{"Chip", "Layout", "Batch cap", "Tok/s/user", "Tok/s/GPU", "TTFT", "$/1M out (est.)"}, "llrrrrr", rows)
+	w.printf("\nEstimates, from these inputs (override prices with --price CHIP=USD):\n\n")
+	for _, in := range inputs {
+		w.printf("- %s: %s; %s\n", Visible(in.Chip), Visible(in.Price), Visible(in.Power))
+	}
+	return w.err
+}
+
+func gpusNote(o serve.PlanOptions) string {
+	switch {
+	case o.GPUs > 0:
+		return fmt.Sprintf(" on %d GPUs", o.GPUs)
+	case o.MaxGPUs > 0:
+		return fmt.Sprintf(" within %d GPUs", o.MaxGPUs)
+	}
+	return ""
+}
+
+func serveLayout(c serve.Config) string {
+	s := fmt.Sprintf("TP%d", c.TP)
+	if c.EP > 1 {
+		s += fmt.Sprintf(" EP%d", c.EP)
+	}
+	if c.Replicas > 1 {
+		s += fmt.Sprintf(" x%d replicas", c.Replicas)
+	}
+	return s
+}
+
+func usd(v float64) string {
+	if v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("$%.3g", v)
+}
+
+// seconds prints a duration in the unit a reader of serving SLOs expects.
+func seconds(s float64) string {
+	switch {
+	case s >= 1:
+		return fmt.Sprintf("%.2f s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.1f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.0f µs", s*1e6)
+}
+
+// ServePlanChart plots the Pareto front: tokens/s per GPU against tokens/s per user.
+func ServePlanChart(title string, p serve.Plan) chart.Chart {
+	var series []chart.Series
+	var entries []legendEntry
+	byChip := map[string]int{}
+	var xs, ys [][]float64
+	for _, c := range p.Pareto {
+		i, ok := byChip[c.Chip]
+		if !ok {
+			i = len(xs)
+			byChip[c.Chip] = i
+			xs, ys = append(xs, nil), append(ys, nil)
+			entries = append(entries, legendEntry{Label: c.Chip, Color: colorAt(i)})
+		}
+		xs[i] = append(xs[i], c.TokSPerUser)
+		ys[i] = append(ys[i], c.TokSPerGPU)
+	}
+	maxY := 0.0
+	for i := range xs {
+		for _, y := range ys[i] {
+			maxY = math.Max(maxY, y)
+		}
+		series = append(series, chart.ContinuousSeries{Name: entries[i].Label, XValues: xs[i], YValues: ys[i],
+			Style: chart.Style{StrokeWidth: 2, StrokeColor: colorAt(i), DotWidth: 5, DotColor: colorAt(i)}})
+	}
+	c := chart.Chart{
+		Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 600,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 200, Bottom: 20}},
+		XAxis:      chart.XAxis{Name: "output tokens/s per user (1/TPOT)", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.0f", v) }},
+		YAxis: chart.YAxis{Name: "output tokens/s per GPU", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.0f", v) },
+			Range: &chart.ContinuousRange{Min: 0, Max: 1.05 * math.Max(maxY, 1)}},
+		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
+		Series:         series,
+	}
+	c.Elements = []chart.Renderable{legend(entries)}
+	return c
+}

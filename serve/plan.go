@@ -1,0 +1,438 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+// Target is one chip the planner may use, with its price and power.
+type Target struct {
+	Chip chips.Chip
+	// PriceUSDPerGPUHour: 0 when unknown (no cost is shown).
+	PriceUSDPerGPUHour float64
+	PriceSource        string
+	Power              chips.Power
+	// MaxTP is the largest tensor-parallel group: the node's scale-up domain, at most 8
+	// (serving engines keep TP inside one NVLink node).
+	MaxTP int64
+}
+
+// PlanOptions is a serving question: a workload, a load, SLOs and the GPUs allowed.
+type PlanOptions struct {
+	ISL, OSL int64
+	// Users (closed loop) or Rate (requests/s, open); neither: offline max throughput.
+	Users, Rate float64
+	// TTFT and TPOT are the SLOs in seconds (0: none).
+	TTFT, TPOT float64
+	// GPUs fixes the deployment's size (replicas = GPUs / TP); MaxGPUs caps the search.
+	GPUs, MaxGPUs int64
+	Scenario      analyzer.Scenario // dtypes; TP/EP are searched
+	Engine        Engine
+	Top           int
+}
+
+// Config is one deployment: chip, layout, replicas and the steady state of one replica.
+type Config struct {
+	Chip     string  `json:"chip"`
+	TP       int64   `json:"tp"`
+	EP       int64   `json:"ep"` // 1: experts split by TP like the dense layers
+	Replicas int64   `json:"replicas"`
+	GPUs     int64   `json:"gpus"`
+	BatchCap float64 `json:"batch_cap"` // sequences one replica may run (offline search)
+	Result   Result  `json:"per_replica"`
+	// Per GPU and per user (1/TPOT), and for the whole deployment.
+	TokSPerGPU  float64 `json:"output_tokens_per_s_per_gpu"`
+	TokSPerUser float64 `json:"output_tokens_per_s_per_user"`
+	TokS        float64 `json:"output_tokens_per_s"`
+	// USDPerMTok is the estimate of $ per 1M output tokens (0: no price); JPerTok joules per
+	// output token, node share included.
+	USDPerMTok float64 `json:"usd_per_1m_output_tokens,omitempty"`
+	JPerTok    float64 `json:"joules_per_output_token"`
+	Watts      float64 `json:"watts_per_gpu"`
+	MeetsSLO   bool    `json:"meets_slo"`
+	Miss       string  `json:"miss,omitempty"` // which SLO or load it misses
+}
+
+// Plan is the answer: the best configurations, the Pareto front and what was searched.
+type Plan struct {
+	Options    PlanOptions `json:"-"`
+	Mode       string      `json:"mode"` // offline, users or rate
+	Considered int         `json:"considered"`
+	Fitting    int         `json:"fitting"`
+	Meeting    int         `json:"meeting"`
+	Best       []Config    `json:"best"`
+	// Pareto is the front of tokens/s per GPU against tokens/s per user over every fitting
+	// layout and batch cap of one replica: what a higher interactivity costs in throughput.
+	Pareto []Config `json:"pareto"`
+	// NoConfig says, when nothing meets the SLO and the load, which limit binds and the
+	// nearest relaxation that works.
+	NoConfig string `json:"no_config,omitempty"`
+}
+
+// ErrBadWorkload: the workload or load cannot be served by any engine (ISL or OSL < 1...).
+var ErrBadWorkload = errors.New("bad workload")
+
+func (o PlanOptions) validate() error {
+	switch {
+	case o.ISL < 1 || o.OSL < 1:
+		return fmt.Errorf("isl %d and osl %d must be >= 1: %w", o.ISL, o.OSL, ErrBadWorkload)
+	case o.Users < 0 || o.Rate < 0 || math.IsNaN(o.Users) || math.IsNaN(o.Rate) || math.IsInf(o.Users, 0) || math.IsInf(o.Rate, 0):
+		return fmt.Errorf("users %g and rate %g must be finite and positive: %w", o.Users, o.Rate, ErrBadWorkload)
+	case o.Users > 0 && o.Rate > 0:
+		return fmt.Errorf("give users or a rate, not both: %w", ErrBadWorkload)
+	case o.TTFT < 0 || o.TPOT < 0:
+		return fmt.Errorf("SLOs must not be negative: %w", ErrBadWorkload)
+	case o.GPUs < 0 || o.MaxGPUs < 0:
+		return fmt.Errorf("gpus must not be negative: %w", ErrBadWorkload)
+	}
+	return nil
+}
+
+// layouts are the TP x EP layouts of one replica on a chip: TP a power of two up to MaxTP; a
+// MoE model also with experts spread over the TP ranks (EP = TP, attention tensor-parallel).
+func layouts(m *analyzer.Model, maxTP int64) [][2]int64 {
+	var out [][2]int64
+	for tp := int64(1); tp <= maxTP; tp *= 2 {
+		out = append(out, [2]int64{tp, 1})
+		if m.Fingerprint.MoE != nil && tp > 1 {
+			out = append(out, [2]int64{tp, tp})
+		}
+	}
+	return out
+}
+
+// PlanServe searches chips x layouts x batch caps x replicas for the deployments that fit,
+// meet the SLOs and carry the load, best first: with a load, the fewest GPUs (then the
+// cheapest); offline, the most tokens/s per GPU.
+func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error) {
+	if err := o.validate(); err != nil {
+		return Plan{}, err
+	}
+	if o.Engine == (Engine{}) {
+		o.Engine = DefaultEngine()
+	}
+	if o.Top <= 0 {
+		o.Top = 10
+	}
+	pl := Plan{Options: o, Mode: "offline"}
+	switch {
+	case o.Users > 0:
+		pl.Mode = "users"
+	case o.Rate > 0:
+		pl.Mode = "rate"
+	}
+	var all, front []Config
+	var minTPOT, minTTFT *Config
+	var fitErrs []string
+	for _, tg := range targets {
+		pred, err := timing.New(tg.Chip, o.Scenario.ComputeDType)
+		if err != nil {
+			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, err)
+		}
+		for _, lay := range layouts(m, tg.MaxTP) {
+			s := o.Scenario
+			s.TP, s.EP, s.ETP = lay[0], lay[1], 1
+			if lay[1] == 1 {
+				s.ETP = lay[0]
+			}
+			if o.MaxGPUs > 0 && s.TP > o.MaxGPUs || o.GPUs > 0 && o.GPUs%s.TP != 0 {
+				continue
+			}
+			rp := Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: o.Engine}
+			maxKV, limit, _ := Capacity(m, s, rp.MemBytes, o.ISL, o.OSL, o.Engine)
+			pl.Considered++
+			if maxKV < 1 {
+				fitErrs = append(fitErrs, fmt.Sprintf("%s TP%d: weights %.1f GiB per GPU leave no room for one %d-token sequence",
+					tg.Chip.Name, s.TP, m.ParamsPerGPU(s.TP, 1, s.EP, s.ETP)*s.WeightBytes/(1<<30), o.ISL+o.OSL))
+				continue
+			}
+			pl.Fitting++
+			// the offline sweep over batch caps: the Pareto front and, without a load, the answer
+			cs := caps(limit)
+			if pl.Mode == "offline" && (o.TTFT > 0 || o.TPOT > 0) {
+				if edge, ok, err := o.largestCap(tg, rp, limit); err != nil {
+					return pl, err
+				} else if ok {
+					cs = append(cs, edge)
+				}
+			}
+			for _, cap := range cs {
+				r, err := At(m, s, pred, rp.MemBytes, o.ISL, o.OSL, o.Engine, cap)
+				if err != nil {
+					return pl, err
+				}
+				if r.Bound == "load" {
+					r.Bound = "batch-cap"
+				}
+				c := tg.config(s, r, 1, cap)
+				if minTPOT == nil || c.Result.TPOT < minTPOT.Result.TPOT {
+					minTPOT = &c
+				}
+				if minTTFT == nil || c.Result.TTFT < minTTFT.Result.TTFT {
+					minTTFT = &c
+				}
+				front = append(front, c)
+				if pl.Mode == "offline" {
+					reps := int64(1)
+					if o.GPUs > 0 {
+						reps = o.GPUs / s.TP
+					}
+					c = tg.config(s, r, reps, cap)
+					o.judge(&c)
+					all = append(all, c)
+				}
+			}
+			if pl.Mode != "offline" {
+				c, ok, err := o.loaded(tg, rp, limit)
+				if err != nil {
+					return pl, err
+				}
+				if ok {
+					all = append(all, c)
+				}
+			}
+		}
+	}
+	pl.Pareto = pareto(front)
+	for _, c := range all {
+		if c.MeetsSLO {
+			pl.Meeting++
+			pl.Best = append(pl.Best, c)
+		}
+	}
+	sort.SliceStable(pl.Best, func(i, j int) bool { return pl.better(pl.Best[i], pl.Best[j]) })
+	pl.Best = dedupe(pl.Best, o.Top)
+	if pl.Meeting == 0 {
+		pl.NoConfig = o.why(m, pl, fitErrs, minTPOT, minTTFT, targets)
+	}
+	return pl, nil
+}
+
+// largestCap is the largest batch cap whose steady state meets the SLOs (bisection: TPOT and
+// TTFT grow with the batch), so "the largest batch under 50 ms" is answered exactly.
+func (o PlanOptions) largestCap(tg Target, rp Replica, limit float64) (float64, bool, error) {
+	meets := func(cap float64) (bool, error) {
+		r, err := At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, o.ISL, o.OSL, rp.Engine, cap)
+		if err != nil {
+			return false, err
+		}
+		c := tg.config(rp.Scenario, r, 1, cap)
+		o.judge(&c)
+		return c.MeetsSLO, nil
+	}
+	if ok, err := meets(1); err != nil || !ok {
+		return 0, false, err
+	}
+	if ok, err := meets(limit); err != nil || ok {
+		return limit, err == nil, err
+	}
+	lo, hi := 1.0, limit // meets at lo, not at hi
+	for hi-lo > 1 {
+		mid := math.Floor((lo + hi) / 2)
+		ok, err := meets(mid)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, true, nil
+}
+
+// caps are the batch caps tried: powers of two below the limit and the limit itself.
+func caps(limit float64) []float64 {
+	var out []float64
+	for c := 1.0; c < limit; c *= 2 {
+		out = append(out, c)
+	}
+	return append(out, limit)
+}
+
+func (tg Target) config(s analyzer.Scenario, r Result, replicas int64, cap float64) Config {
+	c := Config{Chip: tg.Chip.Name, TP: s.TP, EP: s.EP, Replicas: replicas, GPUs: replicas * s.TP, BatchCap: cap, Result: r}
+	c.TokS = r.OutputTokS * float64(replicas)
+	c.TokSPerGPU = c.TokS / float64(c.GPUs)
+	if r.TPOT > 0 {
+		c.TokSPerUser = 1 / r.TPOT
+	}
+	c.Watts = tg.Power.Watts(r.Busy)
+	if c.TokS > 0 {
+		c.JPerTok = c.Watts * float64(c.GPUs) / c.TokS
+		if tg.PriceUSDPerGPUHour > 0 {
+			c.USDPerMTok = tg.PriceUSDPerGPUHour * float64(c.GPUs) / 3600 / c.TokS * 1e6
+		}
+	}
+	return c
+}
+
+// judge marks whether c meets the SLOs.
+func (o PlanOptions) judge(c *Config) {
+	c.MeetsSLO, c.Miss = true, ""
+	if o.TTFT > 0 && c.Result.TTFT > o.TTFT {
+		c.MeetsSLO, c.Miss = false, fmt.Sprintf("TTFT %.3g s > %.3g s", c.Result.TTFT, o.TTFT)
+	}
+	if o.TPOT > 0 && c.Result.TPOT > o.TPOT {
+		c.MeetsSLO, c.Miss = false, fmt.Sprintf("TPOT %.3g ms > %.3g ms", c.Result.TPOT*1e3, o.TPOT*1e3)
+	}
+}
+
+// loaded sizes one layout for the load: the fewest replicas (binary search; more replicas
+// only lighten each one) whose steady state meets the SLOs, within the GPU limits.
+func (o PlanOptions) loaded(tg Target, rp Replica, limit float64) (Config, bool, error) {
+	tp := rp.Scenario.TP
+	eval := func(reps int64) (Config, bool, error) {
+		var r Result
+		var err error
+		if o.Users > 0 {
+			per := o.Users / float64(reps)
+			if o.GPUs == 0 && per > limit { // a sized deployment admits every user at once
+				return Config{}, false, nil
+			}
+			r, err = rp.Users(o.ISL, o.OSL, per)
+		} else {
+			r, err = rp.Rate(o.ISL, o.OSL, o.Rate/float64(reps))
+			if errors.Is(err, ErrOverloaded) {
+				return Config{}, false, nil
+			}
+		}
+		if err != nil {
+			return Config{}, false, err
+		}
+		c := tg.config(rp.Scenario, r, reps, limit)
+		o.judge(&c)
+		return c, c.MeetsSLO, nil
+	}
+	if o.GPUs > 0 {
+		c, _, err := eval(o.GPUs / tp)
+		return c, err == nil && c.GPUs > 0, err
+	}
+	hi := int64(math.Ceil(math.Max(o.Users, 1)))
+	if o.Rate > 0 {
+		hi = 1 << 20
+	}
+	if o.MaxGPUs > 0 {
+		hi = min(hi, o.MaxGPUs/tp)
+	}
+	if hi < 1 {
+		return Config{}, false, nil
+	}
+	best, ok, err := eval(hi)
+	if err != nil || !ok {
+		return best, false, err
+	}
+	lo := int64(1)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		c, good, err := eval(mid)
+		if err != nil {
+			return c, false, err
+		}
+		if good {
+			hi, best = mid, c
+		} else {
+			lo = mid + 1
+		}
+	}
+	return best, true, nil
+}
+
+// better orders configurations: with a load, fewer GPUs, then cost, then TPOT; offline, more
+// tokens/s per GPU, then a lower TPOT.
+func (pl Plan) better(a, b Config) bool {
+	if pl.Mode != "offline" {
+		if a.GPUs != b.GPUs {
+			return a.GPUs < b.GPUs
+		}
+		if a.USDPerMTok != b.USDPerMTok {
+			return a.USDPerMTok < b.USDPerMTok
+		}
+		return a.Result.TPOT < b.Result.TPOT
+	}
+	if a.TokSPerGPU != b.TokSPerGPU {
+		return a.TokSPerGPU > b.TokSPerGPU
+	}
+	return a.Result.TPOT < b.Result.TPOT
+}
+
+// dedupe keeps the best batch cap of each chip and layout, at most top of them.
+func dedupe(cs []Config, top int) []Config {
+	seen := map[[3]string]bool{}
+	var out []Config
+	for _, c := range cs {
+		k := [3]string{c.Chip, fmt.Sprint(c.TP), fmt.Sprint(c.EP)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if out = append(out, c); len(out) == top {
+			break
+		}
+	}
+	return out
+}
+
+// pareto keeps, for each chip, the configurations no other of the chip beats on both tokens/s
+// per GPU and per user (one front per chip: a faster chip's front would hide the other's).
+func pareto(cs []Config) []Config {
+	sorted := append([]Config(nil), cs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].TokSPerUser != sorted[j].TokSPerUser {
+			return sorted[i].TokSPerUser > sorted[j].TokSPerUser
+		}
+		return sorted[i].TokSPerGPU > sorted[j].TokSPerGPU
+	})
+	var out []Config
+	bestGPU := map[string]float64{}
+	for _, c := range sorted {
+		if b, ok := bestGPU[c.Chip]; !ok || c.TokSPerGPU > b {
+			out = append(out, c)
+			bestGPU[c.Chip] = c.TokSPerGPU
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Chip < out[j].Chip })
+	return out
+}
+
+// why explains an empty answer: nothing fits, or the SLO that binds with the best any layout
+// reaches and the weight streaming that floors TPOT, and the nearest relaxation.
+func (o PlanOptions) why(m *analyzer.Model, pl Plan, fitErrs []string, minTPOT, minTTFT *Config, targets []Target) string {
+	if pl.Fitting == 0 {
+		if len(fitErrs) > 0 {
+			return "no layout fits: " + fitErrs[len(fitErrs)-1] + "; try --dtype fp8 (or --weight-dtype fp8), a chip with more memory, or a shorter context"
+		}
+		return "no layout was searched (check --gpus against the TP sizes 1, 2, 4, 8)"
+	}
+	if minTPOT != nil && o.TPOT > 0 && minTPOT.Result.TPOT > o.TPOT {
+		var floor float64
+		for _, tg := range targets {
+			if tg.Chip.Name == minTPOT.Chip {
+				s := o.Scenario
+				etp := minTPOT.TP
+				if minTPOT.EP > 1 {
+					etp = 1
+				}
+				w := m.ParamsPerGPU(minTPOT.TP, 1, minTPOT.EP, etp) * s.WeightBytes
+				floor = w / (tg.Chip.HBMBytesPerSec() * tg.Chip.Efficiency.HBMFrac)
+			}
+		}
+		return fmt.Sprintf("TPOT >= %.1f ms even at %s TP%d, batch 1: streaming the weights alone takes %.1f ms a step; relax --tpot to %.0f ms or use a chip with more memory bandwidth",
+			minTPOT.Result.TPOT*1e3, minTPOT.Chip, minTPOT.TP, floor*1e3, math.Ceil(minTPOT.Result.TPOT*1e3))
+	}
+	if minTTFT != nil && o.TTFT > 0 && minTTFT.Result.TTFT > o.TTFT {
+		return fmt.Sprintf("TTFT >= %.3g s even at %s TP%d with one request in flight: the %d-token prefill alone takes that long; relax --ttft to %.3g s or shorten the prompt",
+			minTTFT.Result.TTFT, minTTFT.Chip, minTTFT.TP, o.ISL, minTTFT.Result.TTFT)
+	}
+	if o.MaxGPUs > 0 || o.GPUs > 0 {
+		return "the SLOs are met only with more GPUs than --gpus/--max-gpus allow: raise it"
+	}
+	return "no layout meets the SLOs under the load: relax --ttft or --tpot"
+}

@@ -1,0 +1,210 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+func fp8() analyzer.Scenario {
+	s := analyzer.DefaultScenario()
+	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
+	return s
+}
+
+func target(t *testing.T, name string) Target {
+	t.Helper()
+	db := chips.Default()
+	c, err := db.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Target{Chip: c, PriceUSDPerGPUHour: c.PriceUSDPerGPUHour, Power: db.PowerOf(c), MaxTP: 8}
+}
+
+func replica(t *testing.T, m *analyzer.Model, chip string, tp int64) Replica {
+	t.Helper()
+	tg := target(t, chip)
+	pred, err := timing.New(tg.Chip, "fp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fp8()
+	s.TP = tp
+	return Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: DefaultEngine()}
+}
+
+// Static mode is one prefill of the batch plus OSL-1 decode steps, each at its own KV length:
+// summed here step by step from the counted steps and compared.
+func TestStaticIsPrefillPlusDecodeSteps(t *testing.T) {
+	m := model(t, "Llama-2-7b")
+	rp := replica(t, m, "H100", 1)
+	const b, isl, osl = 8, 128, 17
+	got, err := Static(m, rp.Scenario, rp.Pred, b, isl, osl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := rp.Scenario
+	sp.Batch, sp.Seq = b, isl
+	pre, err := m.AnalyzeTotals(analyzer.Prefill, sp, analyzer.Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rp.Pred.Predict(pre.Kernels).TEst
+	for j := int64(0); j < osl-1; j++ {
+		sd := rp.Scenario
+		sd.Batch, sd.KVLen = b, isl+1+j
+		dec, err := m.AnalyzeTotals(analyzer.Decode, sd, analyzer.Achievable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += rp.Pred.Predict(dec.Kernels).TEst
+	}
+	near(t, "static total", got.Total, want, 1e-12)
+	near(t, "static tokens/s", got.OutputTokS, b*osl/want, 1e-12)
+	// a long output is timed in runs of steps: within 0.5% of every step timed
+	long, err := Static(m, rp.Scenario, rp.Pred, b, isl, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := long.Prefill
+	for j := int64(0); j < 299; j++ {
+		sd := rp.Scenario
+		sd.Batch, sd.KVLen = b, isl+1+j
+		dec, _ := m.AnalyzeTotals(analyzer.Decode, sd, analyzer.Achievable)
+		exact += rp.Pred.Predict(dec.Kernels).TEst
+	}
+	near(t, "segmented static total", long.Total, exact, 5e-3)
+}
+
+// Little's law holds in both load modes: in-flight sequences = request rate x time in the
+// system (queue included).
+func TestLoadModesObeyLittle(t *testing.T) {
+	m := model(t, "Llama-3.1-8B")
+	rp := replica(t, m, "H100", 1)
+	r, err := rp.Rate(2000, 500, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "rate: D = lambda x E2E", r.Concurrency, 2*r.E2E, 2e-3)
+	if r.Bound != "load" {
+		t.Errorf("a light load binds %s, want load", r.Bound)
+	}
+	// more users than the KV cache holds: the rest queue, and users = completion rate x E2E
+	_, limit, _ := Capacity(m, rp.Scenario, rp.MemBytes, 2000, 500, rp.Engine)
+	users := 3 * limit
+	u, err := rp.Users(2000, 500, users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.QueueWait <= 0 || u.Concurrency != limit {
+		t.Errorf("users beyond capacity: queue %g s, concurrency %g (limit %g)", u.QueueWait, u.Concurrency, limit)
+	}
+	near(t, "users: N = X x E2E", users, u.Concurrency/(u.E2E-u.QueueWait)*u.E2E, 1e-9)
+	if _, err := rp.Rate(2000, 500, 1e6); !errors.Is(err, ErrOverloaded) {
+		t.Errorf("a million requests/s on one GPU: %v, want overloaded", err)
+	}
+}
+
+// A tighter TPOT never buys more tokens/s per GPU, and every answer meets its SLO.
+func TestPlanTPOTMonotone(t *testing.T) {
+	m := model(t, "Llama-3.1-70B-Instruct")
+	prev := math.Inf(1)
+	for _, tpot := range []float64{0, 0.1, 0.05, 0.03, 0.02} {
+		pl, err := PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 2000, OSL: 500, TPOT: tpot, GPUs: 8, Scenario: fp8()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pl.Best) == 0 {
+			t.Fatalf("TPOT %g: nothing meets it: %s", tpot, pl.NoConfig)
+		}
+		best := pl.Best[0]
+		if tpot > 0 && best.Result.TPOT > tpot {
+			t.Errorf("TPOT %g: the answer's TPOT is %g", tpot, best.Result.TPOT)
+		}
+		if best.TokSPerGPU > prev*(1+1e-9) {
+			t.Errorf("TPOT %g: %g tok/s/GPU, more than the looser SLO's %g", tpot, best.TokSPerGPU, prev)
+		}
+		prev = best.TokSPerGPU
+		if best.GPUs != 8 {
+			t.Errorf("--gpus 8 answered with %d GPUs", best.GPUs)
+		}
+	}
+}
+
+// Sizing for users: the answer carries every user at the SLO on the fewest GPUs, and one GPU
+// fewer of that layout would not (the binary search's edge).
+func TestPlanUsersFewestGPUs(t *testing.T) {
+	m := model(t, "Llama-3.1-70B-Instruct")
+	o := PlanOptions{ISL: 2000, OSL: 500, Users: 100, TPOT: 0.05, Scenario: fp8()}
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Best) == 0 {
+		t.Fatal(pl.NoConfig)
+	}
+	b := pl.Best[0]
+	if b.Result.TPOT > 0.05 || b.Result.Concurrency*float64(b.Replicas) < 100 || b.Result.QueueWait != 0 {
+		t.Errorf("answer %+v does not carry 100 users under 50 ms", b)
+	}
+	if b.Replicas > 1 {
+		rp := replica(t, m, "H100", b.TP)
+		fewer, err := rp.Users(2000, 500, 100/float64(b.Replicas-1))
+		if err == nil && fewer.TPOT <= 0.05 && fewer.QueueWait == 0 {
+			t.Errorf("%d replicas of TP%d would do too: TPOT %g", b.Replicas-1, b.TP, fewer.TPOT)
+		}
+	}
+	for _, c := range pl.Best[1:] {
+		if c.GPUs < b.GPUs {
+			t.Errorf("%d GPUs ranked below %d", c.GPUs, b.GPUs)
+		}
+	}
+	// cost is price x GPUs / tokens: by hand
+	want := 3.0 * float64(b.GPUs) / 3600 / b.TokS * 1e6
+	near(t, "$/1M tokens", b.USDPerMTok, want, 1e-12)
+}
+
+// An SLO no layout meets names the binding limit and the relaxation that works.
+func TestPlanSaysWhyNothingMeets(t *testing.T) {
+	m := model(t, "Llama-3.1-70B-Instruct")
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 2000, OSL: 500, TPOT: 0.002, Scenario: fp8()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meeting != 0 || !strings.Contains(pl.NoConfig, "TPOT >=") || !strings.Contains(pl.NoConfig, "streaming the weights") {
+		t.Fatalf("no config: %q", pl.NoConfig)
+	}
+	// the relaxation it names works
+	ms, err := relaxedTPOT(pl.NoConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 2000, OSL: 500, TPOT: ms / 1e3, Scenario: fp8()})
+	if err != nil || ok.Meeting == 0 {
+		t.Errorf("relaxing to %g ms: %v %s", ms, err, ok.NoConfig)
+	}
+	for _, bad := range []PlanOptions{{ISL: 0, OSL: 1}, {ISL: 1, OSL: 1, Rate: -1}, {ISL: 1, OSL: 1, Users: 1, Rate: 1}, {ISL: 1, OSL: 1, TPOT: -1}} {
+		if _, err := PlanServe(m, []Target{target(t, "H100")}, bad); !errors.Is(err, ErrBadWorkload) {
+			t.Errorf("%+v: %v, want a bad-workload error", bad, err)
+		}
+	}
+}
+
+// relaxedTPOT reads the "relax --tpot to N ms" figure from the explanation.
+func relaxedTPOT(s string) (float64, error) {
+	const mark = "relax --tpot to "
+	i := strings.Index(s, mark)
+	if i < 0 {
+		return 0, errors.New("no relaxation named in " + s)
+	}
+	var ms float64
+	_, err := fmt.Sscan(strings.Fields(s[i+len(mark):])[0], &ms)
+	return ms, err
+}
