@@ -18,7 +18,7 @@ func fp8() analyzer.Scenario {
 	return s
 }
 
-func target(t *testing.T, name string) Target {
+func target(t testing.TB, name string) Target {
 	t.Helper()
 	db := chips.Default()
 	c, err := db.Lookup(name)
@@ -207,4 +207,29 @@ func relaxedTPOT(s string) (float64, error) {
 	var ms float64
 	_, err := fmt.Sscan(strings.Fields(s[i+len(mark):])[0], &ms)
 	return ms, err
+}
+
+// BenchmarkPlanServe is the speed target: every layout, batch cap and replica count
+// on three chips, for a load with an SLO (Llama-3.1-70B) and offline with bisection of the
+// largest batch under the SLO (DeepSeek-V3, MoE: TP and EP layouts).
+func BenchmarkPlanServe(b *testing.B) {
+	for _, c := range []struct {
+		model string
+		o     PlanOptions
+	}{
+		{"Llama-3.1-70B-Instruct", PlanOptions{ISL: 2000, OSL: 500, Users: 100, TPOT: 0.05}},
+		{"DeepSeek-V3", PlanOptions{ISL: 2000, OSL: 500, TPOT: 0.05, GPUs: 8}},
+	} {
+		b.Run(c.model, func(b *testing.B) {
+			m := model(b, c.model)
+			ts := []Target{target(b, "H100"), target(b, "H200"), target(b, "B200")}
+			c.o.Scenario = fp8()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := PlanServe(m, ts, c.o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

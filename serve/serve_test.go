@@ -11,7 +11,7 @@ import (
 	"github.com/mrep-dev/mrep/timing"
 )
 
-func model(t *testing.T, name string) *analyzer.Model {
+func model(t testing.TB, name string) *analyzer.Model {
 	t.Helper()
 	f, err := examples.Dump(name)
 	if err != nil {

@@ -82,3 +82,36 @@ func TestPlanServeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// The README's serving answers are real output: each console block between the
+// plan-serve-examples markers is the head of what its command prints today.
+func TestREADMEServeExamples(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	start, end := strings.Index(s, "<!-- plan-serve-examples"), strings.Index(s, "<!-- /plan-serve-examples -->")
+	if start < 0 || end < start {
+		t.Fatal("README has no plan-serve-examples section")
+	}
+	db := filepath.Join(t.TempDir(), "r.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz", "../../examples/dumps/Llama-3.1-8B.json.gz",
+		"../../examples/dumps/Mixtral-8x7B-v0.1.json.gz", "../../examples/dumps/DeepSeek-V3.json.gz")
+	blocks := strings.Split(s[start:end], "```console\n")[1:]
+	if len(blocks) != 4 {
+		t.Fatalf("%d examples, want the issue's 4 questions", len(blocks))
+	}
+	for _, b := range blocks {
+		b = b[:strings.Index(b, "```")]
+		cmd, want, _ := strings.Cut(b, "\n")
+		args, ok := strings.CutPrefix(cmd, "$ mrep ")
+		if !ok {
+			t.Fatalf("block does not start with a command: %q", cmd)
+		}
+		out := mustRun(t, db, strings.Fields(args)...)
+		if !strings.HasPrefix(out, want) {
+			t.Errorf("README block for %q is stale; the command now prints:\n%s", args, out)
+		}
+	}
+}
