@@ -3,14 +3,22 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render"
 )
+
+// trainPlanOutput is plan train's JSON: the plan's fields, and the run's cost with --tokens.
+type trainPlanOutput struct {
+	layout.Plan
+	Cost *econ.Run `json:"cost,omitempty"`
+}
 
 func planCommand(env Env) *cli.Command {
 	return &cli.Command{
@@ -28,6 +36,8 @@ func planCommand(env Env) *cli.Command {
 				&cli.StringFlag{Name: "system", Usage: "system from `mrep chips --json` (dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, dgx-a100, tpu-v5p-pod, tpu-v6e-256): chip, scale-up domain and links"},
 				&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "precision recipe: bf16 or fp8 (FP8 GEMMs, BF16 attention)"},
 				&cli.IntFlag{Name: "top", Value: 10, Usage: "layouts to show"},
+				&cli.Float64Flag{Name: "tokens", Usage: "cost a training run of this many tokens (e.g. 15e12) on the best layout: days, GPU-hours, $ and MWh"},
+				&cli.StringSliceFlag{Name: "price", Usage: "price per GPU-hour, CHIP=USD (overrides the chips database)"},
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write plan.md, plan.json and the step-time-against-memory chart (plan.png) to `DIR`"},
 			},
@@ -45,6 +55,13 @@ func planCommand(env Env) *cli.Command {
 				}
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
+				}
+				prices, err := parsePrices(db, c.StringSlice("price"))
+				if err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				if c.IsSet("tokens") && !(c.Float64("tokens") > 0 && !math.IsInf(c.Float64("tokens"), 0)) {
+					return cli.Exit(fmt.Sprintf("--tokens %g: must be a positive number of tokens", c.Float64("tokens")), exitFailure)
 				}
 				tg, err := newTarget(chip, dt)
 				if err != nil {
@@ -65,6 +82,17 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
+				out := trainPlanOutput{Plan: plan}
+				if tokens := c.Float64("tokens"); tokens > 0 && len(plan.Top) > 0 {
+					best := plan.Top[0].Step
+					busy := 1 - best.Bubble/best.StepTime
+					price, source := chipPrice(chip, prices)
+					run, err := econ.Training(tokens, best.TokensPerS, best.Layout.GPUs(), busy, price, source, db.PowerOf(chip))
+					if err != nil {
+						return cli.Exit("--tokens: "+err.Error(), exitFailure)
+					}
+					out.Cost = &run
+				}
 				if dir := c.String("output"); dir != "" {
 					files := outputFiles{}
 					if plan.Feasible > 0 {
@@ -74,10 +102,15 @@ func planCommand(env Env) *cli.Command {
 							return cli.Exit("plan chart: "+err.Error(), exitFailure)
 						}
 					}
-					if err := files.add("plan.json", func(w io.Writer) error { return writeJSON(w, plan) }); err != nil {
+					if err := files.add("plan.json", func(w io.Writer) error { return writeJSON(w, out) }); err != nil {
 						return err
 					}
-					if err := files.add("plan.md", func(w io.Writer) error { return render.WritePlanPage(w, d.Model.Name, tg.Label(), plan, "plan.png") }); err != nil {
+					if err := files.add("plan.md", func(w io.Writer) error {
+						if err := render.WritePlanPage(w, d.Model.Name, tg.Label(), plan, "plan.png"); err != nil {
+							return err
+						}
+						return render.WriteTrainingCost(w, out.Cost)
+					}); err != nil {
 						return err
 					}
 					if err := writeDirAtomic(dir, files); err != nil {
@@ -85,9 +118,12 @@ func planCommand(env Env) *cli.Command {
 					}
 				}
 				if c.Bool("json") {
-					return writeJSON(c.App.Writer, plan)
+					return writeJSON(c.App.Writer, out)
 				}
 				if err := render.WritePlan(c.App.Writer, d.Model.Name, tg.Label(), plan); err != nil {
+					return err
+				}
+				if err := render.WriteTrainingCost(c.App.Writer, out.Cost); err != nil {
 					return err
 				}
 				if plan.Feasible == 0 {

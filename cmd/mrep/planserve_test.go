@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,48 @@ func TestREADMEServeExamples(t *testing.T) {
 		out := mustRun(t, db, strings.Fields(args)...)
 		if !strings.HasPrefix(out, want) {
 			t.Errorf("README block for %q is stale; the command now prints:\n%s", args, out)
+		}
+	}
+}
+
+// plan train --tokens costs the run on the best layout: GPU-hours are tokens over the layout's
+// throughput times its GPUs (by hand from the JSON), dollars at the --price given.
+func TestPlanTrainCost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "c.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
+	var out struct {
+		Top []struct {
+			Step struct {
+				TokensPerS float64 `json:"tokens_per_s"`
+			} `json:"step"`
+		} `json:"top"`
+		Cost struct {
+			GPUs     int64   `json:"gpus"`
+			GPUHours float64 `json:"gpu_hours"`
+			USD      float64 `json:"usd"`
+			MWh      float64 `json:"mwh"`
+		} `json:"cost"`
+	}
+	js := mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tokens", "1e12", "--price", "H100=2", "--json")
+	if err := json.Unmarshal([]byte(js), &out); err != nil || len(out.Top) == 0 {
+		t.Fatalf("plan json: %v", err)
+	}
+	want := 1e12 / out.Top[0].Step.TokensPerS * 64 / 3600
+	if out.Cost.GPUs != 64 || math.Abs(out.Cost.GPUHours-want) > 1e-9*want || math.Abs(out.Cost.USD-2*want) > 1e-9*want {
+		t.Errorf("cost %+v, want %g GPU-hours and $%g", out.Cost, want, 2*want)
+	}
+	// energy between the idle floor and TDP plus the node share, per GPU-hour
+	if lo, hi := want*84/1e6, want*(700+575)/1e6; out.Cost.MWh < lo || out.Cost.MWh > hi {
+		t.Errorf("%g MWh outside [%g, %g]", out.Cost.MWh, lo, hi)
+	}
+	md := mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tokens", "1e12")
+	if !strings.Contains(md, "## Training run of 1e+12 tokens on the best layout (estimate)") || !strings.Contains(md, "price from Mercatus") {
+		t.Errorf("cost section missing:\n%s", md[max(0, len(md)-1200):])
+	}
+	for _, bad := range [][]string{{"--tokens", "-5"}, {"--price", "H100=-1"}, {"--price", "nochip=1"}} {
+		_, _, err := run(t, db, append([]string{"plan", "train", "--gpus", "64", "--gbs", "128"}, bad...)...)
+		if err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: %v", bad, err)
 		}
 	}
 }
