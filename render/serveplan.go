@@ -39,6 +39,12 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	if len(slo) == 0 {
 		slo = append(slo, "none")
 	}
+	if o.Workload != "" {
+		w.printf("From the %s.\n\n", o.Workload)
+	}
+	if o.Engine.PrefixHit > 0 {
+		w.printf("Prefix cache: %.0f%% of each prompt is a hit and is not prefilled.\n\n", 100*o.Engine.PrefixHit)
+	}
 	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. Engine: in-flight batching, chunked prefill under a %g-token budget, %.0f%% of the free memory for the KV cache.\n\n",
 		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), o.Engine.TokenBudget, 100*o.Engine.KVFraction)
 	if p.Meeting == 0 {

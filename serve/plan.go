@@ -35,6 +35,8 @@ type PlanOptions struct {
 	Scenario      analyzer.Scenario // dtypes; TP/EP are searched
 	Engine        Engine
 	Top           int
+	// Workload describes where ISL and OSL came from when they are a file's means.
+	Workload string
 }
 
 // Config is one deployment: chip, layout, replicas and the steady state of one replica.
@@ -90,6 +92,8 @@ func (o PlanOptions) validate() error {
 		return fmt.Errorf("SLOs must not be negative: %w", ErrBadWorkload)
 	case o.GPUs < 0 || o.MaxGPUs < 0:
 		return fmt.Errorf("gpus must not be negative: %w", ErrBadWorkload)
+	case !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1):
+		return fmt.Errorf("prefix hit rate %g must be in [0, 1): %w", o.Engine.PrefixHit, ErrBadWorkload)
 	}
 	return nil
 }

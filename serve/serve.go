@@ -25,6 +25,17 @@ type Engine struct {
 	TokenBudget float64
 	// MaxBatch caps concurrent sequences (trtllm-bench max batch 8192... its scheduler).
 	MaxBatch float64
+	// PrefixHit is the share of each prompt found in the prefix cache (0: none): those tokens
+	// are not prefilled. Their KV is still reserved per sequence (shared blocks are not
+	// deduplicated: conservative), and the new tokens' attention over the cached prefix is
+	// not counted (it is a small part of a prefill chunk's work).
+	PrefixHit float64
+}
+
+// computed is how many of a prompt's isl tokens are prefilled (at least one: the last token
+// is always computed to produce the first output).
+func (e Engine) computed(isl int64) int64 {
+	return max(1, int64(math.Round(float64(isl)*(1-e.PrefixHit))))
 }
 
 // DefaultEngine is TensorRT-LLM's defaults as the measured runs used them.
@@ -78,7 +89,7 @@ func Offline(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memByt
 func Capacity(m *analyzer.Model, s analyzer.Scenario, memBytes float64, isl, osl int64, e Engine) (maxByKV, limit float64, bound string) {
 	maxByKV = math.Floor(KVTokens(m, s, memBytes, e) / float64(isl+osl))
 	limit, bound = maxByKV, "kv-cache"
-	perDecode := float64(isl) / math.Max(float64(osl-1), 1)
+	perDecode := float64(e.computed(isl)) / math.Max(float64(osl-1), 1)
 	if byBudget := math.Max(1, math.Floor(e.TokenBudget/(1+perDecode))); byBudget < limit {
 		limit, bound = byBudget, "token-budget"
 	}
@@ -108,11 +119,12 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	}
 	decodeSteps := math.Max(float64(osl-1), 1)
 	d := r.Concurrency
+	ctx := float64(isl) + float64(osl)/2
+	isl = e.computed(isl) // from here on, the prompt tokens that are prefilled
 	r.PrefillTok = d * float64(isl) / decodeSteps
 	if osl == 1 {
 		r.PrefillTok, d = math.Min(e.TokenBudget, d*float64(isl)), 0
 	}
-	ctx := float64(isl) + float64(osl)/2
 	st, err := mixedStep(m, s, p, d, ctx, r.PrefillTok, isl)
 	if err != nil {
 		return r, err
@@ -128,7 +140,7 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 		return d / t * float64(osl) / decodeSteps
 	}
 	r.OutputTokS, r.RooflineTokS = rate(st.TEst), rate(st.TRoofline)
-	r.TotalTokS = r.OutputTokS * float64(isl+osl) / float64(osl)
+	r.TotalTokS = r.OutputTokS * (ctx - float64(osl)/2 + float64(osl)) / float64(osl)
 	r.TPOT = st.TEst
 	// A new prompt is prefilled in chunks of what the budget leaves beside the decode tokens
 	// (the scheduler runs decodes first, as vLLM's and TensorRT-LLM's do), each chunk a step.

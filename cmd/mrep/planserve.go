@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,8 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip(s) from `mrep chips` to search"},
 			&cli.Int64Flag{Name: "isl", Value: 2000, Usage: "input (prompt) tokens per request"},
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
+			&cli.StringFlag{Name: "workload", Usage: "CSV `FILE` of isl,osl (one request per line) or isl,osl,count (a histogram): the mix's mean lengths replace --isl/--osl"},
+			&cli.Float64Flag{Name: "prefix-hit", Usage: "share of each prompt served from the prefix cache, 0 to <1 (default 0)"},
 			&cli.StringFlag{Name: "ttft", Usage: "time-to-first-token SLO, e.g. 1s or 500ms"},
 			&cli.StringFlag{Name: "tpot", Usage: "time-per-output-token SLO, e.g. 50ms"},
 			&cli.Float64Flag{Name: "users", Usage: "concurrent users (closed loop)"},
@@ -122,6 +125,28 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		return o, nil, nil, fmt.Errorf("--gpus and --max-gpus must not be negative")
 	}
 	var err error
+	if path := c.String("workload"); path != "" {
+		if c.IsSet("isl") || c.IsSet("osl") {
+			return o, nil, nil, fmt.Errorf("--workload %s: give a workload file or --isl/--osl, not both", render.Visible(path))
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return o, nil, nil, fmt.Errorf("--workload: %w", err)
+		}
+		w, err := serve.ParseWorkload(render.Visible(path), f)
+		f.Close()
+		if err != nil {
+			return o, nil, nil, err
+		}
+		isl, osl := w.Means()
+		o.ISL, o.OSL = int64(math.Round(isl)), int64(math.Round(osl))
+		o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
+			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
+	}
+	o.Engine.PrefixHit = c.Float64("prefix-hit")
+	if !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1) {
+		return o, nil, nil, fmt.Errorf("--prefix-hit %g: must be in [0, 1)", o.Engine.PrefixHit)
+	}
 	if o.TTFT, err = parseSLO("ttft", c.String("ttft")); err != nil {
 		return o, nil, nil, err
 	}

@@ -60,6 +60,18 @@ func TestPlanServe(t *testing.T) {
 func TestPlanServeRefuses(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
 	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz")
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("isl,osl\n100,10\n100,-3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "good.csv")
+	if err := os.WriteFile(good, []byte("isl,osl,count\n1000,100,3\n3000,300,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, db, "plan", "serve", "Llama-3.1-8B", "--workload", good, "--prefix-hit", "0.5", "--top", "1")
+	if !strings.HasPrefix(out, "# Serving Llama-3.1-8B: 1500-token prompts, 150-token outputs") || !strings.Contains(out, "4 requests, mean ISL 1500") || !strings.Contains(out, "50% of each prompt") {
+		t.Errorf("workload means (by hand 1500/150) or prefix hit missing:\n%.800s", out)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -76,6 +88,9 @@ func TestPlanServeRefuses(t *testing.T) {
 		{[]string{"--dtype", "fp7"}, `--dtype "fp7"`},
 		{[]string{"--kv-fraction", "1.5"}, "--kv-fraction 1.5"},
 		{[]string{"--tpot", "1ms"}, "TPOT >="},
+		{[]string{"--prefix-hit", "1"}, "--prefix-hit 1"},
+		{[]string{"--workload", bad}, "bad.csv:3: osl -3"},
+		{[]string{"--workload", good, "--isl", "5"}, "not both"},
 	} {
 		_, _, err := run(t, db, append([]string{"plan", "serve", "Llama-3.1-8B"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
