@@ -9,12 +9,47 @@ import (
 )
 
 // Replica is one engine instance: its model, layout (in the scenario), predictor and memory.
+// When the experts spread over more GPUs than the attention's TP (EP > TP), the attention
+// runs data-parallel on EP/TP groups of TP GPUs, each with its own sequences and KV cache
+// (DeepSeek-style serving; the analyzer's EP already means DP = EP): the replica is EP GPUs.
 type Replica struct {
 	Model    *analyzer.Model
 	Scenario analyzer.Scenario
 	Pred     kernels.Predictor
 	MemBytes float64
 	Engine   Engine
+}
+
+// DP is the attention data-parallel groups in the replica.
+func (rp Replica) DP() float64 {
+	if rp.Scenario.EP > rp.Scenario.TP {
+		return float64(rp.Scenario.EP / rp.Scenario.TP)
+	}
+	return 1
+}
+
+// Limit is how many sequences the replica runs at once (all its attention groups).
+func (rp Replica) Limit(isl, osl int64) float64 {
+	_, limit, _ := Capacity(rp.Model, rp.Scenario, rp.MemBytes, isl, osl, rp.Engine)
+	return limit * rp.DP()
+}
+
+// At is the replica's steady state with at most want sequences in flight, spread evenly over
+// its attention groups: each group is one At; the replica carries DP of them.
+func (rp Replica) At(isl, osl int64, want float64) (Result, error) {
+	dp := rp.DP()
+	r, err := At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, isl, osl, rp.Engine, math.Max(1, want/dp))
+	if dp == 1 {
+		return r, err
+	}
+	r.Concurrency *= dp
+	r.MaxByKV *= dp
+	r.PrefillTok *= dp
+	r.OutputTokS *= dp
+	r.RooflineTokS *= dp
+	r.TotalTokS *= dp
+	r.GPUs = rp.Scenario.TP * int64(dp)
+	return r, err
 }
 
 // Users is the steady state of a closed loop of users, each sending its next request as the
@@ -24,7 +59,7 @@ func (rp Replica) Users(isl, osl int64, users float64) (Result, error) {
 	if !(users > 0) || math.IsInf(users, 0) {
 		return Result{}, fmt.Errorf("users must be a positive number (got %g)", users)
 	}
-	r, err := At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, isl, osl, rp.Engine, math.Max(1, math.Ceil(users)))
+	r, err := rp.At(isl, osl, math.Max(1, math.Ceil(users)))
 	if err != nil {
 		return r, err
 	}
@@ -45,7 +80,7 @@ func (rp Replica) Rate(isl, osl int64, rate float64) (Result, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return Result{}, fmt.Errorf("rate must be a positive number of requests/s (got %g)", rate)
 	}
-	_, limit, _ := Capacity(rp.Model, rp.Scenario, rp.MemBytes, isl, osl, rp.Engine)
+	limit := rp.Limit(isl, osl)
 	if limit < 1 {
 		return Result{}, fmt.Errorf("not one sequence of %d tokens fits in the KV cache next to the weights", isl+osl)
 	}
@@ -53,12 +88,12 @@ func (rp Replica) Rate(isl, osl int64, rate float64) (Result, error) {
 	var r Result
 	var err error
 	for i := 0; i < 100; i++ {
-		if r, err = At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, isl, osl, rp.Engine, d); err != nil {
+		if r, err = rp.At(isl, osl, d); err != nil {
 			return r, err
 		}
 		next := math.Max(1, rate*r.E2E)
 		if next > limit {
-			full, err := At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, isl, osl, rp.Engine, limit)
+			full, err := rp.At(isl, osl, limit)
 			if err != nil {
 				return full, err
 			}
@@ -71,7 +106,7 @@ func (rp Replica) Rate(isl, osl int64, rate float64) (Result, error) {
 		}
 		d = next
 	}
-	return At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, isl, osl, rp.Engine, d)
+	return rp.At(isl, osl, d)
 }
 
 // ErrOverloaded: the load is more than the replica serves.

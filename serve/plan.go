@@ -99,13 +99,14 @@ func (o PlanOptions) validate() error {
 }
 
 // layouts are the TP x EP layouts of one replica on a chip: TP a power of two up to MaxTP; a
-// MoE model also with experts spread over the TP ranks (EP = TP, attention tensor-parallel).
+// MoE model also with experts spread over the TP ranks (EP = TP, attention tensor-parallel)
+// and with attention data-parallel beside experts over the node (TP1, EP = DP up to MaxTP).
 func layouts(m *analyzer.Model, maxTP int64) [][2]int64 {
 	var out [][2]int64
 	for tp := int64(1); tp <= maxTP; tp *= 2 {
 		out = append(out, [2]int64{tp, 1})
 		if m.Fingerprint.MoE != nil && tp > 1 {
-			out = append(out, [2]int64{tp, tp})
+			out = append(out, [2]int64{tp, tp}, [2]int64{1, tp})
 		}
 	}
 	return out
@@ -145,11 +146,13 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 			if lay[1] == 1 {
 				s.ETP = lay[0]
 			}
-			if o.MaxGPUs > 0 && s.TP > o.MaxGPUs || o.GPUs > 0 && o.GPUs%s.TP != 0 {
+			size := max(s.TP, s.EP) // GPUs in one replica
+			if o.MaxGPUs > 0 && size > o.MaxGPUs || o.GPUs > 0 && o.GPUs%size != 0 {
 				continue
 			}
 			rp := Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: o.Engine}
-			maxKV, limit, _ := Capacity(m, s, rp.MemBytes, o.ISL, o.OSL, o.Engine)
+			maxKV, _, _ := Capacity(m, s, rp.MemBytes, o.ISL, o.OSL, o.Engine)
+			limit := rp.Limit(o.ISL, o.OSL)
 			pl.Considered++
 			if maxKV < 1 {
 				fitErrs = append(fitErrs, fmt.Sprintf("%s TP%d: weights %.1f GiB per GPU leave no room for one %d-token sequence",
@@ -167,7 +170,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 				}
 			}
 			for _, cap := range cs {
-				r, err := At(m, s, pred, rp.MemBytes, o.ISL, o.OSL, o.Engine, cap)
+				r, err := rp.At(o.ISL, o.OSL, cap)
 				if err != nil {
 					return pl, err
 				}
@@ -185,7 +188,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 				if pl.Mode == "offline" {
 					reps := int64(1)
 					if o.GPUs > 0 {
-						reps = o.GPUs / s.TP
+						reps = o.GPUs / size
 					}
 					c = tg.config(s, r, reps, cap)
 					o.judge(&c)
@@ -222,7 +225,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 // TTFT grow with the batch), so "the largest batch under 50 ms" is answered exactly.
 func (o PlanOptions) largestCap(tg Target, rp Replica, limit float64) (float64, bool, error) {
 	meets := func(cap float64) (bool, error) {
-		r, err := At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, o.ISL, o.OSL, rp.Engine, cap)
+		r, err := rp.At(o.ISL, o.OSL, cap)
 		if err != nil {
 			return false, err
 		}
@@ -262,7 +265,7 @@ func caps(limit float64) []float64 {
 }
 
 func (tg Target) config(s analyzer.Scenario, r Result, replicas int64, cap float64) Config {
-	c := Config{Chip: tg.Chip.Name, TP: s.TP, EP: s.EP, Replicas: replicas, GPUs: replicas * s.TP, BatchCap: cap, Result: r}
+	c := Config{Chip: tg.Chip.Name, TP: s.TP, EP: s.EP, Replicas: replicas, GPUs: replicas * max(s.TP, s.EP), BatchCap: cap, Result: r}
 	c.TokS = r.OutputTokS * float64(replicas)
 	c.TokSPerGPU = c.TokS / float64(c.GPUs)
 	if r.TPOT > 0 {
@@ -292,7 +295,7 @@ func (o PlanOptions) judge(c *Config) {
 // loaded sizes one layout for the load: the fewest replicas (binary search; more replicas
 // only lighten each one) whose steady state meets the SLOs, within the GPU limits.
 func (o PlanOptions) loaded(tg Target, rp Replica, limit float64) (Config, bool, error) {
-	tp := rp.Scenario.TP
+	tp := max(rp.Scenario.TP, rp.Scenario.EP) // GPUs per replica
 	eval := func(reps int64) (Config, bool, error) {
 		var r Result
 		var err error

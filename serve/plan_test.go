@@ -233,3 +233,41 @@ func BenchmarkPlanServe(b *testing.B) {
 		})
 	}
 }
+
+// DeepSeek-style serving: with attention data-parallel beside EP8, each GPU keeps only its own
+// sequences' MLA latents (under TP8 every rank holds every latent), so the node holds several
+// times the sequences, and offline throughput per GPU rises; the replica is 8 GPUs.
+func TestAttentionDataParallel(t *testing.T) {
+	m := model(t, "DeepSeek-V3")
+	tg := target(t, "H200")
+	pred, err := timing.New(tg.Chip, "fp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(tp, ep, etp int64) Replica {
+		s := fp8()
+		s.TP, s.EP, s.ETP = tp, ep, etp
+		return Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: DefaultEngine()}
+	}
+	tp8, dp8 := mk(8, 1, 8), mk(1, 8, 1)
+	if a, b := m.KVBytesPerToken(tp8.Scenario), m.KVBytesPerToken(dp8.Scenario); a != b || a != 61*576 {
+		t.Fatalf("KV bytes per token per GPU: TP8 %g, DP8 %g; want 35,136 both", a, b)
+	}
+	if kt, kd := tp8.Limit(2000, 500), dp8.Limit(2000, 500); kd < 5*kt {
+		t.Errorf("DP8 holds %g sequences, TP8 %g: want several times more", kd, kt)
+	}
+	rt, err := tp8.At(2000, 500, math.Inf(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := dp8.At(2000, 500, math.Inf(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.GPUs != 8 || rd.OutputTokS/8 <= rt.OutputTokS/8 {
+		t.Errorf("DP8 EP8: %d GPUs, %g tok/s; TP8: %g tok/s", rd.GPUs, rd.OutputTokS, rt.OutputTokS)
+	}
+	// the replica is DP copies of one attention group's steady state
+	one, _ := At(m, dp8.Scenario, pred, dp8.MemBytes, 2000, 500, dp8.Engine, math.Inf(1))
+	near(t, "DP scaling", rd.OutputTokS, 8*one.OutputTokS, 1e-12)
+}
