@@ -7,7 +7,6 @@ import (
 
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
-	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/model"
 )
 
@@ -15,12 +14,7 @@ func bundled(name string) (*model.Dump, error) {
 	if b, ok := examples.Resolve(name); ok {
 		name = b
 	}
-	f, err := examples.Dump(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ingest.Decode(name, f, ingest.Options{})
+	return examples.Decode(name)
 }
 
 func prepared(t *testing.T, rows []Row) []Prepared {

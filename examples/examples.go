@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/model"
 )
 
 //go:embed dumps/*.json.gz
@@ -18,6 +21,16 @@ func Dump(name string) (fs.File, error) {
 		return nil, fmt.Errorf("bundled model %q: not a model name", name)
 	}
 	return dumps.Open("dumps/" + name + ".json.gz")
+}
+
+// Decode reads and checks a bundled dump by name, as `mrep ingest` would.
+func Decode(name string) (*model.Dump, error) {
+	f, err := Dump(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ingest.Decode(name+".json.gz", f, ingest.Options{})
 }
 
 // Resolve finds a bundled model for a name as rows write it: the exact name, a path to the

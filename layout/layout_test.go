@@ -7,7 +7,6 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
-	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -44,12 +43,7 @@ func TestActivationsPerLayer(t *testing.T) {
 // bundled is a bundled example dump as a model.
 func bundled(t testing.TB, name string) *analyzer.Model {
 	t.Helper()
-	f, err := examples.Dump(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	d, err := ingest.Decode(name, f, ingest.Options{})
+	d, err := examples.Decode(name)
 	if err != nil {
 		t.Fatal(err)
 	}

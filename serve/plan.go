@@ -63,7 +63,7 @@ type Config struct {
 
 // Plan is the answer: the best configurations, the Pareto front and what was searched.
 type Plan struct {
-	Options    PlanOptions `json:"-"`
+	Options    PlanOptions `json:"options"`
 	Mode       string      `json:"mode"` // offline, users or rate
 	Considered int         `json:"considered"`
 	Fitting    int         `json:"fitting"`

@@ -7,18 +7,12 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
-	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/timing"
 )
 
 func model(t testing.TB, name string) *analyzer.Model {
 	t.Helper()
-	f, err := examples.Dump(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	d, err := ingest.Decode(name, f, ingest.Options{})
+	d, err := examples.Decode(name)
 	if err != nil {
 		t.Fatal(err)
 	}

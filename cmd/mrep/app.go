@@ -307,6 +307,18 @@ func resolve(ctx context.Context, db *store.DB, sel string) (int64, error) {
 }
 
 // loadRun resolves a selector (default latest) and loads its row and dump.
+// loadArgRun opens the database read-only, loads the run the first argument selects and
+// closes the database: for commands that only need the dump.
+func loadArgRun(c *cli.Context, env Env) (*model.Dump, error) {
+	db, err := openDBRead(c, env)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	_, d, err := loadRun(c.Context, db, c.Args().First())
+	return d, err
+}
+
 func loadRun(ctx context.Context, db *store.DB, sel string) (store.Run, *model.Dump, error) {
 	if sel == "" {
 		sel = "latest"

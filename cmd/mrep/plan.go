@@ -67,12 +67,7 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
-				store, err := openDBRead(c, env)
-				if err != nil {
-					return err
-				}
-				defer store.Close()
-				_, d, err := loadRun(c.Context, store, c.Args().First())
+				d, err := loadArgRun(c, env)
 				if err != nil {
 					return err
 				}

@@ -13,7 +13,6 @@ import (
 	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
-	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -24,12 +23,7 @@ import (
 func bundledModels(ctx context.Context, dbPath string) calib.Models {
 	return func(name string) (*model.Dump, error) {
 		if b, ok := examples.Resolve(name); ok {
-			f, err := examples.Dump(b)
-			if err != nil {
-				return nil, err
-			}
-			defer f.Close()
-			return ingest.Decode(b+".json.gz", f, ingest.Options{})
+			return examples.Decode(b)
 		}
 		if _, err := os.Stat(dbPath); err == nil {
 			db, err := store.Open(ctx, dbPath, store.Options{})
