@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
 // FuzzDecode: decode+validate never panics, and whatever it accepts passes the semantic
-// checks and survives a re-encode unchanged in meaning. Seeded from schemas/testdata.
+// checks and survives a re-encode unchanged in meaning; and the fast path (taken here from two
+// modules on) never disagrees with the reference path. Seeded from schemas/testdata.
 //
 //	go test ./ingest -run '^$' -fuzz FuzzDecode -fuzztime 60s
 func FuzzDecode(f *testing.F) {
@@ -29,7 +31,16 @@ func FuzzDecode(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	defer func(n int) { minFastModules = n }(minFastModules)
+	minFastModules = 2
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if plain, err := readAll("fuzz.json", bytes.NewReader(data), 1<<20); err == nil {
+			ref, refErr := referenceDecode("fuzz.json", plain)
+			fast, fastErr := fastDecode(plain)
+			if fastErr == nil && (refErr != nil || !reflect.DeepEqual(ref, fast)) {
+				t.Fatalf("the fast path accepted what the reference path decodes otherwise (%v)", refErr)
+			}
+		}
 		d, err := Decode("fuzz.json", bytes.NewReader(data), Options{MaxBytes: 1 << 20})
 		if err != nil {
 			if _, ok := err.(*Error); !ok {

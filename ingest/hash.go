@@ -70,6 +70,15 @@ func canonical(b *bufio.Writer, v any) error {
 			}
 		}
 		b.WriteByte(']')
+	case canonicalItems: // a list canonicalised in parts (fast.go)
+		b.WriteByte('[')
+		for i, part := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(part)
+		}
+		b.WriteByte(']')
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {

@@ -20,6 +20,19 @@ import (
 
 var identPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
+// isIdent is identPattern.MatchString without the regexp engine: it runs twice per tensor.
+func isIdent(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 const maxSafeInt = 1<<53 - 1
 
 type modWalker struct {
@@ -101,7 +114,7 @@ func (w *modWalker) str(m map[string]any, key string, minLen, maxLen int, patter
 	if n > maxLen {
 		return "", schemaProblem(w.at(key), fmt.Sprintf("length must be <= %d, but got %d", maxLen, n))
 	}
-	if pattern != nil && !pattern.MatchString(s) {
+	if pattern != nil && !(pattern == identPattern && isIdent(s) || pattern != identPattern && pattern.MatchString(s)) {
 		return "", schemaProblem(w.at(key), fmt.Sprintf("does not match pattern '%s'", pattern.String()))
 	}
 	return s, nil

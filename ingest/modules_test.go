@@ -205,3 +205,11 @@ func set(root any, path []any, val any, remove bool) bool {
 	}
 	return false
 }
+
+func TestIsIdentAgreesWithThePattern(t *testing.T) {
+	for _, s := range []string{"", "a", "bfloat16", "float8_e4m3fn", "cuda", "A", "1a", "a-b", "a b", "a\n", "_a", "é", "meta", "x_"} {
+		if got, want := isIdent(s), identPattern.MatchString(s); got != want {
+			t.Errorf("isIdent(%q) = %v, the pattern says %v", s, got, want)
+		}
+	}
+}

@@ -34,7 +34,23 @@ func Check(d *model.Dump) *Problem {
 		}
 		index[m.Name] = i
 	}
-	tensors := make(map[string]tensorInfo)
+	// Only tensors something is tied to need their qualified name remembered: building and
+	// storing 500,000 names for a handful of ties was most of Check's time. A tensor is
+	// remembered when its own name is a dotted suffix of some tied_to.
+	targets := map[string]bool{}
+	for _, m := range d.Modules {
+		for _, p := range m.Params {
+			if p.TiedTo != "" {
+				addSuffixes(targets, p.TiedTo)
+			}
+		}
+		for _, b := range m.Buffers {
+			if b.TiedTo != "" {
+				addSuffixes(targets, b.TiedTo)
+			}
+		}
+	}
+	tensors := make(map[string]tensorInfo, 2*len(targets))
 	var total float64
 	for i, m := range d.Modules {
 		switch {
@@ -52,10 +68,10 @@ func Check(d *model.Dump) *Problem {
 				return &Problem{pointer("modules", i, "name"), fmt.Sprintf("module %q is not named under its parent %q (want %q.<child>)", m.Name, *m.Parent, *m.Parent)}
 			}
 		}
-		seen := make(map[string]struct{}, len(m.Params)+len(m.Buffers))
+		seen := tensorNames{}
 		for j, p := range m.Params {
 			at := func(field ...any) string { return pointer(append([]any{"modules", i, "params", j}, field...)...) }
-			if pr := checkTensor(&p.Tensor, p.Lazy, "param", m.Name, seen, tensors, at); pr != nil {
+			if pr := checkTensor(&p.Tensor, p.Lazy, "param", m.Name, &seen, tensors, targets, at); pr != nil {
 				return pr
 			}
 			if p.TiedTo == "" {
@@ -77,7 +93,7 @@ func Check(d *model.Dump) *Problem {
 			at := func(field ...any) string {
 				return pointer(append([]any{"modules", i, "buffers", j}, field...)...)
 			}
-			if pr := checkTensor(&b.Tensor, false, "buffer", m.Name, seen, tensors, at); pr != nil {
+			if pr := checkTensor(&b.Tensor, false, "buffer", m.Name, &seen, tensors, targets, at); pr != nil {
 				return pr
 			}
 		}
@@ -110,6 +126,48 @@ func Check(d *model.Dump) *Problem {
 	return nil
 }
 
+// tensorNames is the set of one module's tensor names: a list while short (most modules hold
+// one to three tensors, and a map per module was most of Check's allocations), a map beyond.
+type tensorNames struct {
+	few  []string
+	many map[string]struct{}
+}
+
+// add records name and says whether it was there already.
+func (s *tensorNames) add(name string) bool {
+	if s.many == nil {
+		for _, n := range s.few {
+			if n == name {
+				return true
+			}
+		}
+		if len(s.few) < 16 {
+			s.few = append(s.few, name)
+			return false
+		}
+		s.many = make(map[string]struct{}, 32)
+		for _, n := range s.few {
+			s.many[n] = struct{}{}
+		}
+	}
+	if _, dup := s.many[name]; dup {
+		return true
+	}
+	s.many[name] = struct{}{}
+	return false
+}
+
+// addSuffixes records every dotted suffix of a qualified name ("weight", "lm_head.weight"):
+// the tensor's own name is one of them, whatever dots a hostile dump puts in it.
+func addSuffixes(set map[string]bool, q string) {
+	set[q] = true
+	for i := 0; i < len(q); i++ {
+		if q[i] == '.' {
+			set[q[i+1:]] = true
+		}
+	}
+}
+
 type tensorInfo struct {
 	kind  string
 	shape []int64
@@ -132,11 +190,10 @@ func errOrEpoch(err error) string {
 	return "before 1970"
 }
 
-func checkTensor(t *model.Tensor, lazy bool, kind, module string, seen map[string]struct{}, all map[string]tensorInfo, at func(...any) string) *Problem {
-	if _, dup := seen[t.Name]; dup {
+func checkTensor(t *model.Tensor, lazy bool, kind, module string, seen *tensorNames, all map[string]tensorInfo, targets map[string]bool, at func(...any) string) *Problem {
+	if seen.add(t.Name) {
 		return &Problem{at("name"), fmt.Sprintf("module %q has two tensors (parameters or buffers) named %q", module, t.Name)}
 	}
-	seen[t.Name] = struct{}{}
 	if _, ok := model.DTypeBytes(t.DType); !ok {
 		return &Problem{at("dtype"), fmt.Sprintf("unknown dtype %q (want a torch dtype such as float32, bfloat16, float8_e4m3fn, int64)", t.DType)}
 	}
@@ -163,7 +220,9 @@ func checkTensor(t *model.Tensor, lazy bool, kind, module string, seen map[strin
 			return &Problem{at("tied_to"), fmt.Sprintf("tied to %q of shape %v %s, but this is %v %s: tied tensors are one tensor", t.TiedTo, first.shape, first.dtype, t.Shape, t.DType)}
 		}
 	}
-	all[model.QualifiedName(module, t.Name)] = tensorInfo{kind, t.Shape, t.DType}
+	if targets[t.Name] {
+		all[model.QualifiedName(module, t.Name)] = tensorInfo{kind, t.Shape, t.DType}
+	}
 	return nil
 }
 

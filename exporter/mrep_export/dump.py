@@ -362,7 +362,9 @@ def write_json_atomic(doc: Mapping[str, Any], path: str | os.PathLike) -> None:
         raise ExportError(f"cannot write dump to {path}: directory {directory} does not exist")
     gz = path.endswith(".gz")
     if gz:
-        data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        # keys sorted: the compact form is then canonical as written, and mrep hashes module
+        # items as they stand instead of rebuilding them (about a third of a large ingest)
+        data = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     else:
         data = (json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode()
     try:
