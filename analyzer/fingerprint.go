@@ -126,10 +126,13 @@ func Fingerprinted(d *model.Dump) Fingerprint {
 	}
 	fp := Fingerprint{ModelType: d.Model.Source.ModelType}
 	fp.Family = familyOf(d)
-	fp.Hidden, _ = cfgIntW(cfg, &fp.Warnings, "hidden_size", "n_embd", "d_model")
-	fp.Layers, _ = cfgIntW(cfg, &fp.Warnings, "num_hidden_layers", "n_layer", "num_layers")
-	fp.Heads, _ = cfgIntW(cfg, &fp.Warnings, "num_attention_heads", "n_head", "num_heads")
-	fp.KVHeads, _ = cfgIntW(cfg, &fp.Warnings, "num_key_value_heads", "num_kv_heads")
+	// aliases: HF names first, then GPT-2/nanoGPT (n_embd, n_layer, n_head) and Meta's
+	// params.json (dim, n_layers, n_heads, n_kv_heads)
+	fp.Hidden, _ = cfgIntW(cfg, &fp.Warnings, "hidden_size", "n_embd", "d_model", "dim")
+	fp.Layers, _ = cfgIntW(cfg, &fp.Warnings, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+	fp.Heads, _ = cfgIntW(cfg, &fp.Warnings, "num_attention_heads", "n_head", "num_heads", "n_heads")
+	fp.KVHeads, _ = cfgIntW(cfg, &fp.Warnings, "num_key_value_heads", "num_kv_heads", "n_kv_head", "n_kv_heads")
+	inferFromTree(d, &fp)
 	if mq, ok := cfgBool(cfg, "multi_query"); ok && mq {
 		fp.KVHeads = 1
 	}
@@ -148,8 +151,10 @@ func Fingerprinted(d *model.Dump) Fingerprint {
 	if fp.Intermediate == 0 && fp.Hidden > 0 {
 		fp.Intermediate = 4 * fp.Hidden // GPT-2's n_inner=null convention
 	}
-	fp.Vocab, _ = cfgIntW(cfg, &fp.Warnings, "vocab_size")
-	fp.MaxPositions, _ = cfgIntW(cfg, &fp.Warnings, "max_position_embeddings", "n_positions")
+	if v, ok := cfgIntW(cfg, &fp.Warnings, "vocab_size"); ok {
+		fp.Vocab = v
+	}
+	fp.MaxPositions, _ = cfgIntW(cfg, &fp.Warnings, "max_position_embeddings", "n_positions", "block_size", "max_seq_len")
 	fp.Activation = cfgString(cfg, "hidden_act", "activation_function", "hidden_activation")
 
 	if r, ok := cfgIntW(cfg, &fp.Warnings, "kv_lora_rank"); ok && r > 0 {
@@ -171,7 +176,28 @@ func Fingerprinted(d *model.Dump) Fingerprint {
 	}
 
 	fp.Transformer = fp.Heads > 0 && fp.Hidden > 0 && fp.Layers > 0
+	attn := attentionModule(d)
 	switch {
+	case !fp.Transformer && attn != "":
+		// attention weights without the sizes to count them: say so, never "none"
+		fp.Attention = "unknown"
+		var missing []string
+		if fp.Heads == 0 {
+			missing = append(missing, "num_attention_heads")
+		}
+		if fp.Hidden == 0 {
+			missing = append(missing, "hidden_size")
+		}
+		if fp.Layers == 0 {
+			missing = append(missing, "num_hidden_layers")
+		}
+		set := make([]string, len(missing))
+		for i, k := range missing {
+			set[i] = "--set " + k + "=N"
+		}
+		fp.Warnings = append(fp.Warnings, fmt.Sprintf("the tree has attention (`%s`) but neither the config nor the tree gives %s: "+
+			"attention, the KV cache and decode are not counted, so times are too fast. Give them with `%s` "+
+			"(or dump with config={...} holding them)", attn, strings.Join(missing, ", "), strings.Join(set, " ")))
 	case !fp.Transformer:
 		fp.Attention = "none"
 	case fp.MLA != nil:
@@ -204,6 +230,71 @@ func Fingerprinted(d *model.Dump) Fingerprint {
 	}
 	fp.MoE = moeInfo(cfg, d, fp, &fp.Warnings)
 	return fp
+}
+
+// inferFromTree fills the width, vocabulary and depth the config does not give from the module
+// tree: the first embedding's weight is [vocab, hidden]; the longest list of blocks of one
+// class is the layer stack. Head counts cannot be read from shapes (a [768, 2304] c_attn is
+// 12 heads of 64 or 6 of 128), so they are never guessed.
+func inferFromTree(d *model.Dump, fp *Fingerprint) {
+	if fp.Hidden == 0 || fp.Vocab == 0 {
+		for _, m := range d.Modules {
+			if m.Class != "Embedding" || len(m.Params) == 0 || len(m.Params[0].Shape) != 2 {
+				continue
+			}
+			sh := m.Params[0].Shape
+			if fp.Hidden == 0 {
+				fp.Hidden = sh[1]
+				fp.Warnings = append(fp.Warnings, fmt.Sprintf("hidden size %d read from the embedding `%s` (the config does not give hidden_size)", sh[1], m.Name))
+			}
+			if fp.Vocab == 0 {
+				fp.Vocab = sh[0]
+			}
+			break
+		}
+	}
+	if fp.Layers == 0 {
+		lists := map[string]bool{}
+		for _, m := range d.Modules {
+			if m.Class == "ModuleList" || m.Class == "Sequential" {
+				lists[m.Name] = true
+			}
+		}
+		best, bestName := int64(0), ""
+		counts := map[string]map[string]int64{} // list -> child class -> children
+		for _, m := range d.Modules {
+			if m.Parent == nil || !lists[*m.Parent] {
+				continue
+			}
+			if counts[*m.Parent] == nil {
+				counts[*m.Parent] = map[string]int64{}
+			}
+			counts[*m.Parent][m.Class]++
+			if n := counts[*m.Parent][m.Class]; n > best && len(counts[*m.Parent]) == 1 {
+				best, bestName = n, *m.Parent
+			}
+		}
+		if best > 1 && attentionModule(d) != "" {
+			fp.Layers = best
+			fp.Warnings = append(fp.Warnings, fmt.Sprintf("%d layers read from the block list `%s` (the config does not give num_hidden_layers)", best, bestName))
+		}
+	}
+}
+
+// attentionModule names the first module that looks like attention (by class or by name), or "".
+func attentionModule(d *model.Dump) string {
+	for _, m := range d.Modules {
+		if m.Name == "" {
+			continue
+		}
+		leaf := strings.ToLower(m.Name[strings.LastIndexByte(m.Name, '.')+1:])
+		cls := strings.ToLower(m.Class)
+		if strings.Contains(cls, "attention") || strings.Contains(cls, "selfattn") ||
+			leaf == "attn" || leaf == "self_attn" || leaf == "attention" || leaf == "self_attention" {
+			return m.Name
+		}
+	}
+	return ""
 }
 
 func familyOf(d *model.Dump) string {

@@ -44,6 +44,7 @@ type ReportData struct {
 	Patterns      []PatternRow       `json:"patterns"` // the largest MaxReportPatterns
 	PatternsTotal int                `json:"patterns_total"`
 	Tensors       []TensorRow        `json:"-"`
+	Trace         *model.Trace       `json:"-"` // the dump's FlopCounterMode trace, if any
 	Config        [][2]string        `json:"config"`
 	Analysis      Analysis           `json:"analysis"`
 	Primary       Target             `json:"primary"`
@@ -84,7 +85,7 @@ func BuildReport(d *model.Dump, run RunInfo, s Scenario, targets []Target, profi
 		pats = pats[:MaxReportPatterns]
 	}
 	r := ReportData{Run: run, Model: m, Summary: Summarize(d), Patterns: pats, PatternsTotal: total, Tensors: Tensors(d),
-		Config: ConfigTable(d), Primary: targets[0], BCrit: map[string]float64{}, Options: o}
+		Trace: d.Trace, Config: ConfigTable(d), Primary: targets[0], BCrit: map[string]float64{}, Options: o}
 	var err error
 	if r.Analysis, err = Run(m, s, targets, profiles, Phases); err != nil {
 		return r, err

@@ -1,9 +1,13 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"unicode/utf8"
 )
 
@@ -242,4 +246,33 @@ func sniff(data []byte) string {
 // jsonStart: a byte a JSON document (as ASCII) may start with.
 func jsonStart(c byte) bool {
 	return c == '{' || c == '[' || c == ' ' || c == '\n' || c == '\r' || c == '\t'
+}
+
+// peekBytes is how much of a file LooksLikeDump reads: the exporter writes schema_version first
+// in plain dumps and, with sorted keys, framework.mrep_export right after the config (a few
+// KiB) in compressed ones.
+const peekBytes = 1 << 20
+
+// LooksLikeDump says whether the file at path is plausibly a dump (its first MiB, decompressed,
+// names schema_version or mrep_export), so that a directory walk can pass over the other JSON
+// a training run leaves (config.json, trainer_state.json, tokenizer files). A file that cannot
+// be read counts as a dump: ingest then reports why.
+func LooksLikeDump(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return true
+		}
+		defer zr.Close()
+		r = zr
+	}
+	head, _ := io.ReadAll(io.LimitReader(r, peekBytes))
+	return bytes.Contains(head, []byte(`"schema_version"`)) || bytes.Contains(head, []byte(`"mrep_export"`))
 }

@@ -85,6 +85,14 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 	rows = append(rows, []string{"**total**", Comma(m.TotalParams), "100.0%"},
 		[]string{"active per token", Comma(int64(math.Round(m.Active))), pct(m.Active, float64(m.TotalParams))})
 	table(w, []string{"Category", "Parameters", "Share"}, "lrr", rows)
+	if NotATransformer(fp) {
+		w.printf("\n## Time model\n\n")
+		if w.err != nil {
+			return w.err
+		}
+		w.printf("%s\n", notTransformerNote)
+		return w.err // the command adds the traced FLOPs, when there are any
+	}
 
 	for _, t := range a.Targets {
 		w.printf("\n## %s: %s\n\n", t.Label(), t.Chip.Title)

@@ -119,6 +119,14 @@ func WriteReport(out io.Writer, r analyzer.ReportData, o ReportOptions) error {
 			return err
 		}
 	}
+	if NotATransformer(m.Fingerprint) {
+		w.architecture()
+		w.h2("Time Model")
+		if w.err == nil {
+			w.err = WriteNotATransformer(out, r.Trace)
+		}
+		return w.err
+	}
 	w.howToRead()
 	w.keyTerms()
 	w.summary()

@@ -64,6 +64,9 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 		}
 	}
 	out = append(out, NamedChart{"module_pie", Pie(m.Name+": parameters by category", labels, values), "Parameter category breakdown"})
+	if NotATransformer(m.Fingerprint) {
+		return out // rooflines and sweeps are of transformer phases
+	}
 
 	primary := r.Primary.Label()
 	profiles := r.Analysis.Profiles

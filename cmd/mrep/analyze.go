@@ -307,6 +307,12 @@ func analyzeCommand(env Env) *cli.Command {
 			if err := render.WriteAnalysis(c.App.Writer, a, ops, laid); err != nil {
 				return err
 			}
+			if render.NotATransformer(m.Fingerprint) {
+				if d.Trace == nil {
+					return nil
+				}
+				return render.WriteTracedFLOPs(c.App.Writer, d.Trace)
+			}
 			return render.WriteTraceCheck(c.App.Writer, d.Trace, trace)
 		},
 	}

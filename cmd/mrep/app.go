@@ -29,6 +29,7 @@ type Env struct {
 // Exit codes.
 const (
 	exitFailure = 1 // bad input, unknown run: the user can fix it
+	exitUsage   = 2 // unknown command, flag or argument: the usage is printed
 )
 
 // NewApp builds the mrep command line. Actions write to c.App.Writer and c.App.ErrWriter.
@@ -36,7 +37,7 @@ func NewApp(env Env) *cli.App {
 	if env.Now == nil {
 		env.Now = time.Now
 	}
-	return &cli.App{
+	app := &cli.App{
 		Name:  "mrep",
 		Usage: "what limits a transformer on a chip in training, prefill and decode, and which knob moves it",
 		Flags: []cli.Flag{
@@ -44,7 +45,9 @@ func NewApp(env Env) *cli.App {
 			&cli.StringFlag{Name: "chips-file", EnvVars: []string{"MREP_CHIPS"}, Usage: "JSON `FILE` of extra chips (same shape as chips/chips.json)"},
 			&cli.BoolFlag{Name: "read-only", Usage: "open the database read-only (read commands; analysis results are then not cached)"},
 			&cli.BoolFlag{Name: "integrity-check", Usage: "run SQLite's integrity check when opening the database"},
+			&cli.StringSliceFlag{Name: "set", Usage: "override a config value of the analysed runs for this command, `KEY=VALUE` (e.g. num_attention_heads=12 for a model dumped without its config); repeatable"},
 		},
+		Before: withSets,
 		Commands: []*cli.Command{
 			ingestCommand(env),
 			runsCommand(env),
@@ -62,6 +65,8 @@ func NewApp(env Env) *cli.App {
 		},
 		HideHelpCommand: true,
 	}
+	conventions(app)
+	return app
 }
 
 // openDB opens the database for a command that writes (ingest, rm), creating it if needed.
@@ -107,19 +112,20 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// expandPaths turns arguments into dump files: files as given, directories walked for
+// expandPaths turns arguments into dump files, and names the JSON files skipped as not dumps:
+// files as given, directories walked for
 // *.json and *.json.gz, and glob patterns the shell did not expand.
-func expandPaths(args []string) ([]string, error) {
-	var out []string
+func expandPaths(args []string) ([]string, []string, error) {
+	var out, skipped []string
 	for _, a := range args {
 		if strings.ContainsAny(a, "*?[") {
 			if _, err := os.Stat(a); err != nil {
 				matches, gerr := filepath.Glob(a)
 				if gerr != nil {
-					return nil, fmt.Errorf("pattern %s: %w", a, gerr)
+					return nil, nil, fmt.Errorf("pattern %s: %w", a, gerr)
 				}
 				if len(matches) == 0 {
-					return nil, fmt.Errorf("%s: no files match", a)
+					return nil, nil, fmt.Errorf("%s: no files match", a)
 				}
 				sort.Strings(matches)
 				out = append(out, matches...)
@@ -128,7 +134,7 @@ func expandPaths(args []string) ([]string, error) {
 		}
 		fi, err := os.Stat(a)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a, errors.Unwrap(err))
+			return nil, nil, fmt.Errorf("%s: %w", a, errors.Unwrap(err))
 		}
 		if !fi.IsDir() {
 			out = append(out, a)
@@ -140,20 +146,26 @@ func expandPaths(args []string) ([]string, error) {
 				return err
 			}
 			if !d.IsDir() && (strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".json.gz")) {
-				found = append(found, p)
+				// a training output directory holds JSON that is not a dump (HF's config.json,
+				// trainer_state.json): skipped when walking, rejected when named
+				if ingest.LooksLikeDump(p) {
+					found = append(found, p)
+				} else {
+					skipped = append(skipped, p)
+				}
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("walk %s: %w", a, err)
+			return nil, nil, fmt.Errorf("walk %s: %w", a, err)
 		}
 		if len(found) == 0 {
-			return nil, fmt.Errorf("%s: no .json or .json.gz dumps in this directory", a)
+			return nil, nil, fmt.Errorf("%s: no .json or .json.gz dumps in this directory", a)
 		}
 		sort.Strings(found)
 		out = append(out, found...)
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 func ingestCommand(env Env) *cli.Command {
@@ -169,9 +181,16 @@ func ingestCommand(env Env) *cli.Command {
 			if c.NArg() == 0 {
 				return cli.Exit("ingest: give at least one dump file, directory or glob", exitFailure)
 			}
-			paths, err := expandPaths(c.Args().Slice())
+			paths, skipped, err := expandPaths(c.Args().Slice())
 			if err != nil {
 				return cli.Exit("ingest: "+err.Error(), exitFailure)
+			}
+			if len(skipped) > 0 {
+				names := make([]string, len(skipped))
+				for i, p := range skipped {
+					names[i] = render.Visible(p)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "note: skipped %d JSON file(s) that are not dumps (no schema_version): %s\n", len(skipped), strings.Join(names, ", "))
 			}
 			maxBytes := c.Int64("max-bytes")
 			if maxBytes <= 0 {
@@ -335,6 +354,7 @@ func loadRun(ctx context.Context, db *store.DB, sel string) (store.Run, *model.D
 	if err != nil {
 		return store.Run{}, nil, err
 	}
+	setsFrom(ctx).apply(d)
 	return run, d, nil
 }
 

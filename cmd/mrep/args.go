@@ -37,8 +37,10 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 		cmd, i = sub, i+1
 	}
+	// global flags given after the verb (`mrep runs --db x.db`) move before it, where the
+	// parser looks for them; the verb's own flag of the same name wins
 	out := append([]string{}, args[:i+1]...)
-	var positional []string
+	var global, positional []string
 	rest := args[i+1:]
 	for j := 0; j < len(rest); j++ {
 		a := rest[j]
@@ -46,6 +48,12 @@ func interspersed(app *cli.App, args []string) []string {
 		case a == "--":
 			positional = append(positional, rest[j:]...)
 			j = len(rest)
+		case strings.HasPrefix(a, "-") && len(a) > 1 && hasFlag(app.Flags, a) && !hasFlag(cmd.Flags, a):
+			global = append(global, a)
+			if !strings.Contains(a, "=") && takesValue(app.Flags, a) && j+1 < len(rest) {
+				global = append(global, rest[j+1])
+				j++
+			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			out = append(out, a)
 			if !strings.Contains(a, "=") && takesValue(cmd.Flags, a) && j+1 < len(rest) {
@@ -56,7 +64,32 @@ func interspersed(app *cli.App, args []string) []string {
 			positional = append(positional, a)
 		}
 	}
-	return append(out, positional...)
+	out = append(out, positional...)
+	if len(global) > 0 {
+		// before the first verb: args[:first] are the program and global flags given there
+		first := 1
+		for first < len(out) && app.Command(out[first]) == nil {
+			if !strings.Contains(out[first], "=") && takesValue(app.Flags, out[first]) {
+				first++
+			}
+			first++
+		}
+		out = append(append(append([]string{}, out[:first]...), global...), out[first:]...)
+	}
+	return out
+}
+
+// hasFlag says whether arg (-x, --name or --name=value) names one of flags.
+func hasFlag(flags []cli.Flag, arg string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func takesValue(flags []cli.Flag, arg string) bool {

@@ -18,10 +18,20 @@ import (
 	"github.com/mrep-dev/mrep/store"
 )
 
+// scenarioKey is the cache key of an analysis: the scenario, and the --set overrides, which
+// change what the analyzer reads.
+func scenarioKey(ctx context.Context, o scenarioOptions) string {
+	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	if s := setsFrom(ctx).String(); s != "" {
+		key += " set " + s
+	}
+	return key
+}
+
 // metricsFor returns a run's analysis metrics for the scenario, from the cache when an entry
 // for (run, scenario, analyzer version) exists, else computed and cached.
 func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, d *model.Dump) (analyzer.RunMetrics, error) {
-	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	key := scenarioKey(ctx, o)
 	if b, ok, err := db.CachedResult(ctx, id, key, analyzer.Version); err != nil {
 		return analyzer.RunMetrics{}, err
 	} else if ok {
@@ -36,6 +46,7 @@ func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, 
 		if d, err = db.LoadDump(ctx, id); err != nil {
 			return analyzer.RunMetrics{}, err
 		}
+		setsFrom(ctx).apply(d)
 	}
 	a, err := analyzer.Run(analyzer.NewModel(d), o.scenario, o.targets, o.profiles, analyzer.Phases)
 	if err != nil {
@@ -309,7 +320,7 @@ func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind str
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
-	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	key := scenarioKey(ctx, o)
 	cached, err := db.CachedResults(ctx, ids, key, analyzer.Version)
 	if err != nil {
 		return nil, err

@@ -75,9 +75,16 @@ func TestReportOfAPlainSequentialAndWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Every parameter sits in `other`", "Total parameters | 58", "## 7. Sensitivity Analysis", "weight_distributions.png"} {
+	// not a transformer: parameters, memory and statistics, and one sentence instead of the
+	// time model's phases
+	for _, want := range []string{"Total parameters | 58", "weight_distributions.png", "not a transformer", "This run was not traced."} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("plain MLP report lacks %q", want)
+		}
+	}
+	for _, not := range []string{"Sensitivity Analysis", "decode_batch_roofline", "B_crit≈", "Tokens/s"} {
+		if bytes.Contains(md, []byte(not)) {
+			t.Errorf("plain MLP report has the transformer section %q", not)
 		}
 	}
 	out = filepath.Join(dir, "tiny")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import gzip
 import hashlib
@@ -215,13 +216,61 @@ def jsonable(obj: Any) -> Any:
 
 
 def config_dict(config: Any) -> dict | None:
+    """The model config as a JSON-safe dict, from whatever a codebase keeps it in: a dict or any
+    mapping (Lightning's hparams), an HF config (to_dict), a dataclass (nanoGPT's GPTConfig), a
+    namespace (argparse, SimpleNamespace), an OmegaConf/dict-like object, or a plain object's
+    public attributes."""
     if config is None:
         return None
-    if hasattr(config, "to_dict"):
-        return jsonable(config.to_dict())
     if isinstance(config, Mapping):
         return jsonable(config)
-    raise ExportError(f"config must be a dict or have to_dict(), got {type(config).__name__}")
+    if hasattr(config, "to_dict") and callable(config.to_dict):
+        return jsonable(config.to_dict())
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return jsonable({f.name: getattr(config, f.name) for f in dataclasses.fields(config)})
+    if hasattr(config, "keys") and hasattr(config, "__getitem__"):
+        try:
+            return jsonable({str(k): config[k] for k in config.keys()})
+        except (TypeError, KeyError) as e:
+            raise ExportError(f"config {type(config).__name__} looks like a mapping but cannot be read as one: {e}") from e
+    attrs = getattr(config, "__dict__", None)
+    if isinstance(attrs, dict):
+        return jsonable({k: v for k, v in attrs.items() if not k.startswith("_") and not callable(v)})
+    raise ExportError(
+        f"config must be a mapping, a dataclass, a namespace or an object with attributes, got "
+        f"{type(config).__name__}; pass config={{...}} with the architecture keys (num_attention_heads, ...)"
+    )
+
+
+# Wrappers that hold the user's model under another name: torch.compile keeps it in _orig_mod,
+# DistributedDataParallel and DataParallel in module. Their prefixes ("_orig_mod.", "module.")
+# would otherwise make a checkpoint of a compiled model a different model from the plain one.
+_WRAPPERS = {
+    "OptimizedModule": "_orig_mod",
+    "DistributedDataParallel": "module",
+    "DataParallel": "module",
+}
+
+
+def unwrap(model: nn.Module) -> tuple[nn.Module, list[str]]:
+    """The model inside torch.compile / DDP / DataParallel wrappers (nested in any order), and
+    the wrappers' class names, outermost first. FSDP (v1) flattens parameters: it is refused
+    with the way out, since names and full shapes exist only inside summon_full_params."""
+    seen: list[str] = []
+    while True:
+        cls = type(model).__name__
+        attr = _WRAPPERS.get(cls)
+        if cls == "FullyShardedDataParallel":
+            raise ExportError(
+                "model is wrapped in FSDP, whose parameters are flat shards: dump the inner module with "
+                "full shapes, e.g. `with FSDP.summon_full_params(model): dump_model(model.module, path)`, "
+                "or use FSDP2 (fully_shard), whose parameters keep their names and global shapes"
+            )
+        inner = getattr(model, attr, None) if attr else None
+        if not isinstance(inner, nn.Module):
+            return model, seen
+        seen.append(cls)
+        model = inner
 
 
 def canonical_json(doc: Any) -> bytes:
@@ -264,10 +313,13 @@ def _framework() -> dict:
 
 
 def _default_name(model: nn.Module, config: Any) -> str:
-    for attr in ("name_or_path", "_name_or_path"):
-        v = getattr(config, attr, None) if config is not None else None
-        if isinstance(v, str) and v:
-            return v.rstrip("/").rsplit("/", 1)[-1]
+    """The model's name: the config's name_or_path (last part), else its model_type, else the
+    class (a run of nanoGPT's GPT is named GPT; an HF model by its checkpoint)."""
+    if config is not None:
+        for attr in ("name_or_path", "_name_or_path", "model_type"):
+            v = config.get(attr) if isinstance(config, Mapping) else getattr(config, attr, None)
+            if isinstance(v, str) and v.strip("/ "):
+                return v.rstrip("/").rsplit("/", 1)[-1]
     return type(model).__name__
 
 
@@ -287,6 +339,7 @@ def build_dump(
     """Build the dump document and its summary without writing anything."""
     if not isinstance(model, nn.Module):
         raise ExportError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    model, _ = unwrap(model)  # a compiled or DDP model is the same model: the same dump
     if config is None:
         config = getattr(model, "config", None)
     if stats not in ("auto", True, False):
@@ -304,6 +357,7 @@ def build_dump(
         "root_class": f"{type(model).__module__}.{type(model).__qualname__}",
         "source": dict(source) if source else {"kind": "module"},
     }
+
     if cfg is not None:
         if isinstance(cfg.get("model_type"), str) and "model_type" not in model_info["source"]:
             model_info["source"]["model_type"] = cfg["model_type"]
@@ -413,6 +467,7 @@ def dump_model(
     Meta-device models work (no statistics); tied tensors are recorded once and referenced after;
     `trace=(batch, seq)` runs one real forward under FlopCounterMode and records FLOPs per module.
     """
+    model, _ = unwrap(model)
     traced = None
     if trace is not None:
         from .trace import trace_flops  # noqa: PLC0415 - only needed when tracing

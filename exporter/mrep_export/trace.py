@@ -6,6 +6,7 @@ FlopCounterMode counts (full S x S attention GEMMs, no softmax) and nothing of o
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -39,18 +40,28 @@ def trace_flops(model: nn.Module, batch: int, seq: int, inputs: Any = None) -> d
         )
     device = first.device
     call_kwargs: dict[str, Any] = {}
+    if callable(inputs) and not isinstance(inputs, torch.Tensor):
+        inputs = inputs(batch, seq)  # a builder: inputs for this batch and sequence length
+    positional_ids = False
     if inputs is None:
         vocab = _vocab_size(model)
         if vocab is None:
             raise ExportError(
                 f"cannot make inputs for {type(model).__name__}: pass trace_inputs= "
-                "(a tensor, a tuple of tensors or a dict of keyword tensors)"
+                "(a tensor, a tuple of tensors, a dict of keyword tensors, or a callable (batch, seq) -> those)"
             )
         gen = torch.Generator().manual_seed(0)
-        call_kwargs = {"input_ids": torch.randint(0, vocab, (batch, seq), generator=gen).to(device)}
-        if getattr(model, "config", None) is not None:
-            call_kwargs["use_cache"] = False
+        ids = torch.randint(0, vocab, (batch, seq), generator=gen).to(device)
+        params = inspect.signature(model.forward).parameters
+        takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         call_args: tuple = ()
+        if "input_ids" in params or takes_kwargs:
+            call_kwargs = {"input_ids": ids}
+            if getattr(model, "config", None) is not None and hasattr(model.config, "to_dict"):
+                call_kwargs["use_cache"] = False
+        else:
+            # a forward(idx) of one's own code (nanoGPT): the token ids go first, by position
+            call_args, positional_ids = (ids,), True
     elif isinstance(inputs, dict):
         call_args = ()
         call_kwargs = dict(inputs)
@@ -65,6 +76,15 @@ def trace_flops(model: nn.Module, batch: int, seq: int, inputs: Any = None) -> d
     try:
         with torch.no_grad(), counter:
             model(*call_args, **call_kwargs)
+    except (TypeError, RuntimeError, ValueError, IndexError) as e:
+        if inputs is not None:
+            raise ExportError(f"tracing {type(model).__name__} with the given trace_inputs failed: {e}") from e
+        how = "as its first argument" if positional_ids else "as input_ids="
+        raise ExportError(
+            f"tracing {type(model).__name__} with token ids of shape ({batch}, {seq}) {how} failed: {e}. "
+            "Pass trace_inputs= what its forward takes: a tensor, a tuple of tensors, a dict of keyword "
+            "tensors, or a callable (batch, seq) -> those"
+        ) from e
     finally:
         model.train(was_training)
 
