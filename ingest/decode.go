@@ -224,8 +224,8 @@ func referenceDecode(name string, data []byte) (*model.Dump, error) {
 	}
 	if obj, ok := doc.(map[string]any); ok {
 		// Say "unsupported version" rather than a schema's "const" complaint: it is the likely cause.
-		if v, ok := obj["schema_version"].(json.Number); ok && v.String() != fmt.Sprint(schemas.DumpSchemaVersion) {
-			return nil, invalidAt(name, "/schema_version", fmt.Sprintf("schema_version %s is not supported (this mrep reads version %d)", v, schemas.DumpSchemaVersion))
+		if v, ok := obj["schema_version"].(json.Number); ok && !schemas.DumpVersionKnown(v.String()) {
+			return nil, invalidAt(name, "/schema_version", fmt.Sprintf("schema_version %s is not supported (this mrep reads versions %d to %d)", v, schemas.MinDumpSchemaVersion, schemas.DumpSchemaVersion))
 		}
 	}
 	sch, err := dumpSchema()

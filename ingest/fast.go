@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -59,7 +58,7 @@ func fastDecode(data []byte) (*model.Dump, error) {
 	if !ok {
 		return nil, errFallback
 	}
-	if v, ok := obj["schema_version"].(json.Number); !ok || v.String() != fmt.Sprint(schemas.DumpSchemaVersion) {
+	if v, ok := obj["schema_version"].(json.Number); !ok || !schemas.DumpVersionKnown(v.String()) {
 		return nil, errFallback
 	}
 	sch, err := dumpSchema()

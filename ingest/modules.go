@@ -194,7 +194,7 @@ var (
 	paramReq   = []string{"name", "shape", "dtype", "numel", "device", "requires_grad"}
 	bufferKeys = map[string]bool{"name": true, "shape": true, "dtype": true, "numel": true, "device": true, "tied_to": true, "persistent": true}
 	bufferReq  = []string{"name", "shape", "dtype", "numel", "device", "persistent"}
-	statsKeys  = map[string]bool{"mean": true, "std": true, "min": true, "max": true, "nonfinite": true, "hist": true}
+	statsKeys  = map[string]bool{"mean": true, "std": true, "min": true, "max": true, "nonfinite": true, "hist": true, "norm": true, "sketch": true}
 	statsReq   = []string{"mean", "std", "min", "max", "nonfinite", "hist"}
 	histKeys   = map[string]bool{"lo": true, "hi": true, "counts": true}
 	histReq    = []string{"lo", "hi", "counts"}
@@ -375,6 +375,28 @@ func (w *modWalker) stats(v any) (*model.Stats, *Problem) {
 	}
 	if s.Nonfinite, p = w.count(o["nonfinite"], maxSafeInt, "nonfinite"); p != nil {
 		return nil, p
+	}
+	if nv, ok := o["norm"]; ok {
+		n, p := w.num(nv, "norm")
+		if p != nil {
+			return nil, p
+		}
+		if n < 0 {
+			return nil, schemaProblem(w.at("norm"), fmt.Sprintf("must be >= 0 but found %s", nv))
+		}
+		s.Norm = &n
+	}
+	if sv, ok := o["sketch"]; ok {
+		items, p := w.array(sv, 1, 4096, "sketch")
+		if p != nil {
+			return nil, p
+		}
+		s.Sketch = make([]float64, len(items))
+		for k, it := range items {
+			if s.Sketch[k], p = w.num(it, "sketch", k); p != nil {
+				return nil, p
+			}
+		}
 	}
 	base := len(w.path)
 	w.path = append(w.path, "hist")

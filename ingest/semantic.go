@@ -298,5 +298,8 @@ func checkStats(s *model.Stats, numel int64, at func(...any) string) *Problem {
 	if sum != finite {
 		return &Problem{at("hist", "counts"), fmt.Sprintf("histogram counts sum to %d, expected %d", sum, finite)}
 	}
+	if int64(len(s.Sketch)) > numel {
+		return &Problem{at("sketch"), fmt.Sprintf("a sketch of %d buckets for %d elements: a tensor of at most as many elements as buckets is its own sketch", len(s.Sketch), numel)}
+	}
 	return nil
 }

@@ -91,6 +91,10 @@ type Stats struct {
 	Max       float64  `json:"max"`
 	Nonfinite int64    `json:"nonfinite"`
 	Hist      Hist     `json:"hist"`
+	// Norm and Sketch (schema version 2): the Frobenius norm of the finite values and a
+	// CountSketch of the tensor, from which drift between any two checkpoints is estimated.
+	Norm   *float64  `json:"norm,omitempty"`
+	Sketch []float64 `json:"sketch,omitempty"`
 }
 
 // Hist is a fixed-bin histogram over [Lo, Hi].
@@ -155,10 +159,14 @@ func (d *Dump) TextConfig() map[string]any {
 
 // TensorStat is one parameter's weight statistics, as history and diff read them.
 type TensorStat struct {
-	Name  string  `json:"name"` // qualified
+	Name  string  `json:"name"`            // qualified
+	Class string  `json:"class,omitempty"` // the owning module's class (LayerNorm, Linear, ...)
 	Numel int64   `json:"numel"`
 	Mean  float64 `json:"mean"`
 	Std   float64 `json:"std"`
 	Min   float64 `json:"min"`
 	Max   float64 `json:"max"`
+	// Norm and Sketch are absent for dumps written before schema version 2.
+	Norm   *float64  `json:"norm,omitempty"`
+	Sketch []float64 `json:"sketch,omitempty"`
 }

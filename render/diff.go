@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 
 	chart "github.com/wcharczuk/go-chart/v2"
@@ -128,43 +129,126 @@ func WriteDiff(out io.Writer, d DiffData) error {
 		w.printf("%s\n", d.DriftNote)
 		return w.err
 	}
-	var sum float64
-	for _, x := range d.Drift {
-		sum += x.RelChange
-	}
-	w.printf("%d tensors compared; mean relative change %.4g (the shift of mean and std in units of A's std). Top movers:\n\n", len(d.Drift), sum/float64(len(d.Drift)))
-	rows = nil
-	for i, x := range d.Drift {
-		if i == 20 {
-			break
-		}
-		rows = append(rows, []string{fmt.Sprintf("#%d", i+1), code(x.Name), Sci(x.MeanA), Sci(x.MeanB), Sci(x.StdA), Sci(x.StdB), fmt.Sprintf("%.4g", x.RelChange)})
-	}
-	table(w, []string{"Rank", "Tensor", "Mean A", "Mean B", "Std A", "Std B", "Relative change"}, "rlrrrrr", rows)
+	writeDrift(w, d.Drift)
 	if d.ChartName != "" {
 		w.printf("\n![weight drift](%s)\n", d.ChartName)
 	}
 	return w.err
 }
 
-// DriftChart is a bar chart of the top movers' relative change; bars are numbered in the order
-// of the markdown table, whose rows carry the tensor names (long names do not fit under bars).
-func DriftChart(title string, ds []analyzer.Drift, n int) chart.BarChart {
-	if len(ds) > n {
-		ds = ds[:n]
+// isMatrix: the weights whose drift is ranked first; norms and biases are shown apart.
+func isMatrix(x analyzer.Drift) bool { return x.Kind != "norm" && x.Kind != "bias" }
+
+func driftMethods(ds []analyzer.Drift) string {
+	n := map[string]int{}
+	for _, x := range ds {
+		n[x.Method]++
 	}
+	var parts []string
+	if c := n["sketch"]; c > 0 {
+		parts = append(parts, fmt.Sprintf("%d estimated from the dumps' CountSketches (about 2%% error)", c))
+	}
+	if c := n["exact"]; c > 0 {
+		parts = append(parts, fmt.Sprintf("%d exact (small enough to be their own sketch)", c))
+	}
+	if c := n["stats"]; c > 0 {
+		parts = append(parts, fmt.Sprintf("%d from dumps without sketches, as the shift of mean and std in units of A's std (a proxy, not ||B - A|| / ||A||)", c))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func writeDrift(w *errWriter, ds []analyzer.Drift) {
+	w.printf("%d tensors compared: %s.", len(ds), driftMethods(ds))
+	for _, x := range ds {
+		if x.Method != "stats" {
+			w.printf(" Relative change is ||B - A|| / ||A||.")
+			break
+		}
+	}
+	w.printf("\n\n")
+	var rows [][]string
+	for _, s := range analyzer.DriftByKind(ds) {
+		rows = append(rows, []string{code(s.Group), Comma(int64(s.Tensors)), fmt.Sprintf("%.4g", s.Rel), fmt.Sprintf("%.4g", s.Max), code(s.MaxName)})
+	}
+	table(w, []string{"Kind", "Tensors", "Relative change (as one vector)", "Largest", "Largest tensor"}, "lrrrl", rows)
+
+	section := func(title string, keep func(analyzer.Drift) bool, n int) {
+		rows = nil
+		for _, x := range ds {
+			if !keep(x) || x.ZeroBaseline {
+				continue
+			}
+			if len(rows) == n {
+				break
+			}
+			rows = append(rows, []string{fmt.Sprintf("#%d", len(rows)+1), code(x.Name), code(x.Kind), fmt.Sprintf("%.4g", x.RelChange),
+				Sci(x.NormA), Sci(x.MeanA) + " → " + Sci(x.MeanB), Sci(x.StdA) + " → " + Sci(x.StdB), x.Method})
+		}
+		if len(rows) == 0 {
+			return
+		}
+		w.printf("\n%s\n\n", title)
+		table(w, []string{"Rank", "Tensor", "Kind", "Relative change", "‖A‖", "Mean", "Std", "Method"}, "rllrrrrl", rows)
+	}
+	section("**Weights** (top movers; numbered as in the chart):", isMatrix, 20)
+	section("**Norms and biases**, apart (a gain near 1 or a bias near 0 changes on another scale than a matrix, and would crowd the ranking):",
+		func(x analyzer.Drift) bool { return !isMatrix(x) }, 10)
+	rows = nil
+	for _, x := range ds {
+		if x.ZeroBaseline {
+			rows = append(rows, []string{code(x.Name), code(x.Kind), Sci(x.AbsChange), x.Method})
+		}
+	}
+	if len(rows) > 0 {
+		w.printf("\n**Zero in A** (initialised to zero: no relative change; the absolute ||B - A|| instead):\n\n")
+		table(w, []string{"Tensor", "Kind", "‖B − A‖", "Method"}, "llrl", rows)
+	}
+}
+
+// DriftChart is a bar chart of the weight matrices' top movers (norms and biases are apart in
+// the table), each bar named by its tensor.
+func DriftChart(title string, ds []analyzer.Drift, n int) chart.BarChart {
 	var vs []chart.Value
 	top := 0.0
-	for i, d := range ds {
+	for _, d := range ds {
+		if len(vs) == n {
+			break
+		}
+		if !isMatrix(d) || d.ZeroBaseline {
+			continue
+		}
 		top = math.Max(top, d.RelChange)
-		vs = append(vs, chart.Value{Value: d.RelChange, Label: fmt.Sprintf("#%d", i+1), Style: chart.Style{FillColor: colorAt(1), StrokeColor: colorAt(1)}})
+		vs = append(vs, chart.Value{Value: d.RelChange, Label: shortTensor(d.Name), Style: chart.Style{FillColor: colorAt(1), StrokeColor: colorAt(1)}})
 	}
-	return chart.BarChart{Title: title, TitleStyle: chart.Style{FontSize: 12}, Width: 1100, Height: 520, BarWidth: 36, Bars: vs,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 30}},
-		XAxis:      chart.Style{FontSize: 8},
-		YAxis: chart.YAxis{Name: "relative change (shift in units of A's std)", Style: chart.Style{FontSize: 8},
+	if top == 0 {
+		top = 1
+	}
+	return chart.BarChart{Title: title, TitleStyle: chart.Style{FontSize: 12}, Width: 1100, Height: 560, BarWidth: 36, Bars: vs,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 60}},
+		XAxis:      chart.Style{FontSize: 7},
+		YAxis: chart.YAxis{Name: "||B - A|| / ||A||", Style: chart.Style{FontSize: 8},
 			Range:          &chart.ContinuousRange{Min: 0, Max: top * 1.1},
 			ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.3g", v) }}}
+}
+
+// shortTensor is a tensor's name as words that wrap under its bar: the parts without the
+// leading "model" and the trailing "weight" ("layers 1 self_attn q_proj"). Hostile names are
+// escaped by the SVG renderer like every other label.
+func shortTensor(name string) string {
+	parts := strings.Split(name, ".")
+	if len(parts) > 1 && parts[len(parts)-1] == "weight" {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) > 1 && parts[0] == "model" {
+		parts = parts[1:]
+	}
+	for i, p := range parts {
+		// go-chart drops a word wider than the bar: long words wrap at their underscores
+		if len(p) > 10 {
+			parts[i] = strings.ReplaceAll(p, "_", "_ ")
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // HistoryPoint is one run's value of a metric.
@@ -177,11 +261,16 @@ type HistoryPoint struct {
 // WriteHistory renders a metric across runs.
 func WriteHistory(out io.Writer, metric, xLabel string, pts []HistoryPoint, chartName string) error {
 	w := &errWriter{w: out}
-	w.printf("# History: `%s`\n\n%d runs, ordered by %s.\n\n", metric, len(pts), xLabel)
+	series := historySeries(pts)
+	w.printf("# History: `%s`\n\n%d runs, ordered by %s", metric, len(pts), xLabel)
+	if len(series) > 1 {
+		w.printf(", in %d series (one per label: different training runs are not one line)", len(series))
+	}
+	w.printf(".\n\n")
 	var rows [][]string
 	for i, p := range pts {
 		delta := "—"
-		if i > 0 {
+		if i > 0 && pts[i-1].Run.Label == p.Run.Label {
 			delta = relPct(pts[i-1].Value, p.Value)
 		}
 		step := "—"
@@ -197,6 +286,18 @@ func WriteHistory(out io.Writer, metric, xLabel string, pts []HistoryPoint, char
 	return w.err
 }
 
+// historySeries splits points into runs of one label, in order.
+func historySeries(pts []HistoryPoint) [][]HistoryPoint {
+	var out [][]HistoryPoint
+	for i, p := range pts {
+		if i == 0 || pts[i-1].Run.Label != p.Run.Label {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], p)
+	}
+	return out
+}
+
 func orDashS(s string) string {
 	if s == "" {
 		return "—"
@@ -204,29 +305,47 @@ func orDashS(s string) string {
 	return s
 }
 
-// HistoryChart is a line chart of the metric against the x axis.
+// HistoryChart is a line chart of the metric against the x axis: one line per label, with a
+// legend when there are several.
 func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
-	var xs, ys []float64
-	for _, p := range pts {
-		xs, ys = append(xs, p.X), append(ys, p.Value)
-	}
-	if len(xs) == 1 { // go-chart needs a range; show one point on a unit span
-		xs, ys = append(xs, xs[0]+1), append(ys, ys[0])
-	}
+	var series []chart.Series
+	seen := map[float64]bool{}
 	var ticks []chart.Tick
-	if len(pts) <= 25 { // one tick per run: steps are integers, go-chart's own ticks are not
-		for _, p := range pts {
-			ticks = append(ticks, chart.Tick{Value: p.X, Label: fmt.Sprintf("%.0f", p.X)})
+	groups := historySeries(pts)
+	for gi, g := range groups {
+		var xs, ys []float64
+		for _, p := range g {
+			xs, ys = append(xs, p.X), append(ys, p.Value)
+			if !seen[p.X] {
+				seen[p.X] = true
+				ticks = append(ticks, chart.Tick{Value: p.X, Label: fmt.Sprintf("%.0f", p.X)})
+			}
 		}
+		if len(xs) == 1 { // go-chart needs a range; show one point on a unit span
+			xs, ys = append(xs, xs[0]+1), append(ys, ys[0])
+		}
+		name := metric
+		if len(groups) > 1 {
+			name = orDashS(g[0].Run.Label)
+		}
+		series = append(series, chart.ContinuousSeries{Name: name, XValues: xs, YValues: ys,
+			Style: chart.Style{StrokeColor: colorAt(gi), StrokeWidth: 2, DotColor: colorAt(gi), DotWidth: 4, FillColor: drawing.ColorTransparent}})
 	}
-	return chart.Chart{
+	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
+	if len(ticks) > 25 { // one tick per step while few: steps are integers, go-chart's own ticks are not
+		ticks = nil
+	}
+	c := chart.Chart{
 		Title: metric, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 520,
 		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
 		XAxis:      chart.XAxis{Name: xLabel, Ticks: ticks, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
 		YAxis:      chart.YAxis{Name: metric, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
 		// unused secondary axis: hidden, or go-chart draws its empty range at NaN positions
 		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
-		Series: []chart.Series{chart.ContinuousSeries{Name: metric, XValues: xs, YValues: ys,
-			Style: chart.Style{StrokeColor: colorAt(0), StrokeWidth: 2, DotColor: colorAt(0), DotWidth: 4, FillColor: drawing.ColorTransparent}}},
+		Series:         series,
 	}
+	if len(groups) > 1 {
+		c.Elements = []chart.Renderable{chart.LegendLeft(&c)}
+	}
+	return c
 }

@@ -67,7 +67,7 @@ func (db *DB) PutResult(ctx context.Context, runID int64, key, version string, r
 // TensorStats returns the parameter statistics of runs (only tensors that have them).
 func (db *DB) TensorStats(ctx context.Context, runIDs []int64) (map[int64][]model.TensorStat, error) {
 	out := map[int64][]model.TensorStat{}
-	stmt, err := db.sql.PrepareContext(ctx, `SELECT m.name, t.name, t.numel, t.stat_mean, coalesce(t.stat_std, 0), t.stat_min, t.stat_max
+	stmt, err := db.sql.PrepareContext(ctx, `SELECT m.name, m.class, t.name, t.numel, t.stat_mean, coalesce(t.stat_std, 0), t.stat_min, t.stat_max, t.stat_norm, t.sketch
 		FROM tensors t JOIN modules m ON m.run_id = t.run_id AND m.idx = t.module_idx
 		WHERE t.run_id = ? AND t.kind = 'param' AND t.stat_mean IS NOT NULL ORDER BY t.module_idx, t.pos`)
 	if err != nil {
@@ -82,9 +82,21 @@ func (db *DB) TensorStats(ctx context.Context, runIDs []int64) (map[int64][]mode
 		for rows.Next() {
 			var mod, name string
 			s := model.TensorStat{}
-			if err := rows.Scan(&mod, &name, &s.Numel, &s.Mean, &s.Std, &s.Min, &s.Max); err != nil {
+			var norm sql.NullFloat64
+			var sketch []byte
+			if err := rows.Scan(&mod, &s.Class, &name, &s.Numel, &s.Mean, &s.Std, &s.Min, &s.Max, &norm, &sketch); err != nil {
 				rows.Close()
 				return nil, err
+			}
+			if norm.Valid {
+				v := norm.Float64
+				s.Norm = &v
+			}
+			if sketch != nil {
+				if s.Sketch, err = DecodeSketch(sketch); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("stats of run %d: %w", id, err)
+				}
 			}
 			s.Name = name
 			if mod != "" {

@@ -85,6 +85,19 @@ func Checksum(d *model.Dump) (string, error) {
 				for _, c := range s.Hist.Counts {
 					h.int(c)
 				}
+				// version-2 fields, hashed only when present so that runs ingested before
+				// keep their checksums
+				if s.Norm != nil {
+					h.str("norm")
+					h.float(*s.Norm)
+				}
+				if len(s.Sketch) > 0 {
+					h.str("sketch")
+					h.int(int64(len(s.Sketch)))
+					for _, v := range s.Sketch {
+						h.float(v)
+					}
+				}
 			}
 		}
 		h.int(int64(len(m.Buffers)))

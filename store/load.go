@@ -122,7 +122,8 @@ func loadModules(ctx context.Context, q queryer, id int64, d *model.Dump) error 
 		return err
 	}
 	rows, err = q.QueryContext(ctx, `SELECT module_idx, kind, name, shape, dtype, numel, device, tied_to,
-		requires_grad, lazy, expert_axis, persistent, stat_mean, stat_std, stat_min, stat_max, stat_nonfinite, hist
+		requires_grad, lazy, expert_axis, persistent, stat_mean, stat_std, stat_min, stat_max, stat_nonfinite, hist,
+		stat_norm, sketch
 		FROM tensors WHERE run_id = ? ORDER BY module_idx, kind DESC, pos`, id)
 	if err != nil {
 		return err
@@ -135,9 +136,10 @@ func loadModules(ctx context.Context, q queryer, id int64, d *model.Dump) error 
 		var shape, tied, hist sql.NullString
 		var reqGrad, lazy, persistent sql.NullBool
 		var expertAxis, nonfinite sql.NullInt64
-		var mean, std, mn, mx sql.NullFloat64
+		var mean, std, mn, mx, norm sql.NullFloat64
+		var sketch []byte
 		if err := rows.Scan(&mi, &kind, &t.Name, &shape, &t.DType, &t.Numel, &t.Device, &tied, &reqGrad, &lazy,
-			&expertAxis, &persistent, &mean, &std, &mn, &mx, &nonfinite, &hist); err != nil {
+			&expertAxis, &persistent, &mean, &std, &mn, &mx, &nonfinite, &hist, &norm, &sketch); err != nil {
 			return err
 		}
 		if shape.Valid {
@@ -167,6 +169,15 @@ func loadModules(ctx context.Context, q queryer, id int64, d *model.Dump) error 
 			}
 			if err := json.Unmarshal([]byte(hist.String), &s.Hist); err != nil {
 				return err
+			}
+			if norm.Valid {
+				v := norm.Float64
+				s.Norm = &v
+			}
+			if sketch != nil {
+				if s.Sketch, err = DecodeSketch(sketch); err != nil {
+					return err
+				}
 			}
 			p.Stats = s
 		}

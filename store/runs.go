@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -206,7 +208,7 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 	mods := newInserter(ctx, tx, "modules", "run_id", "idx", "name", "class", "py_module", "parent_idx")
 	tens := newInserter(ctx, tx, "tensors", "run_id", "module_idx", "kind", "pos", "name", "shape", "dtype",
 		"numel", "device", "tied_to", "requires_grad", "lazy", "expert_axis", "persistent", "stat_mean", "stat_std",
-		"stat_min", "stat_max", "stat_nonfinite", "hist")
+		"stat_min", "stat_max", "stat_nonfinite", "hist", "stat_norm", "sketch")
 	defer mods.stop()
 	defer tens.stop()
 	index := make(map[string]int, len(d.Modules))
@@ -224,7 +226,7 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 			if err != nil {
 				return 0, err
 			}
-			var mean, std, mn, mx, nonfinite, hist any
+			var mean, std, mn, mx, nonfinite, hist, norm, sketch any
 			if s := p.Stats; s != nil {
 				h, err := jsonText(s.Hist)
 				if err != nil {
@@ -234,13 +236,19 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 				if s.Std != nil {
 					std = *s.Std
 				}
+				if s.Norm != nil {
+					norm = *s.Norm
+				}
+				if len(s.Sketch) > 0 {
+					sketch = EncodeSketch(s.Sketch)
+				}
 			}
 			var axis any
 			if p.ExpertAxis != nil {
 				axis = *p.ExpertAxis
 			}
 			if err := tens.add(id, i, "param", j, p.Name, shape, p.DType, p.Numel, p.Device,
-				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, axis, nil, mean, std, mn, mx, nonfinite, hist); err != nil {
+				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, axis, nil, mean, std, mn, mx, nonfinite, hist, norm, sketch); err != nil {
 				return 0, err
 			}
 		}
@@ -250,7 +258,7 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 				return 0, err
 			}
 			if err := tens.add(id, i, "buffer", j, b.Name, shape, b.DType, b.Numel, b.Device,
-				nullString(b.TiedTo), nil, nil, nil, b.Persistent, nil, nil, nil, nil, nil, nil); err != nil {
+				nullString(b.TiedTo), nil, nil, nil, b.Persistent, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
 				return 0, err
 			}
 		}
@@ -286,6 +294,28 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 		return 0, err
 	}
 	return id, nil
+}
+
+// EncodeSketch is a sketch as stored: float64 little-endian, exact (a hostile dump's values need
+// not be float32 ones, and the run's checksum covers them bit for bit).
+func EncodeSketch(sk []float64) []byte {
+	b := make([]byte, 8*len(sk))
+	for i, v := range sk {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+	}
+	return b
+}
+
+// DecodeSketch reads a stored sketch.
+func DecodeSketch(b []byte) ([]float64, error) {
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("a sketch of %d bytes is not float64 values: %w", len(b), ErrCorrupt)
+	}
+	out := make([]float64, len(b)/8)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return out, nil
 }
 
 // shapeJSON is json.Marshal of a shape, written directly: it runs once per tensor.
@@ -473,10 +503,30 @@ func (db *DB) Resolve(ctx context.Context, sel string) (int64, error) {
 			return 0, fmt.Errorf("run %q: hash prefix matches several runs; give more digits: %w", sel, ErrAmbiguous)
 		}
 	}
+	// MODEL@LABEL#STEP, MODEL#STEP: a checkpoint by its training step
+	if i := strings.LastIndexByte(sel, '#'); i > 0 && i < len(sel)-1 && allDigits(sel[i+1:]) {
+		step, err := strconv.ParseInt(sel[i+1:], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("run %q: step %q: %w", sel, sel[i+1:], ErrNotFound)
+		}
+		if name, label, ok := strings.Cut(sel[:i], "@"); ok {
+			return one(`SELECT id FROM runs WHERE model_name = ? AND label = ? AND step = ? ORDER BY id DESC LIMIT 1`, name, label, step)
+		}
+		return one(`SELECT id FROM runs WHERE model_name = ? AND step = ? ORDER BY id DESC LIMIT 1`, sel[:i], step)
+	}
 	if name, label, ok := strings.Cut(sel, "@"); ok {
 		return one(`SELECT id FROM runs WHERE model_name = ? AND label = ? ORDER BY id DESC LIMIT 1`, name, label)
 	}
 	return one(`SELECT id FROM runs WHERE model_name = ? ORDER BY id DESC LIMIT 1`, sel)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // DeleteRun removes a run and everything stored with it.

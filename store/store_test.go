@@ -205,6 +205,9 @@ func TestResolveSelectors(t *testing.T) {
 		{"mlp@ft", ids["bbbb"], nil},
 		{"mlp", ids["bbbb"], nil},
 		{"mlp@nope", 0, ErrNotFound},
+		{"mlp@base#0", ids["aaaa2"], nil}, // a checkpoint by step (all three are step 0)
+		{"mlp#0", ids["bbbb"], nil},
+		{"mlp@base#5", 0, ErrNotFound},
 		{"99", 0, ErrNotFound},
 		{"cccc", 0, ErrNotFound},
 		{"", 0, ErrNotFound},

@@ -206,6 +206,9 @@ func historyCommand(env Env) *cli.Command {
 					return *si < *sj
 				})
 			}
+			// runs of different labels are different training runs: one series per label (in
+			// the order their first run was ingested), each with its own drift baseline
+			runs = groupByLabel(runs)
 			pts, err := historyPoints(c.Context, db, runs, kind, args, o, by)
 			if err != nil {
 				return err
@@ -260,6 +263,27 @@ func historyFilter(c *cli.Context, db *store.DB) (store.Filter, error) {
 	return store.Filter{Model: name, Label: label}, nil
 }
 
+func labelOf(r store.Run) string {
+	if r.Label == nil {
+		return ""
+	}
+	return *r.Label
+}
+
+// groupByLabel orders runs label by label (labels in order of their first run), keeping the
+// order within a label.
+func groupByLabel(runs []store.Run) []store.Run {
+	first := map[string]int{}
+	for i, r := range runs {
+		if _, ok := first[labelOf(r)]; !ok {
+			first[labelOf(r)] = i
+		}
+	}
+	out := append([]store.Run(nil), runs...)
+	sort.SliceStable(out, func(i, j int) bool { return first[labelOf(out[i])] < first[labelOf(out[j])] })
+	return out
+}
+
 func describeFilter(f store.Filter) string {
 	if f.Label != "" {
 		return f.Model + "@" + f.Label
@@ -301,11 +325,14 @@ func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind str
 		if len(args) > 0 {
 			pattern = args[0]
 		}
-		base := stats[runs[0].ID]
-		if len(base) == 0 {
-			return nil, cli.Exit(fmt.Sprintf("history: run %d has no weight statistics (dumped on the meta device?)", runs[0].ID), exitFailure)
-		}
+		var base []model.TensorStat
 		for i, r := range runs {
+			if i == 0 || labelOf(r) != labelOf(runs[i-1]) { // each label's first run is its baseline
+				base = stats[r.ID]
+				if len(base) == 0 && kind == "drift" {
+					return nil, cli.Exit(fmt.Sprintf("history: run %d has no weight statistics (dumped on the meta device?)", r.ID), exitFailure)
+				}
+			}
 			switch kind {
 			case "drift":
 				pts[i].Value, _ = analyzer.PatternDrift(analyzer.WeightDrift(base, stats[r.ID]), pattern)

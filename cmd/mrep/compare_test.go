@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,7 +88,10 @@ func TestHistoryAndDiffOfCheckpoints(t *testing.T) {
 		}
 	}
 	md := mustRun(t, db, "diff", "1", "4")
-	if !strings.Contains(md, "tensors compared; mean relative change") || !strings.Contains(md, "| #1 |") {
+	// the bundled checkpoints carry sketches: ||B - A|| / ||A|| estimated for the matrices, exact
+	// for the small norms, which are ranked apart
+	if !strings.Contains(md, "16 estimated from the dumps' CountSketches") || !strings.Contains(md, "5 exact") ||
+		!strings.Contains(md, "| #1 |") || !strings.Contains(md, "**Norms and biases**, apart") {
 		t.Errorf("checkpoint diff lacks drift:\n%s", md)
 	}
 	mustRun(t, db, "diff", "1", "4", "-o", filepath.Join(dir, "diff"))
@@ -172,4 +179,55 @@ func scenarioForTest(t *testing.T, chip string) scenarioOptions {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// Two training runs of one model (two labels): history draws one line per label, each with
+// its own drift baseline, and a checkpoint is selected by step.
+func TestHistoryKeepsLabelsApart(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/checkpoints")
+	files, _ := filepath.Glob("../../examples/dumps/checkpoints/*.json.gz")
+	for i, f := range files[:2] { // a second run, "lr-b", of two checkpoints
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, _ := gzip.NewReader(bytes.NewReader(raw))
+		plain, _ := io.ReadAll(zr)
+		dec := json.NewDecoder(bytes.NewReader(plain))
+		dec.UseNumber()
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["run"].(map[string]any)["label"] = "lr-b"
+		mustRun(t, db, "ingest", writeDoc(t, dir, fmt.Sprintf("b%d.json", i), doc))
+	}
+	var pts []struct {
+		Run struct {
+			Label string `json:"label"`
+		} `json:"run"`
+		Value float64 `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "history", "tiny-llama", "--metric", "drift", "--json")), &pts); err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 6 || pts[0].Run.Label != "adamw-3e-3" || pts[3].Run.Label != "adamw-3e-3" || pts[4].Run.Label != "lr-b" || pts[5].Run.Label != "lr-b" {
+		t.Fatalf("want 4 points of one label then 2 of the other: %+v", pts)
+	}
+	if pts[0].Value != 0 || pts[4].Value != 0 || pts[5].Value <= 0 {
+		t.Errorf("each label's drift starts at 0 at its own first checkpoint: %+v", pts)
+	}
+	out := filepath.Join(dir, "hist")
+	mustRun(t, db, "history", "tiny-llama", "--metric", "drift", "-o", out)
+	md, _ := os.ReadFile(filepath.Join(out, "history.md"))
+	if !strings.Contains(string(md), "in 2 series (one per label") {
+		t.Errorf("history.md does not say it has two series:\n%s", md)
+	}
+	// MODEL@LABEL#STEP
+	show := mustRun(t, db, "show", "tiny-llama@adamw-3e-3#4", "--json")
+	if !strings.Contains(show, `"step": 4`) {
+		t.Errorf("selector #4 did not pick step 4:\n%.300s", show)
+	}
 }

@@ -190,7 +190,7 @@ func TestBadInputLeavesDatabaseUntouched(t *testing.T) {
 		{"truncated gzip", "t.json.gz", gzBytes(good)[:100], "gzip"},
 		{"empty file", "e.json", []byte{}, "empty file"},
 		{"binary garbage", "g.json", []byte("\x7fELF\x02\x01\x01\x00binary"), "invalid JSON at line 1"},
-		{"wrong schema_version", "v.json", fix("schema_version"), "at /schema_version: schema_version 2 is not supported"},
+		{"wrong schema_version", "v.json", fix("schema_version"), "at /schema_version: schema_version 99 is not supported (this mrep reads versions 1 to 2)"},
 		{"wrong types", "w.json", fix("numel_string"), "at /modules/1/params/0/numel"},
 		{"negative dimension", "n.json", fix("negative_dim"), "at /modules/1/params/0/shape/0"},
 		{"numel mismatch", "m.json", fix("numel_mismatch"), "at /modules/1/params/0/numel: numel 33 is not the product"},

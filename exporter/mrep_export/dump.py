@@ -21,7 +21,7 @@ from torch import nn
 from . import __version__
 from .errors import ExportError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: stats carry the Frobenius norm and a CountSketch (drift without the weights)
 HIST_BINS = 32
 
 _EXPERTS_CLASS = re.compile(r"expert", re.IGNORECASE)
@@ -107,6 +107,7 @@ def tensor_stats(t: torch.Tensor, bins: int = HIST_BINS) -> dict | None:
         idx = ((f - lo) * (bins / (hi - lo))).floor_().clamp_(0, bins - 1).long()
         counts = torch.bincount(idx, minlength=bins).tolist()
     std = float(f.std()) if n_finite >= 2 else None
+    norm, sketch = norm_and_sketch(t)
     return {
         "mean": float(f.mean()),
         "std": std,
@@ -114,7 +115,85 @@ def tensor_stats(t: torch.Tensor, bins: int = HIST_BINS) -> dict | None:
         "max": hi,
         "nonfinite": nonfinite,
         "hist": {"lo": lo, "hi": hi, "counts": counts},
+        "norm": norm,
+        "sketch": sketch,
     }
+
+
+# CountSketch of a tensor: element i (flattened, row-major) is added with sign s(i) to bucket
+# b(i). A sketch is linear, so sketch(B) - sketch(A) = sketch(B - A), and the squared norm of a
+# CountSketch is an unbiased estimate of the squared norm of what it sketches (relative error
+# about 1/sqrt(2K) on the norm for K buckets; Charikar, Chen, Farach-Colton 2002). mrep thus
+# estimates ||W_b - W_a|| / ||W_a|| between any two checkpoints without their weights.
+#
+# b and s must be the same for every dump ever written (changing anything here breaks drift
+# between dumps of two exporter versions). The tensor is cut into chunks of C elements and
+# each chunk into rows of K; element i = c * C + r * K + k goes to bucket
+#     b(i) = (k + g(r) + g'(c)) mod K   with sign   s(i) = s0(r * K + k) * t(c),
+# where g, g', s0, t are bits of murmur3's 32-bit finaliser (fmix32) of the index xor a seed.
+# Two elements of one row never share a bucket; two of different rows or chunks do with
+# probability 1/K; signs are pseudo-random per element. Applying it is a row-wise gather and
+# a column sum per chunk, cache-friendly: about 5 ms per 10^6 elements on a CPU core.
+# A tensor of at most K elements is its own sketch: its drift is exact.
+SKETCH_BUCKETS = 1024  # a power of two dividing the chunk
+_SKETCH_CHUNK = 1 << 20
+_SEED_ROW, _SEED_SIGN, _SEED_CHUNK, _SEED_CHUNK_SIGN = 0x9E3779B9, 0x7F4A7C15, 0x85EBCA77, 0xC2B2AE3D
+_layouts: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _mul32(x, c: int):
+    """x * c mod 2^32 without overflowing int64 (x < 2^32): in 16-bit halves of c."""
+    return (x * (c & 0xFFFF) + (((x * (c >> 16)) & 0xFFFF) << 16)) & 0xFFFFFFFF
+
+
+def _fmix32(x):
+    """murmur3's finaliser: a bijection on 32-bit values that mixes every input bit."""
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = _mul32(x, 0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def _layout(buckets: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per chunk of C elements viewed as rows of K: the gather index that moves column k of row r
+    to bucket (k + g(r)) mod K, and the signs s0."""
+    if buckets not in _layouts:
+        rows = _SKETCH_CHUNK // buckets
+        g = _fmix32(torch.arange(rows, dtype=torch.int64) ^ _SEED_ROW) % buckets
+        cols = torch.arange(buckets, dtype=torch.int64)
+        index = (cols[None, :] - g[:, None]) % buckets  # out[r, b] = in[r, (b - g(r)) mod K]
+        j = torch.arange(_SKETCH_CHUNK, dtype=torch.int64)
+        signs = ((_fmix32(j ^ _SEED_SIGN) & 1) * 2 - 1).to(torch.float64)
+        _layouts[buckets] = (index, signs)
+    return _layouts[buckets]
+
+
+def norm_and_sketch(t: torch.Tensor, buckets: int = SKETCH_BUCKETS) -> tuple[float, list[float]]:
+    """The Frobenius norm of the finite values (float64) and the CountSketch of the tensor with
+    non-finite values as zero, rounded to float32 (the weights' own precision at most)."""
+    if buckets <= 0 or buckets & (buckets - 1) or _SKETCH_CHUNK % buckets:
+        raise ExportError(f"sketch buckets must be a power of two up to {_SKETCH_CHUNK}, got {buckets}")
+    flat = t.detach().reshape(-1)
+    n = flat.numel()
+    if n <= buckets:
+        f = torch.nan_to_num(flat.to(torch.float64), nan=0.0, posinf=0.0, neginf=0.0)
+        return float(torch.linalg.vector_norm(f)), [float(x) for x in f.to(torch.float32).tolist()]
+    index, signs = _layout(buckets)
+    sk = torch.zeros(buckets, dtype=torch.float64)
+    sq = 0.0
+    for c, start in enumerate(range(0, n, _SKETCH_CHUNK)):
+        f = torch.nan_to_num(flat[start : start + _SKETCH_CHUNK].to(torch.float64), nan=0.0, posinf=0.0, neginf=0.0)
+        m = f.numel()
+        sq += float(f.dot(f))
+        f.mul_(signs[:m])
+        rows = -(-m // buckets)
+        if m < rows * buckets:  # the last chunk's last row: the missing elements are zeros
+            f = torch.cat([f, torch.zeros(rows * buckets - m, dtype=torch.float64)])
+        u = torch.gather(f.view(rows, buckets), 1, index[:rows]).sum(0)
+        u = torch.roll(u, _fmix32(c ^ _SEED_CHUNK) % buckets)
+        sk += u if _fmix32(c ^ _SEED_CHUNK_SIGN) & 1 else -u
+    return math.sqrt(sq), [float(x) for x in sk.to(torch.float32).tolist()]
 
 
 def _walk(model: nn.Module, want_stats: bool) -> _Walk:

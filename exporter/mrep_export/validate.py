@@ -171,6 +171,8 @@ def _stats_errors(st: dict, t: dict, at: str) -> Iterator[DumpInvalid]:
         yield DumpInvalid(
             f"{at}/hist/counts", f"histogram counts sum to {sum(st['hist']['counts'])}, expected {finite}"
         )
+    if len(st.get("sketch") or []) > t["numel"]:
+        yield DumpInvalid(f"{at}/sketch", "the sketch has more buckets than the tensor has elements")
 
 
 def validate(doc: Any, schema_path: str = SCHEMA_PATH) -> None:

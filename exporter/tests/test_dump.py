@@ -176,3 +176,25 @@ def test_dump_is_deterministic_on_source_date_epoch(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     doc, _ = build_dump(_seq())
     assert doc["run"]["created_at"] == "2026-01-01T00:00:00Z"
+
+
+def test_sketch_is_linear_deterministic_and_exact_when_small():
+    from mrep_export.dump import SKETCH_BUCKETS, _fmix32, norm_and_sketch
+
+    # murmur3's finaliser, against its published values; the hash every dump must share
+    assert _fmix32(0) == 0 and _fmix32(1) == 0x514E28B7
+    assert [int(v) for v in _fmix32(torch.tensor([1, 0xFFFFFFFF]))] == [0x514E28B7, _fmix32(0xFFFFFFFF)]
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(3000, 700, generator=g)  # 2.1 M elements: three chunks, the last one partial
+    b = torch.randn(3000, 700, generator=g)
+    na, sa = norm_and_sketch(a)
+    _, sb = norm_and_sketch(b)
+    _, sab = norm_and_sketch(a + b)
+    assert len(sa) == SKETCH_BUCKETS and norm_and_sketch(a)[1] == sa
+    assert na == pytest.approx(float(a.double().norm()), rel=1e-12)
+    # linear (up to the float32 rounding of what is stored)
+    assert max(abs(x + y - z) for x, y, z in zip(sa, sb, sab)) < 1e-3
+    # a tensor of at most K elements is its own sketch; non-finite values count as zero
+    small = torch.tensor([1.0, float("nan"), -2.0, float("inf")])
+    n, sk = norm_and_sketch(small)
+    assert sk == [1.0, 0.0, -2.0, 0.0] and n == pytest.approx(5**0.5)

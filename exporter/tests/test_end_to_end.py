@@ -60,3 +60,49 @@ def test_training_checkpoints_to_history_and_diff(tmp_path, mrep_bin):
     assert any(m["name"] == first.name and m["mean_a"] == first.stats["mean"] for m in movers)
     params = json.loads(mrep(mrep_bin, db, "history", "e2e-mlp@adam", "--metric", "params", "--json"))
     assert {p["value"] for p in params} == {sum(p.numel() for p in model.parameters())}
+
+
+def test_sketch_drift_matches_torch_exact(tmp_path, mrep_bin):
+    """Drift from the dumps' CountSketches, against ||W_b - W_a|| / ||W_a|| computed by torch on
+    the weights themselves, for every tensor of >= 10^4 elements of a real (tiny) training run;
+    and tensors small enough to be their own sketch come out exact."""
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(128, 256), nn.GELU(), nn.Linear(256, 128), nn.LayerNorm(128))
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    x = torch.randn(256, 128)
+    y = torch.tanh(x @ torch.randn(128, 128) / 11)
+    dumper = CheckpointDumper(model, tmp_path / "dumps", name="sketch-mlp", label="adamw", every=40)
+    snapshots = {}
+    for step in range(41):
+        if step in (0, 40):
+            snapshots[step] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        dumper.maybe_dump(step)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    assert len(dumper.written) == 2
+
+    db = tmp_path / "mrep.db"
+    mrep(mrep_bin, db, "ingest", str(tmp_path / "dumps"))
+    drift = {d["name"]: d for d in json.loads(mrep(mrep_bin, db, "diff", "1", "2", "--json"))["weight_drift"]}
+    a, b = snapshots[0], snapshots[40]
+    checked = 0
+    for name, wa in a.items():
+        diff = float(torch.linalg.vector_norm((b[name] - wa).double()))
+        base = float(torch.linalg.vector_norm(wa.double()))
+        got = drift[name]
+        if base == 0:  # LayerNorm's zero-initialised bias: the absolute change, stated as such
+            assert got["zero_baseline"] and got["abs_change"] == pytest.approx(diff, rel=1e-5), name
+            continue
+        exact = diff / base
+        print(f"{name}: {wa.numel()} elements, sketch {got['rel_change']:.5f}, torch {exact:.5f}, error {got['rel_change'] / exact - 1:+.2%}")
+        if wa.numel() >= 10_000:
+            assert got["method"] == "sketch"
+            assert abs(got["rel_change"] - exact) <= 0.10 * exact, (name, got["rel_change"], exact)
+            checked += 1
+        elif wa.numel() <= 1024:
+            assert got["method"] == "exact"
+            assert got["rel_change"] == pytest.approx(exact, rel=1e-5), name
+    assert checked == 2
+    # the norm's gain and the biases are reported apart from the matrices
+    assert drift["3.weight"]["kind"] == "norm" and drift["0.bias"]["kind"] == "bias"

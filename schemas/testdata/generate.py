@@ -15,7 +15,7 @@ import os
 import torch
 from torch import nn
 
-from mrep_export.dump import build_dump
+from mrep_export.dump import build_dump, content_hash
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLOCK = "2026-01-01T00:00:00Z"
@@ -47,6 +47,15 @@ def main() -> None:
     mlp[2].bias.requires_grad_(False)
     doc_mlp, _ = build_dump(mlp, name="mlp", label="seed0", step=0, tags=["fixture"], created_at=CLOCK)
     _write(doc_mlp, "valid/mlp_stats.json")
+    # the same dump as schema version 1 wrote it (no norm, no sketch): old dumps keep ingesting
+    v1 = copy.deepcopy(doc_mlp)
+    v1["schema_version"] = 1
+    for m in v1["modules"]:
+        for p in m["params"]:
+            for key in ("norm", "sketch"):
+                (p.get("stats") or {}).pop(key, None)
+    v1["run"]["content_hash"] = content_hash(v1)
+    _write(v1, "valid/v1_mlp_stats.json")
 
     with torch.device("meta"):
         tied = TiedLM()
@@ -73,7 +82,7 @@ def main() -> None:
         cases.append({"file": f"invalid/{name}.json", "layer": layer, "pointer": pointer, "what": what})
 
     p0 = "/modules/1/params/0"
-    bad("schema_version", "schema", "/schema_version", lambda d: d.update(schema_version=2), what="unknown major version")
+    bad("schema_version", "schema", "/schema_version", lambda d: d.update(schema_version=99), what="unknown major version")
     bad("missing_modules", "schema", "", lambda d: d.pop("modules"), what="required property missing")
     bad("negative_dim", "schema", f"{p0}/shape/0", lambda d: d["modules"][1]["params"][0].update(shape=[-8, 4]), what="negative dimension")
     bad("numel_string", "schema", f"{p0}/numel", lambda d: d["modules"][1]["params"][0].update(numel="32"), what="wrong type")
@@ -89,6 +98,8 @@ def main() -> None:
     bad("dangling_tie", "semantic", "/modules/3/params/0/tied_to", lambda d: d["modules"][3]["params"][0].update(tied_to="0.nothing"), what="tie names no tensor")
     bad("stats_min_above_max", "semantic", f"{p0}/stats/min", lambda d: d["modules"][1]["params"][0]["stats"].update(min=1.0, max=-1.0), what="min above max")
     bad("hist_count", "semantic", f"{p0}/stats/hist/counts", lambda d: d["modules"][1]["params"][0]["stats"]["hist"]["counts"].append(5), what="histogram does not sum to numel")
+    bad("sketch_too_long", "semantic", f"{p0}/stats/sketch", lambda d: d["modules"][1]["params"][0]["stats"].update(sketch=[0.5] * 33), what="more sketch buckets than elements")
+    bad("negative_norm", "schema", f"{p0}/stats/norm", lambda d: d["modules"][1]["params"][0]["stats"].update(norm=-1.0), what="negative norm")
     bad("null_shape_not_lazy", "semantic", f"{p0}/shape", lambda d: d["modules"][1]["params"][0].update(shape=None), what="null shape without lazy")
     bad("trace_unknown_module", "semantic", "/trace/modules/0/name", lambda d: d["trace"]["modules"][0].update(name="ghost"), base=doc_trace, what="traced module not in tree")
 
