@@ -410,14 +410,14 @@ func MatchPattern(pattern, name string) bool {
 }
 
 // MetricNames lists what `mrep history --metric` accepts.
-const MetricNames = "params, trainable_params, active_params, kv_bytes_per_token, T_est:<phase>[:<profile>], tokens_per_s:<phase>[:<profile>], AI_hbm:<phase>[:<profile>], MFU:<phase>[:<profile>], drift[:<pattern>], std:<pattern>, mean:<pattern>"
+const MetricNames = "params, trainable_params, active_params, kv_bytes_per_token, step_time (measured by the training hook, beside the prediction), mfu_measured, T_est:<phase>[:<profile>], tokens_per_s:<phase>[:<profile>], AI_hbm:<phase>[:<profile>], MFU:<phase>[:<profile>], drift[:<pattern>], std:<pattern>, mean:<pattern>"
 
 // ParseMetric validates a metric name; it returns the kind and its argument parts.
 func ParseMetric(name string) (kind string, args []string, err error) {
 	parts := strings.Split(name, ":")
 	kind, args = parts[0], parts[1:]
 	switch kind {
-	case "params", "trainable_params", "active_params", "kv_bytes_per_token":
+	case "params", "trainable_params", "active_params", "kv_bytes_per_token", "step_time", "mfu_measured":
 		if len(args) == 0 {
 			return kind, args, nil
 		}
@@ -440,7 +440,7 @@ func ParseMetric(name string) (kind string, args []string, err error) {
 	return "", nil, fmt.Errorf("metric %q: want one of %s", name, MetricNames)
 }
 
-// PhaseValue reads a phase metric (T_est in ms) from run metrics.
+// PhaseValue reads a phase metric (T_est in ms, MFU in %) from run metrics.
 func PhaseValue(r RunMetrics, kind, target string, ph Phase, profile string) (float64, bool) {
 	p, ok := r.Find(target, ph, profile)
 	if !ok {
@@ -454,7 +454,7 @@ func PhaseValue(r RunMetrics, kind, target string, ph Phase, profile string) (fl
 	case "AI_hbm":
 		return p.AIHBM, true
 	case "MFU":
-		return p.MFU, true
+		return 100 * p.MFU, true // a percentage, as people read MFU
 	}
 	return 0, false
 }

@@ -412,3 +412,29 @@ func Write(w io.Writer, list []Chip) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(file{About: "written by mrep calibrate: chips with fitted efficiency figures; use with --chips-file", Chips: list})
 }
+
+// ForDevice is the chip a device name (torch.cuda.get_device_name: "NVIDIA H100 80GB HBM3",
+// "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X") names: the chip with the most name parts
+// found among the device name's words, so "H100 PCIe" picks H100-PCIe over H100-SXM. False
+// when none matches (a CPU, an unknown part).
+func (db *DB) ForDevice(device string) (Chip, bool) {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(device), func(r rune) bool { return r == ' ' || r == '-' || r == '_' || r == '/' }) {
+		words[w] = true
+	}
+	var best Chip
+	bestScore := 0
+	for _, c := range db.chips {
+		for _, n := range append([]string{c.Name}, c.Aliases...) {
+			parts := strings.FieldsFunc(strings.ToLower(n), func(r rune) bool { return r == '-' || r == '_' })
+			all := len(parts) > 0
+			for _, p := range parts {
+				all = all && words[p]
+			}
+			if all && len(parts) > bestScore {
+				best, bestScore = c, len(parts)
+			}
+		}
+	}
+	return best, bestScore > 0
+}

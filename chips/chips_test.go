@@ -123,3 +123,22 @@ func TestSystems(t *testing.T) {
 		t.Errorf("bad system: %v", err)
 	}
 }
+
+func TestForDevice(t *testing.T) {
+	db := Default()
+	for device, want := range map[string]string{
+		"NVIDIA H100 80GB HBM3":   "H100-SXM",
+		"NVIDIA H100 PCIe":        "H100-PCIe",
+		"NVIDIA H100 NVL":         "H100-NVL",
+		"NVIDIA A100-SXM4-80GB":   "A100-SXM",
+		"NVIDIA H200":             "H200",
+		"AMD Instinct MI300X":     "MI300X",
+		"cpu":                     "",
+		"NVIDIA GeForce RTX 4090": "",
+	} {
+		c, ok := db.ForDevice(device)
+		if got := map[bool]string{true: c.Name, false: ""}[ok]; got != want {
+			t.Errorf("ForDevice(%q) = %q, want %q", device, got, want)
+		}
+	}
+}

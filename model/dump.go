@@ -13,6 +13,7 @@ type Dump struct {
 	Run           RunInfo        `json:"run"`
 	Modules       []Module       `json:"modules"`
 	Trace         *Trace         `json:"trace,omitempty"`
+	Measurement   *Measurement   `json:"measurement,omitempty"`
 }
 
 // ModelInfo is the model's identity.
@@ -155,6 +156,19 @@ func (d *Dump) TextConfig() map[string]any {
 		}
 	}
 	return d.Config
+}
+
+// Measurement is what the exporter's training hook measured over the steps before a
+// checkpoint (schema version 2): the median wall time of one optimizer step and what the step
+// was, so mrep can set its prediction beside it.
+type Measurement struct {
+	StepTimeS     float64 `json:"step_time_s"`
+	StepsTimed    int64   `json:"steps_timed"`
+	TokensPerStep *int64  `json:"tokens_per_step,omitempty"` // all ranks together
+	SeqLen        *int64  `json:"seq_len,omitempty"`
+	WorldSize     int64   `json:"world_size"`
+	Device        string  `json:"device"`
+	Precision     string  `json:"precision"`
 }
 
 // TensorStat is one parameter's weight statistics, as history and diff read them.

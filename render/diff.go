@@ -256,6 +256,8 @@ type HistoryPoint struct {
 	Run   analyzer.RunInfo `json:"run"`
 	X     float64          `json:"x"` // step, or run order when steps are missing
 	Value float64          `json:"value"`
+	// Predicted is mrep's prediction of a measured value (step_time, mfu_measured), 0 if none.
+	Predicted float64 `json:"predicted,omitempty"`
 }
 
 // WriteHistory renders a metric across runs.
@@ -267,6 +269,10 @@ func WriteHistory(out io.Writer, metric, xLabel string, pts []HistoryPoint, char
 		w.printf(", in %d series (one per label: different training runs are not one line)", len(series))
 	}
 	w.printf(".\n\n")
+	predicted := false
+	for _, p := range pts {
+		predicted = predicted || p.Predicted > 0
+	}
 	var rows [][]string
 	for i, p := range pts {
 		delta := "—"
@@ -277,13 +283,36 @@ func WriteHistory(out io.Writer, metric, xLabel string, pts []HistoryPoint, char
 		if p.Run.Step != nil {
 			step = Comma(*p.Run.Step)
 		}
-		rows = append(rows, []string{fmt.Sprint(p.Run.ID), p.Run.Name, orDashS(p.Run.Label), step, fmt.Sprintf("%.6g", p.Value), delta})
+		row := []string{fmt.Sprint(p.Run.ID), p.Run.Name, orDashS(p.Run.Label), step, fmt.Sprintf("%.6g", p.Value), delta}
+		if predicted {
+			row = append(row, orDashF(p.Predicted, func(v float64) string { return fmt.Sprintf("%.6g", v) }),
+				orDashF(p.Predicted, func(v float64) string { return fmt.Sprintf("%.2f", p.Value/v) }))
+		}
+		rows = append(rows, row)
 	}
-	table(w, []string{"Run", "Model", "Label", "Step", metric, "Δ vs previous"}, "rllrrr", rows)
+	head, align := []string{"Run", "Model", "Label", "Step", MetricLabel(metric), "Δ vs previous"}, "rllrrr"
+	if predicted {
+		head, align = append(head, "predicted", "measured / predicted"), align+"rr"
+	}
+	table(w, head, align, rows)
 	if chartName != "" {
 		w.printf("\n![%s](%s)\n", metric, chartName)
 	}
 	return w.err
+}
+
+// MetricLabel is a history metric with its unit.
+func MetricLabel(metric string) string {
+	kind, _, _ := strings.Cut(metric, ":")
+	switch kind {
+	case "step_time", "T_est":
+		return metric + " (ms)"
+	case "mfu_measured", "MFU":
+		return metric + " (%)"
+	case "tokens_per_s":
+		return metric + " (per GPU)"
+	}
+	return metric
 }
 
 // historySeries splits points into runs of one label, in order.
@@ -309,6 +338,7 @@ func orDashS(s string) string {
 // legend when there are several.
 func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
 	var series []chart.Series
+	predicted := false
 	seen := map[float64]bool{}
 	var ticks []chart.Tick
 	groups := historySeries(pts)
@@ -330,6 +360,20 @@ func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
 		}
 		series = append(series, chart.ContinuousSeries{Name: name, XValues: xs, YValues: ys,
 			Style: chart.Style{StrokeColor: colorAt(gi), StrokeWidth: 2, DotColor: colorAt(gi), DotWidth: 4, FillColor: drawing.ColorTransparent}})
+		var px, py []float64
+		for _, p := range g {
+			if p.Predicted > 0 {
+				px, py = append(px, p.X), append(py, p.Predicted)
+			}
+		}
+		if len(px) == 1 {
+			px, py = append(px, px[0]+1), append(py, py[0])
+		}
+		if len(px) > 0 { // mrep's prediction: the same colour, dashed, hollow dots
+			series = append(series, chart.ContinuousSeries{Name: name + " (predicted)", XValues: px, YValues: py,
+				Style: chart.Style{StrokeColor: colorAt(gi), StrokeWidth: 1.5, StrokeDashArray: []float64{6, 4}, DotColor: drawing.ColorWhite, DotWidth: 4, FillColor: drawing.ColorTransparent}})
+			predicted = true
+		}
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
 	if len(ticks) > 25 { // one tick per step while few: steps are integers, go-chart's own ticks are not
@@ -339,12 +383,12 @@ func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
 		Title: metric, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 520,
 		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
 		XAxis:      chart.XAxis{Name: xLabel, Ticks: ticks, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
-		YAxis:      chart.YAxis{Name: metric, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
+		YAxis:      chart.YAxis{Name: MetricLabel(metric), ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
 		// unused secondary axis: hidden, or go-chart draws its empty range at NaN positions
 		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
 		Series:         series,
 	}
-	if len(groups) > 1 {
+	if len(groups) > 1 || predicted {
 		c.Elements = []chart.Renderable{chart.LegendLeft(&c)}
 	}
 	return c

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -15,6 +16,8 @@ type Show struct {
 	Summary  analyzer.ParamSummary `json:"summary"`
 	Patterns []analyzer.PatternRow `json:"patterns"`
 	Tensors  []analyzer.TensorRow  `json:"tensors"`
+	// Measured is the training hook's measurement beside mrep's prediction, when the dump has one.
+	Measured *calib.Comparison `json:"measured,omitempty"`
 }
 
 // ShowOptions limit long tables; 0 means no limit.
@@ -56,6 +59,10 @@ func WriteShow(out io.Writer, s Show, opt ShowOptions) error {
 		{"Created", r.CreatedAt},
 		{"Ingested", r.IngestedAt.UTC().Format("2006-01-02T15:04:05Z")},
 	})
+
+	if s.Measured != nil {
+		writeMeasured(w, *s.Measured)
+	}
 
 	sm := s.Summary
 	w.printf("\n## Parameter summary\n\n")
@@ -207,4 +214,44 @@ func WriteCheck(out io.Writer, integrity string, runs []store.CheckResult) error
 		table(w, []string{"Run", "Model", "State"}, "rll", rows)
 	}
 	return w.err
+}
+
+// writeMeasured sets the hook's measured step beside mrep's prediction for the same scenario.
+func writeMeasured(w *errWriter, c calib.Comparison) {
+	m := c.Measured
+	w.printf("\n## Measured vs predicted (training step)\n\n")
+	tokens, seq := "—", "—"
+	if m.TokensPerStep != nil {
+		tokens = Comma(*m.TokensPerStep)
+	}
+	if m.SeqLen != nil {
+		seq = Comma(*m.SeqLen)
+	}
+	w.printf("Measured by the training hook: median of %s optimizer steps on %d × `%s` in %s, %s tokens per step (sequence %s).\n\n",
+		Comma(m.StepsTimed), m.WorldSize, m.Device, m.Precision, tokens, seq)
+	rows := [][]string{{"Step time", Ms(m.StepTimeS) + " ms", orDashF(c.Predicted, func(v float64) string { return Ms(v) + " ms" }), orDashF(c.Roofline, func(v float64) string { return Ms(v) + " ms" })}}
+	if c.TokensPerGPUs > 0 {
+		pred := "—"
+		if c.Predicted > 0 {
+			pred = fmt.Sprintf("%.4g", c.TokensPerGPUs*m.StepTimeS/c.Predicted)
+		}
+		rows = append(rows, []string{"Tokens/s per GPU", fmt.Sprintf("%.4g", c.TokensPerGPUs), pred, "—"})
+	}
+	if c.MFUMeasured > 0 {
+		rows = append(rows, []string{"MFU (6·N·tokens, dense peak)", fmt.Sprintf("%.1f%%", 100*c.MFUMeasured), fmt.Sprintf("%.1f%%", 100*c.MFUPredicted), "—"})
+	}
+	table(w, []string{"", "Measured", "Predicted (achievable)", "Roofline"}, "lrrr", rows)
+	if c.Predicted > 0 {
+		w.printf("\nPredicted on `%s` (chip from the %s): measured / predicted = %.2f.\n", c.Chip, c.ChipFrom, m.StepTimeS/c.Predicted)
+	}
+	if c.Note != "" {
+		w.printf("\n%s\n", c.Note)
+	}
+}
+
+func orDashF(v float64, f func(float64) string) string {
+	if v <= 0 {
+		return "—"
+	}
+	return f(v)
 }

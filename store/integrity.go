@@ -131,6 +131,21 @@ func Checksum(d *model.Dump) (string, error) {
 			}
 		}
 	}
+	// version 2: hashed only when present, so runs ingested before keep their checksums
+	if m := d.Measurement; m != nil {
+		h.str("measurement")
+		h.float(m.StepTimeS)
+		h.int(m.StepsTimed)
+		if h.present(m.TokensPerStep != nil) {
+			h.int(*m.TokensPerStep)
+		}
+		if h.present(m.SeqLen != nil) {
+			h.int(*m.SeqLen)
+		}
+		h.int(m.WorldSize)
+		h.str(m.Device)
+		h.str(m.Precision)
+	}
 	return "sha256:" + hex.EncodeToString(h.h.Sum(nil)), nil
 }
 

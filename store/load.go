@@ -30,11 +30,13 @@ func loadDump(ctx context.Context, q queryer, id int64) (*model.Dump, error) {
 	var label, sourcePath, modelType, textKey, dtype sql.NullString
 	var step sql.NullInt64
 	var tags, framework string
-	var cfg sql.NullString
+	var cfg, measured sql.NullString
 	err := q.QueryRowContext(ctx, `SELECT schema_version, model_name, root_class, source_kind, source_path,
-		model_type, text_config_key, dtype, label, step, tags, created_at, content_hash, config, framework, checksum
+		model_type, text_config_key, dtype, label, step, tags, created_at, content_hash, config, framework, checksum,
+		measurement
 		FROM runs WHERE id = ?`, id).Scan(&d.SchemaVersion, &d.Model.Name, &d.Model.RootClass, &d.Model.Source.Kind,
-		&sourcePath, &modelType, &textKey, &dtype, &label, &step, &tags, &d.Run.CreatedAt, &d.Run.ContentHash, &cfg, &framework, &sum)
+		&sourcePath, &modelType, &textKey, &dtype, &label, &step, &tags, &d.Run.CreatedAt, &d.Run.ContentHash, &cfg, &framework, &sum,
+		&measured)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
 	}
@@ -70,6 +72,11 @@ func loadDump(ctx context.Context, q queryer, id int64) (*model.Dump, error) {
 	}
 	if err := json.Unmarshal([]byte(framework), &d.Framework); err != nil {
 		return nil, corrupt("framework", err)
+	}
+	if measured.Valid {
+		if err := json.Unmarshal([]byte(measured.String), &d.Measurement); err != nil {
+			return nil, corrupt("measurement", err)
+		}
 	}
 	if err := loadModules(ctx, q, id, d); err != nil {
 		return nil, corrupt("modules", err)
@@ -221,4 +228,27 @@ func loadTrace(ctx context.Context, q queryer, id int64, d *model.Dump) error {
 	}
 	d.Trace = tr
 	return rows.Err()
+}
+
+// Measurements returns what the training hook measured for each of runs that have it.
+func (db *DB) Measurements(ctx context.Context, ids []int64) (map[int64]*model.Measurement, error) {
+	out := map[int64]*model.Measurement{}
+	err := db.read(ctx, func(q queryer) error {
+		for _, id := range ids {
+			var js sql.NullString
+			if err := q.QueryRowContext(ctx, `SELECT measurement FROM runs WHERE id = ?`, id).Scan(&js); err != nil {
+				return fmt.Errorf("measurement of run %d: %w", id, err)
+			}
+			if !js.Valid {
+				continue
+			}
+			var m model.Measurement
+			if err := json.Unmarshal([]byte(js.String), &m); err != nil {
+				return fmt.Errorf("run %d: measurement unreadable (%v): %w", id, err, ErrCorrupt)
+			}
+			out[id] = &m
+		}
+		return nil
+	})
+	return out, err
 }

@@ -269,6 +269,15 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 	if err := tens.flush(); err != nil {
 		return 0, err
 	}
+	if m := d.Measurement; m != nil {
+		js, err := jsonText(m)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET measurement = ? WHERE id = ?`, js, id); err != nil {
+			return 0, err
+		}
+	}
 	if tr := d.Trace; tr != nil {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO traces (run_id, batch, seq, device, attn_implementation,
 			experts_implementation, total_flops) VALUES (?, ?, ?, ?, ?, ?, ?)`,

@@ -91,6 +91,8 @@ type scenarioOptions struct {
 	domains  []int64 // each target's scale-up domain
 	profiles []analyzer.ExecProfile
 	layout   *layout.Layout // a training layout, when one was asked for
+	chips    *chips.DB
+	chip     string // --chip when given explicitly (a measured run's device names its own otherwise)
 }
 
 // layoutResults times the scenario's training layout, if any, on every target.
@@ -179,6 +181,10 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 	db, err := chipDB(c)
 	if err != nil {
 		return o, err
+	}
+	o.chips = db
+	if c.IsSet("chip") {
+		o.chip = c.StringSlice("chip")[0]
 	}
 	var chipList []chips.Chip
 	if sys := c.String("system"); sys != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
@@ -367,6 +368,7 @@ func showCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 			&cli.BoolFlag{Name: "all", Usage: "list every pattern and tensor"},
 			&cli.IntFlag{Name: "stats", Value: 20, Usage: "weight statistics for the N largest tensors"},
+			&cli.StringFlag{Name: "chip", Usage: "chip to predict a measured training step on (default: the one the measured device names)"},
 		},
 		Action: func(c *cli.Context) error {
 			db, err := openDBRead(c, env)
@@ -379,6 +381,14 @@ func showCommand(env Env) *cli.Command {
 				return err
 			}
 			view := render.Show{Run: run, Summary: analyzer.Summarize(d), Patterns: analyzer.Breakdown(d), Tensors: analyzer.Tensors(d)}
+			if d.Measurement != nil {
+				cdb, err := chipDB(c)
+				if err != nil {
+					return err
+				}
+				cmp := calib.Compare(fmt.Sprintf("id:%d", run.ID), d, cdb, c.String("chip"))
+				view.Measured = &cmp
+			}
 			if c.Bool("json") {
 				return writeJSON(c.App.Writer, view)
 			}

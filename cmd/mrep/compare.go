@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -312,6 +313,31 @@ func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind str
 			pts[i].Value = float64(r.TrainableParams)
 		}
 		return pts, nil
+	case "step_time", "mfu_measured":
+		// the training hook's measurement beside mrep's prediction for the same scenario
+		// checkpoints without a measurement (the one at step 0, dumps not from the hook) have
+		// no point
+		var kept []render.HistoryPoint
+		for i, r := range runs {
+			d, err := db.LoadDump(ctx, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			if d.Measurement == nil {
+				continue
+			}
+			cmp := calib.Compare(fmt.Sprintf("id:%d", r.ID), d, o.chips, o.chip)
+			if kind == "step_time" {
+				pts[i].Value, pts[i].Predicted = cmp.Measured.StepTimeS*1e3, cmp.Predicted*1e3
+			} else {
+				pts[i].Value, pts[i].Predicted = 100*cmp.MFUMeasured, 100*cmp.MFUPredicted
+			}
+			kept = append(kept, pts[i])
+		}
+		if len(kept) == 0 {
+			return nil, cli.Exit("history: none of these runs carries a measurement (checkpoints dumped by the training hook do, after their first step)", exitFailure)
+		}
+		return kept, nil
 	case "drift", "std", "mean":
 		ids := make([]int64, len(runs))
 		for i, r := range runs {

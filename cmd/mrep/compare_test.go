@@ -231,3 +231,61 @@ func TestHistoryKeepsLabelsApart(t *testing.T) {
 		t.Errorf("selector #4 did not pick step 4:\n%.300s", show)
 	}
 }
+
+// A checkpoint from the training hook carries its measured step: show and history set mrep's
+// prediction for the same scenario beside it (chip from the device name), and calibrate
+// --from fits a chip to the runs.
+func TestMeasuredBesidePredicted(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	files, _ := filepath.Glob("../../examples/dumps/checkpoints/*.json.gz")
+	for i, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, _ := gzip.NewReader(bytes.NewReader(raw))
+		plain, _ := io.ReadAll(zr)
+		dec := json.NewDecoder(bytes.NewReader(plain))
+		dec.UseNumber()
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 { // the step-0 checkpoint has nothing timed yet
+			doc["measurement"] = map[string]any{"step_time_s": 0.02 + 0.001*float64(i), "steps_timed": 2, "tokens_per_step": 8 * 4096 * 2,
+				"seq_len": 4096, "world_size": 2, "device": "NVIDIA H100 80GB HBM3", "precision": "bf16"}
+		}
+		mustRun(t, db, "ingest", writeDoc(t, dir, fmt.Sprintf("c%d.json", i), doc))
+	}
+	show := mustRun(t, db, "show", "tiny-llama#6")
+	for _, want := range []string{"## Measured vs predicted (training step)", "2 × `NVIDIA H100 80GB HBM3` in bf16", "Predicted on `H100-SXM` (chip from the device name)", "| Step time | 23.000 ms |", "MFU"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("show lacks %q:\n%s", want, show)
+		}
+	}
+	var view struct {
+		Measured struct {
+			Predicted float64 `json:"predicted_s"`
+			Roofline  float64 `json:"roofline_s"`
+		} `json:"measured"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "show", "tiny-llama#6", "--json")), &view); err != nil {
+		t.Fatal(err)
+	}
+	if !(view.Measured.Predicted > 0 && view.Measured.Roofline > 0 && view.Measured.Roofline <= view.Measured.Predicted) {
+		t.Errorf("prediction %+v: want 0 < roofline <= predicted", view.Measured)
+	}
+	hist := mustRun(t, db, "history", "tiny-llama", "--metric", "step_time")
+	if !strings.Contains(hist, "3 runs") || !strings.Contains(hist, "measured / predicted") {
+		t.Errorf("history step_time:\n%s", hist)
+	}
+	out := filepath.Join(dir, "fit.json")
+	cal := mustRun(t, db, "calibrate", "--from", "tiny-llama@adamw-3e-3", "-o", out, "--fit", "step_overhead_us")
+	if !strings.Contains(cal, "Calibration of H100-SXM (3 rows)") {
+		t.Errorf("calibrate --from:\n%s", cal)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Error(err)
+	}
+}

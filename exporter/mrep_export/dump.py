@@ -414,6 +414,7 @@ def build_dump(
     source: Mapping[str, Any] | None = None,
     trace: Mapping[str, Any] | None = None,
     created_at: _dt.datetime | str | None = None,
+    measurement: Mapping[str, Any] | None = None,
 ) -> tuple[dict, DumpSummary]:
     """Build the dump document and its summary without writing anything."""
     if not isinstance(model, nn.Module):
@@ -462,6 +463,8 @@ def build_dump(
     }
     if trace is not None:
         doc["trace"] = dict(trace)
+    if measurement is not None:
+        doc["measurement"] = dict(measurement)
     doc["run"]["content_hash"] = content_hash(doc)
 
     unique = [r for r in w.rows if r.tied_to is None]
@@ -540,6 +543,7 @@ def dump_model(
     trace_inputs: Any = None,
     source: Mapping[str, Any] | None = None,
     created_at: _dt.datetime | str | None = None,
+    measurement: Mapping[str, Any] | None = None,
 ) -> DumpSummary:
     """Dump any nn.Module to `path` (`.json` or `.json.gz`) and return its summary.
 
@@ -563,6 +567,7 @@ def dump_model(
         source=source,
         trace=traced,
         created_at=created_at,
+        measurement=measurement,
     )
     write_json_atomic(doc, path)
     return DumpSummary(**{**summary.__dict__, "path": os.fspath(path)})

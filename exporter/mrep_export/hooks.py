@@ -1,16 +1,23 @@
-"""Dump at checkpoints during training, with real weight statistics, so runs can be compared."""
+"""Dump at checkpoints during training, with real weight statistics and the measured step time,
+so runs can be compared with each other and with mrep's prediction."""
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable
+import statistics
+import time
+from typing import Any, Callable, Iterable
 
+import torch
 from torch import nn
 
 from .dump import DumpSummary, dump_model
+from .errors import ExportError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+_PRECISION = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
 
 
 def checkpoint_path(out_dir: str | os.PathLike, name: str, step: int, gz: bool = True) -> str:
@@ -19,13 +26,42 @@ def checkpoint_path(out_dir: str | os.PathLike, name: str, step: int, gz: bool =
     return os.path.join(os.fspath(out_dir), f"{safe}-step{step:08d}.json" + (".gz" if gz else ""))
 
 
+def _dist() -> tuple[int, int]:
+    """(global rank, world size) under torch.distributed, else (0, 1)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def _device_name(model: nn.Module) -> str:
+    p = next(iter(model.parameters()), None)
+    if p is not None and p.device.type == "cuda":
+        return torch.cuda.get_device_name(p.device)
+    return p.device.type if p is not None else "cpu"
+
+
+def _precision(model: nn.Module) -> str:
+    p = next(iter(model.parameters()), None)
+    return _PRECISION.get(p.dtype, str(p.dtype).removeprefix("torch.")) if p is not None else "fp32"
+
+
 class CheckpointDumper:
-    """For custom loops: `dumper.maybe_dump(step)` every step, or `dumper.dump(step)` at a checkpoint.
+    """For custom loops: `dumper.maybe_dump(step, tokens=n)` after every optimizer step, or
+    `dumper.dump(step)` at a checkpoint.
 
     >>> dumper = CheckpointDumper(model, "dumps", label="lr3e-4", every=100)
-    >>> for step in range(steps):
+    >>> dumper.maybe_dump(0)            # the model as initialised
+    >>> for step in range(1, steps + 1):
     ...     train_step()
-    ...     dumper.maybe_dump(step)
+    ...     dumper.maybe_dump(step, tokens=batch["input_ids"].numel())
+
+    Each dump after the first carries a measurement: the median wall time between consecutive
+    calls since the previous dump (one optimizer step each), tokens per step on all ranks
+    together (`tokens` is this rank's; data parallel is assumed), the world size, the device
+    and the precision (`precision=`, else the parameters' dtype; say "bf16" under autocast).
+    The clock is read without synchronising the GPU: in a steady training loop the host cannot
+    run more than a few steps ahead, and the median discards the odd step. Under
+    torch.distributed only global rank 0 writes; every rank may call it.
     """
 
     def __init__(
@@ -39,6 +75,8 @@ class CheckpointDumper:
         every: int | None = None,
         tags: Iterable[str] = (),
         gz: bool = True,
+        precision: str | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         if every is not None and every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
@@ -50,10 +88,51 @@ class CheckpointDumper:
         self.every = every
         self.tags = tuple(tags)
         self.gz = gz
+        self.precision = precision
+        self.clock = clock
         self.written: list[DumpSummary] = []
+        self._last: float | None = None  # clock at the previous step's end
+        self._times: list[float] = []  # step times since the previous dump
+        self._tokens: int | None = None
+        self._seq: int | None = None
 
-    def dump(self, step: int, model: nn.Module | None = None) -> DumpSummary:
+    def step_done(self, tokens: int | None = None, seq_len: int | None = None) -> None:
+        """Record the end of one optimizer step (maybe_dump calls it)."""
+        now = self.clock()
+        if self._last is not None:
+            self._times.append(now - self._last)
+        self._last = now
+        if tokens is not None:
+            if tokens < 1:
+                raise ExportError(f"tokens must be a positive count of this rank's tokens in the step, got {tokens}")
+            self._tokens = int(tokens)
+        if seq_len is not None:
+            self._seq = int(seq_len)
+
+    def measurement(self, model: nn.Module | None = None) -> dict | None:
+        """What was measured since the previous dump, or None before two steps were seen."""
+        if not self._times:
+            return None
         model = model if model is not None else self.model
+        _, world = _dist()
+        return {
+            "step_time_s": statistics.median(self._times),
+            "steps_timed": len(self._times),
+            "tokens_per_step": None if self._tokens is None else self._tokens * world,
+            "seq_len": self._seq,
+            "world_size": world,
+            "device": _device_name(model)[:128],
+            "precision": (self.precision or _precision(model))[:16],
+        }
+
+    def dump(self, step: int, model: nn.Module | None = None) -> DumpSummary | None:
+        """Dump now (global rank 0 only; other ranks return None)."""
+        model = model if model is not None else self.model
+        rank, _ = _dist()
+        measured = self.measurement(model)
+        self._times = []
+        if rank != 0:
+            return None
         os.makedirs(self.out_dir, exist_ok=True)
         name = self.name or type(model).__name__
         path = checkpoint_path(self.out_dir, self.label or name, step, self.gz)
@@ -67,35 +146,128 @@ class CheckpointDumper:
             tags=self.tags,
             stats=True,
             source={"kind": "checkpoint", "path": os.path.basename(path)},  # no machine paths in the hash
+            measurement=measured,
         )
         self.written.append(summary)
         return summary
 
-    def maybe_dump(self, step: int) -> DumpSummary | None:
+    def maybe_dump(self, step: int, tokens: int | None = None, seq_len: int | None = None) -> DumpSummary | None:
+        """Call after every optimizer step (and once at step 0, before training): records the
+        step's end and dumps when step is a multiple of `every`."""
+        self.step_done(tokens, seq_len)
         if self.every is None or step % self.every != 0:
             return None
         return self.dump(step)
 
 
+def _tokens_in(batch: Any) -> tuple[int | None, int | None]:
+    """(tokens, sequence length) of a batch holding input_ids, else (None, None)."""
+    ids = batch.get("input_ids") if isinstance(batch, dict) else None
+    if isinstance(ids, torch.Tensor) and ids.dim() >= 1:
+        return int(ids.numel()), int(ids.shape[-1])
+    return None, None
+
+
 def trainer_callback(out_dir: str | os.PathLike | None = None, **kwargs: Any):
-    """A transformers TrainerCallback that dumps on every checkpoint save (on_save).
+    """A transformers TrainerCallback that dumps at the start of training (step 0) and on every
+    checkpoint save (on_save), each with the measured step time since the previous dump.
 
     Dumps go to `out_dir`, or `<args.output_dir>/mrep` when None. Keyword arguments go to
-    CheckpointDumper (label, name, tags, gz).
+    CheckpointDumper (label, name, tags, gz, precision; precision defaults to bf16 or fp16 when
+    the TrainingArguments say so). Tokens per step are counted from the batches' input_ids.
     """
     from transformers import TrainerCallback  # noqa: PLC0415 - optional dependency
 
     class MrepTrainerCallback(TrainerCallback):
         def __init__(self) -> None:
             self.dumper: CheckpointDumper | None = None
+            self._tokens = 0
+            self._seq: int | None = None
+
+        def _ensure(self, args, model) -> CheckpointDumper:
+            if self.dumper is None:
+                target = out_dir if out_dir is not None else os.path.join(args.output_dir, "mrep")
+                opts = dict(kwargs)
+                if "precision" not in opts and (getattr(args, "bf16", False) or getattr(args, "fp16", False)):
+                    opts["precision"] = "bf16" if args.bf16 else "fp16"
+                self.dumper = CheckpointDumper(model, target, **opts)
+                # Trainer does not hand batches to callbacks: count tokens in the forward
+                model.register_forward_pre_hook(self._count, with_kwargs=True)
+            return self.dumper
+
+        def _count(self, module: nn.Module, args: tuple, kw: dict) -> None:
+            ids = kw.get("input_ids", args[0] if args and isinstance(args[0], torch.Tensor) else None)
+            if isinstance(ids, torch.Tensor) and module.training:
+                self._tokens += int(ids.numel())
+                self._seq = int(ids.shape[-1])
+
+        def on_train_begin(self, args, state, control, model=None, **_: Any):
+            if model is not None:
+                d = self._ensure(args, model)
+                d.dump(int(state.global_step), model=model)
+                d.step_done()  # the clock starts here
+            return control
+
+        def on_step_end(self, args, state, control, **_: Any):
+            if self.dumper is not None:
+                self.dumper.step_done(self._tokens or None, self._seq)
+                self._tokens = 0
+            return control
 
         def on_save(self, args, state, control, model=None, **_: Any):
             if model is None:
                 return control
-            if self.dumper is None:
-                target = out_dir if out_dir is not None else os.path.join(args.output_dir, "mrep")
-                self.dumper = CheckpointDumper(model, target, **kwargs)
-            self.dumper.dump(int(state.global_step), model=model)
+            self._ensure(args, model).dump(int(state.global_step), model=model)
             return control
 
     return MrepTrainerCallback()
+
+
+def lightning_callback(out_dir: str | os.PathLike | None = None, **kwargs: Any):
+    """A PyTorch Lightning Callback: dumps at the start of training (step 0) and at every
+    checkpoint save, each with the measured step time; tokens are counted from batches that
+    are dicts holding input_ids (or pass tokens_per_batch=). Dumps go to `out_dir`, or
+    `<trainer.default_root_dir>/mrep`. Keyword arguments go to CheckpointDumper."""
+    try:
+        from lightning.pytorch import Callback  # noqa: PLC0415 - optional dependency
+    except ImportError:
+        try:
+            from pytorch_lightning import Callback  # noqa: PLC0415
+        except ImportError as e:
+            raise ExportError("lightning_callback needs PyTorch Lightning: pip install lightning") from e
+    tokens_per_batch = kwargs.pop("tokens_per_batch", None)
+
+    class MrepLightningCallback(Callback):
+        def __init__(self) -> None:
+            self.dumper: CheckpointDumper | None = None
+            self._tokens = 0
+            self._seq: int | None = None
+
+        def _ensure(self, trainer, module) -> CheckpointDumper:
+            if self.dumper is None:
+                target = out_dir if out_dir is not None else os.path.join(trainer.default_root_dir, "mrep")
+                opts = dict(kwargs)
+                if "precision" not in opts:
+                    p = str(getattr(trainer, "precision", ""))
+                    opts["precision"] = "bf16" if "bf16" in p else "fp16" if "16" in p else None
+                self.dumper = CheckpointDumper(module, target, **opts)
+            return self.dumper
+
+        def on_train_start(self, trainer, pl_module) -> None:
+            d = self._ensure(trainer, pl_module)
+            d.dump(int(trainer.global_step), model=pl_module)
+            d.step_done()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            n, seq = _tokens_in(batch)
+            self._tokens += tokens_per_batch or n or 0
+            self._seq = seq or self._seq
+            # one optimizer step per accumulate_grad_batches batches
+            if (batch_idx + 1) % max(1, getattr(trainer, "accumulate_grad_batches", 1)) == 0 and self.dumper is not None:
+                self.dumper.step_done(self._tokens or None, self._seq)
+                self._tokens = 0
+
+        def on_save_checkpoint(self, trainer, pl_module, checkpoint) -> None:
+            self._ensure(trainer, pl_module).dump(int(trainer.global_step), model=pl_module)
+
+    return MrepLightningCallback()

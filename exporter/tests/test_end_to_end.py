@@ -106,3 +106,51 @@ def test_sketch_drift_matches_torch_exact(tmp_path, mrep_bin):
     assert checked == 2
     # the norm's gain and the biases are reported apart from the matrices
     assert drift["3.weight"]["kind"] == "norm" and drift["0.bias"]["kind"] == "bias"
+
+
+def test_hook_measurement_beside_prediction_on_a_cpu_chip_measured_now(tmp_path, mrep_bin):
+    """A real CPU training loop with the hook; a chip entry for this CPU whose figures are
+    measured here (fp32 GEMM rate and copy bandwidth); mrep sets its prediction beside the
+    measured step. CPU time is not what the GPU time model is for: the check is that the
+    measured and predicted figures arrive side by side, finite and positive."""
+    import time
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(256, 64), nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 256))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    dumper = CheckpointDumper(model, tmp_path / "dumps", name="cpu-mlp", label="sgd", every=4)
+    dumper.maybe_dump(0)
+    for step in range(1, 9):
+        ids = torch.randint(0, 256, (8, 32))
+        loss = nn.functional.cross_entropy(model(ids).flatten(0, 1), ids.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        dumper.maybe_dump(step, tokens=ids.numel(), seq_len=32)
+
+    a = torch.randn(1024, 1024)
+    a @ a
+    t0 = time.perf_counter()
+    for _ in range(5):
+        a @ a
+    tflops = 5 * 2 * 1024**3 / (time.perf_counter() - t0) / 1e12
+    big = torch.empty(64 << 20, dtype=torch.uint8)
+    t0 = time.perf_counter()
+    big.clone()
+    gbps = 2 * big.numel() / (time.perf_counter() - t0) / 1e9
+    chips = tmp_path / "cpu.json"
+    chips.write_text(json.dumps({"chips": [{
+        "name": "cpu-test", "vendor": "this machine", "title": "this CPU, measured by the test",
+        "peak_tflops": {"fp32": tflops, "bf16": tflops}, "memory_gib": 8, "hbm_gbps": gbps,
+        "scale_up_gbps": 10, "scale_out_gbps": 10, "tdp_w": 100, "onchip_mib": 32,
+        "sources": [f"measured by this test: 1024^3 fp32 matmul {tflops:.3f} TFLOP/s, 64 MiB copy {gbps:.1f} GB/s"],
+    }]}))
+    db = tmp_path / "mrep.db"
+    mrep(mrep_bin, db, "ingest", str(tmp_path / "dumps"))
+    shown = json.loads(mrep(mrep_bin, db, "--chips-file", str(chips), "show", "cpu-mlp@sgd#8", "--chip", "cpu-test", "--json"))
+    m = shown["measured"]
+    assert m["measured"]["device"] == "cpu" and m["measured"]["tokens_per_step"] == 256 and m["measured"]["steps_timed"] == 4
+    assert m["measured"]["step_time_s"] > 0 and m["predicted_s"] > 0 and 0 < m["roofline_s"] <= m["predicted_s"]
+    assert 0 < m["mfu_measured"] < 1 and m["chip"] == "cpu-test"
+    text = mrep(mrep_bin, db, "show", "cpu-mlp@sgd#8")  # no chip for "cpu": said, with the way out
+    assert "no chip in the database matches the device" in text and "--chip" in text

@@ -72,14 +72,79 @@ def test_trainer_callback_dumps_on_every_save(tmp_path):
         logging_strategy="no",
         disable_tqdm=True,
     )
-    cb = trainer_callback(tmp_path / "dumps", label="tiny-llama", name="tiny-llama")
+    cb = trainer_callback(tmp_path / "dumps", label="tiny-llama")
     Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[cb]).train()
     files = sorted(glob.glob(str(tmp_path / "dumps" / "*.json.gz")))
-    assert [os.path.basename(f) for f in files] == ["tiny-llama-step00000002.json.gz", "tiny-llama-step00000004.json.gz"]
-    a, b = (load_dump(f) for f in files)
+    assert [os.path.basename(f) for f in files] == [
+        "tiny-llama-step00000000.json.gz", "tiny-llama-step00000002.json.gz", "tiny-llama-step00000004.json.gz"]
+    zero, a, b = (load_dump(f) for f in files)
+    assert "measurement" not in zero  # the model as initialised: nothing timed yet
     for d in (a, b):
         validate(d)
-        assert d["config"]["hidden_size"] == 32 and d["model"]["name"] == "tiny-llama"
+        # named from the config (model_type), not the Python class
+        assert d["config"]["hidden_size"] == 32 and d["model"]["name"] == "llama"
+        m = d["measurement"]
+        assert m["steps_timed"] == 2 and m["step_time_s"] > 0 and m["world_size"] == 1 and m["device"] == "cpu"
+        assert m["tokens_per_step"] == 4 * 12 and m["seq_len"] == 12 and m["precision"] == "fp32"
     wa = _mean_of(a, "model.layers.0.mlp.up_proj.weight")
     wb = _mean_of(b, "model.layers.0.mlp.up_proj.weight")
     assert wa["std"] != wb["std"], "two checkpoints of a training run must show drift"
+
+
+def test_dumper_measures_steps_with_an_injected_clock(tmp_path):
+    ticks = iter([0.0, 1.0, 3.0, 4.0, 5.5, 100.0])  # step times 1, 2, 1, 1.5, 94.5
+    model = nn.Linear(4, 4)
+    d = CheckpointDumper(model, tmp_path, label="clock", every=5, clock=lambda: next(ticks), precision="bf16")
+    assert d.maybe_dump(0) is not None and d.written[0].path.endswith("clock-step00000000.json.gz")
+    for step in range(1, 6):
+        d.maybe_dump(step, tokens=256, seq_len=128)
+    doc = load_dump(d.written[-1].path)
+    # the median ignores the one slow step (a checkpoint save, an eval)
+    assert doc["measurement"] == {"step_time_s": 1.5, "steps_timed": 5, "tokens_per_step": 256, "seq_len": 128,
+                                  "world_size": 1, "device": "cpu", "precision": "bf16"}
+
+
+def test_only_rank_zero_writes(tmp_path, monkeypatch):
+    import mrep_export.hooks as hooks
+
+    monkeypatch.setattr(hooks, "_dist", lambda: (1, 2))
+    d = CheckpointDumper(nn.Linear(2, 2), tmp_path / "r1", every=1)
+    assert d.maybe_dump(0) is None and not (tmp_path / "r1").exists()
+    monkeypatch.setattr(hooks, "_dist", lambda: (0, 2))
+    d = CheckpointDumper(nn.Linear(2, 2), tmp_path / "r0", every=1)
+    d.maybe_dump(0)
+    d.maybe_dump(1, tokens=10)
+    assert load_dump(d.written[-1].path)["measurement"]["tokens_per_step"] == 20  # this rank's x world size
+
+
+def test_lightning_callback_dumps_with_measurements(tmp_path):
+    import pytorch_lightning as pl
+
+    from mrep_export import lightning_callback
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(32, 16)
+            self.out = nn.Linear(16, 32)
+
+        def training_step(self, batch, _):
+            ids = batch["input_ids"]
+            return nn.functional.cross_entropy(self.out(self.emb(ids)).flatten(0, 1), ids.flatten())
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = [{"input_ids": torch.randint(0, 32, (8,), generator=torch.Generator().manual_seed(i))} for i in range(16)]
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    cb = lightning_callback(tmp_path / "dumps", label="pl")
+    ckpt = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=2, save_top_k=-1)
+    trainer = pl.Trainer(max_steps=4, accelerator="cpu", logger=False, enable_progress_bar=False,
+                         enable_model_summary=False, callbacks=[cb, ckpt], default_root_dir=tmp_path)
+    trainer.fit(Tiny(), loader)
+    files = sorted(glob.glob(str(tmp_path / "dumps" / "*.json.gz")))
+    assert [os.path.basename(f) for f in files] == ["pl-step00000000.json.gz", "pl-step00000002.json.gz", "pl-step00000004.json.gz"]
+    last = load_dump(files[-1])
+    validate(last)
+    assert last["measurement"]["tokens_per_step"] == 32 and last["measurement"]["seq_len"] == 8
+    assert last["measurement"]["steps_timed"] == 2
