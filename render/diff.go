@@ -22,7 +22,12 @@ type DiffData struct {
 	Patterns   []analyzer.CountDelta   `json:"params_by_pattern"`
 	MetricsA   analyzer.RunMetrics     `json:"metrics_a"`
 	MetricsB   analyzer.RunMetrics     `json:"metrics_b"`
-	Drift      []analyzer.Drift        `json:"weight_drift,omitempty"`
+	// ScenarioA and ScenarioB: a diff of one run under two scenarios (the flags of each);
+	// phases are then paired by position (the targets may differ).
+	ScenarioA string           `json:"scenario_a,omitempty"`
+	ScenarioB string           `json:"scenario_b,omitempty"`
+	Why       []string         `json:"why"`
+	Drift     []analyzer.Drift `json:"weight_drift,omitempty"`
 	DriftNote  string                  `json:"drift_note,omitempty"`
 	ChartName  string                  `json:"-"`
 }
@@ -55,10 +60,61 @@ func relPct(a, b float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*(b-a)/math.Abs(a))
 }
 
-// WriteDiff renders a comparison of two runs.
+// DiffPairs pairs the two sides' phase metrics: by target, phase and profile for two runs, by
+// position for one run under two scenarios.
+func DiffPairs(d DiffData) [][2]analyzer.PhaseMetrics {
+	var out [][2]analyzer.PhaseMetrics
+	for i, pa := range d.MetricsA.Phases {
+		if d.ScenarioA != "" {
+			if i < len(d.MetricsB.Phases) {
+				out = append(out, [2]analyzer.PhaseMetrics{pa, d.MetricsB.Phases[i]})
+			}
+			continue
+		}
+		if pb, ok := d.MetricsB.Find(pa.Target, pa.Phase, pa.Profile); ok {
+			out = append(out, [2]analyzer.PhaseMetrics{pa, pb})
+		}
+	}
+	return out
+}
+
+// DiffWhy is the diff's opening paragraph: for each phase on the first target under the last
+// profile, what moved the time.
+func DiffWhy(d DiffData) []string {
+	pairs := DiffPairs(d)
+	if len(pairs) == 0 {
+		return nil
+	}
+	target, profile := pairs[0][0].Target, pairs[len(pairs)-1][0].Profile
+	var out []string
+	for _, p := range pairs {
+		if p[0].Target == target && p[0].Profile == profile {
+			if s := analyzer.Why(p[0], p[1]); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// WriteDiff renders a comparison of two runs, or of one run under two scenarios.
 func WriteDiff(out io.Writer, d DiffData) error {
 	w := &errWriter{w: out}
-	w.printf("# Diff: %s → %s\n\n", runName(d.RunA), runName(d.RunB))
+	if d.ScenarioA != "" {
+		w.printf("# Diff: %s under two scenarios\n\nA: `%s`\n\nB: `%s`\n\n", runName(d.RunA), d.ScenarioA, d.ScenarioB)
+	} else {
+		w.printf("# Diff: %s → %s\n\n", runName(d.RunA), runName(d.RunB))
+	}
+	if len(d.Why) > 0 {
+		w.printf("## Why\n\n")
+		for _, s := range d.Why {
+			w.printf("- %s\n", s)
+		}
+		w.printf("\n")
+	}
+	if d.ScenarioA != "" {
+		return writeDiffPerformance(w, d)
+	}
 	w.printf("## Config\n\n")
 	if len(d.Config) == 0 {
 		w.printf("No config key differs.\n")
@@ -92,13 +148,31 @@ func WriteDiff(out io.Writer, d DiffData) error {
 		}
 		table(w, []string{"Pattern", "A", "B", "Δ"}, "lrrr", rows)
 	}
-	w.printf("\n## Performance model\n\nPer phase and exec profile on each target; ⚠ marks results below the compulsory HBM traffic in either run.\n\n")
-	rows = nil
+	w.printf("\n")
+	if err := writeDiffPerformance(w, d); err != nil {
+		return err
+	}
+	w.printf("\n## Weight drift\n\n")
+	if len(d.Drift) == 0 {
+		w.printf("%s\n", d.DriftNote)
+		return w.err
+	}
+	writeDrift(w, d.Drift)
+	if d.ChartName != "" {
+		w.printf("\n![weight drift](%s)\n", d.ChartName)
+	}
+	return w.err
+}
+
+func writeDiffPerformance(w *errWriter, d DiffData) error {
+	w.printf("## Performance model\n\nPer phase and exec profile on each target; ⚠ marks results below the compulsory HBM traffic in either run.\n\n")
+	var rows [][]string
 	var changes []string
-	for _, pa := range ma.Phases {
-		pb, ok := mb.Find(pa.Target, pa.Phase, pa.Profile)
-		if !ok {
-			continue
+	for _, pair := range DiffPairs(d) {
+		pa, pb := pair[0], pair[1]
+		target := code(pa.Target)
+		if pa.Target != pb.Target {
+			target = fmt.Sprintf("`%s` → `%s`", pa.Target, pb.Target)
 		}
 		regime := code(pa.Regime)
 		if pa.Regime != pb.Regime {
@@ -113,25 +187,16 @@ func WriteDiff(out io.Writer, d DiffData) error {
 		if pa.BelowFloor || pb.BelowFloor {
 			flag = " ⚠"
 		}
-		rows = append(rows, []string{code(pa.Target), code(string(pa.Phase)), code(pa.Profile),
+		rows = append(rows, []string{target, code(string(pa.Phase)), code(pa.Profile),
 			fmt.Sprintf("%s → %s%s", Ms(pa.TEst), Ms(pb.TEst), flag), relPct(pa.TEst, pb.TEst),
-			fmt.Sprintf("%.3g → %.3g", pa.AIHBM, pb.AIHBM), fmt.Sprintf("%.3g → %.3g", pa.MFU, pb.MFU),
+			fmt.Sprintf("%.3g → %.3g", pa.AIHBM, pb.AIHBM), fmt.Sprintf("%.1f%% → %.1f%%", 100*pa.MFU, 100*pb.MFU),
 			fmt.Sprintf("%.4g → %.4g", pa.TokensPerS, pb.TokensPerS), dom, regime})
 	}
-	table(w, []string{"Target", "Phase", "Exec", "T_est (ms)", "ΔT_est", "AI_hbm", "MFU_est", "Tokens/s", "Dominant bytes", "Regime"}, "llllrrrrll", rows)
+	table(w, []string{"Target", "Phase", "Exec", "T_est (ms)", "ΔT_est", "AI_hbm (FLOP/B)", "MFU_est", "Tokens/s per GPU", "Dominant bytes", "Regime"}, "llllrrrrll", rows)
 	if len(changes) > 0 {
 		w.printf("\n**Regime changes**\n\n%s\n", strings.Join(changes, "\n"))
 	} else {
 		w.printf("\nNo regime changes.\n")
-	}
-	w.printf("\n## Weight drift\n\n")
-	if len(d.Drift) == 0 {
-		w.printf("%s\n", d.DriftNote)
-		return w.err
-	}
-	writeDrift(w, d.Drift)
-	if d.ChartName != "" {
-		w.printf("\n![weight drift](%s)\n", d.ChartName)
 	}
 	return w.err
 }

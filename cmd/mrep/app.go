@@ -177,6 +177,7 @@ func ingestCommand(env Env) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "keep-going", Usage: "store the valid dumps even when others are rejected (still exits non-zero)"},
 			&cli.Int64Flag{Name: "max-bytes", Value: ingest.DefaultMaxBytes, Usage: "refuse a dump larger than this once decompressed"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output: one entry per file (path, run id, created or already there, or the error)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -203,6 +204,15 @@ func ingestCommand(env Env) *cli.Command {
 			// again when stored, so memory is bounded by the largest dump, not by how many a
 			// command ingests.
 			var oks, bads []string
+			var report []ingestResult
+			defer func() {
+				if c.Bool("json") {
+					for _, b := range bads {
+						report = append(report, ingestResult{Path: b, Error: "rejected (see stderr)"})
+					}
+					writeJSON(c.App.Writer, report)
+				}
+			}()
 			kept := map[int]*model.Dump{}
 			var keptBytes, largest int64
 			for _, p := range paths {
@@ -261,6 +271,10 @@ func ingestCommand(env Env) *cli.Command {
 					if err != nil {
 						return err
 					}
+					if c.Bool("json") {
+						report = append(report, ingestResult{Path: oks[i], ID: run.ID, Created: g.Created, Model: run.ModelName, Label: run.Label, Step: run.Step})
+						continue
+					}
 					if g.Created {
 						fmt.Fprintf(c.App.Writer, "ingested %s as run %d (%s)\n", render.Visible(oks[i]), run.ID, describe(run))
 					} else {
@@ -274,6 +288,17 @@ func ingestCommand(env Env) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// ingestResult is one file of `mrep ingest --json`.
+type ingestResult struct {
+	Path    string  `json:"path"`
+	ID      int64   `json:"id,omitempty"`
+	Created bool    `json:"created"` // false: already ingested (same content hash)
+	Model   string  `json:"model,omitempty"`
+	Label   *string `json:"label,omitempty"`
+	Step    *int64  `json:"step,omitempty"`
+	Error   string  `json:"error,omitempty"`
 }
 
 func describe(r store.Run) string {
@@ -406,6 +431,7 @@ func rmCommand(env Env) *cli.Command {
 		Name:      "rm",
 		Usage:     "remove runs",
 		ArgsUsage: "RUN...",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "machine-readable output: the runs removed"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return cli.Exit("rm: name at least one run", exitFailure)
@@ -429,6 +455,13 @@ func rmCommand(env Env) *cli.Command {
 					ids = append(ids, id)
 				}
 			}
+			type removed struct {
+				ID    int64   `json:"id"`
+				Model string  `json:"model"`
+				Label *string `json:"label,omitempty"`
+				Step  *int64  `json:"step,omitempty"`
+			}
+			var done []removed
 			for _, id := range ids {
 				run, err := db.Run(c.Context, id)
 				if err != nil {
@@ -437,7 +470,13 @@ func rmCommand(env Env) *cli.Command {
 				if err := db.DeleteRun(c.Context, id); err != nil {
 					return err
 				}
-				fmt.Fprintf(c.App.Writer, "removed run %d (%s)\n", id, describe(run))
+				done = append(done, removed{id, run.ModelName, run.Label, run.Step})
+				if !c.Bool("json") {
+					fmt.Fprintf(c.App.Writer, "removed run %d (%s)\n", id, describe(run))
+				}
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, done)
 			}
 			return nil
 		},

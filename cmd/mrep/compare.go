@@ -37,7 +37,8 @@ func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, 
 		return analyzer.RunMetrics{}, err
 	} else if ok {
 		var m analyzer.RunMetrics
-		if err := json.Unmarshal(b, &m); err == nil {
+		// entries cached before the phases carried their terms are recomputed (diff's "why")
+		if err := json.Unmarshal(b, &m); err == nil && (len(m.Phases) == 0 || m.Phases[0].Terms != nil) {
 			return m, nil
 		}
 		// an unreadable entry is recomputed and replaced below
@@ -80,10 +81,15 @@ func diffCommand(env Env) *cli.Command {
 		Flags: append(scenarioFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write diff.md, diff.json and the drift chart to `DIR`"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+			&cli.StringFlag{Name: "scenario-a", Aliases: []string{"sa"}, Usage: "with --scenario-b and one RUN: scenario A as analyze flags, e.g. \"--chip H100 --dtype bf16\""},
+			&cli.StringFlag{Name: "scenario-b", Aliases: []string{"sb"}, Usage: "with --scenario-a: scenario B, e.g. \"--chip H200 --dtype fp8\""},
 		),
 		Action: func(c *cli.Context) error {
+			if c.IsSet("scenario-a") || c.IsSet("scenario-b") {
+				return scenarioDiff(c, env)
+			}
 			if c.NArg() != 2 {
-				return cli.Exit("diff: give two runs (RUN_A RUN_B)", exitFailure)
+				return cli.Exit("diff: give two runs (RUN_A RUN_B), or one run with --scenario-a and --scenario-b", exitFailure)
 			}
 			o, err := readScenario(c)
 			if err != nil {
@@ -122,6 +128,7 @@ func diffCommand(env Env) *cli.Command {
 				}
 				d.Drift = analyzer.WeightDrift(stats[runs[0].ID], stats[runs[1].ID])
 			}
+			d.Why = render.DiffWhy(d)
 			if dir := c.String("output"); dir != "" {
 				files := outputFiles{}
 				if len(d.Drift) > 0 {
@@ -425,4 +432,69 @@ func meanStat(stats []model.TensorStat, pattern, kind string) float64 {
 		return 0
 	}
 	return sum / n
+}
+
+// scenarioFlagsFrom reads one side of a scenario diff: a string of analyze flags.
+func scenarioFlagsFrom(c *cli.Context, side, flags string) (scenarioOptions, error) {
+	var o scenarioOptions
+	var err error
+	app := &cli.App{Name: "--" + side, Flags: append(scenarioFlags(), &cli.StringFlag{Name: "chips-file"}),
+		HideHelp: true, Writer: io.Discard, ErrWriter: io.Discard,
+		Action: func(sc *cli.Context) error {
+			if sc.NArg() > 0 {
+				return fmt.Errorf("unexpected %q", sc.Args().Slice())
+			}
+			o, err = readScenario(sc)
+			return err
+		}}
+	args := append([]string{"--" + side}, strings.Fields(flags)...)
+	if cf := c.String("chips-file"); cf != "" {
+		args = append(args, "--chips-file", cf)
+	}
+	if runErr := app.Run(args); runErr != nil {
+		return o, cli.Exit(fmt.Sprintf("diff --%s %q: %v", side, flags, runErr), exitUsage)
+	}
+	return o, nil
+}
+
+// scenarioDiff compares one run under two scenarios: which terms move its time.
+func scenarioDiff(c *cli.Context, env Env) error {
+	if !c.IsSet("scenario-a") || !c.IsSet("scenario-b") || c.NArg() != 1 {
+		return cli.Exit("diff: a scenario diff takes one RUN and both --scenario-a and --scenario-b", exitUsage)
+	}
+	oa, err := scenarioFlagsFrom(c, "scenario-a", c.String("scenario-a"))
+	if err != nil {
+		return err
+	}
+	ob, err := scenarioFlagsFrom(c, "scenario-b", c.String("scenario-b"))
+	if err != nil {
+		return err
+	}
+	if len(oa.targets) != len(ob.targets) || len(oa.profiles) != len(ob.profiles) {
+		return cli.Exit("diff: --scenario-a and --scenario-b must name as many chips and exec profiles (they are compared in order)", exitUsage)
+	}
+	db, err := openDBRead(c, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	run, d, err := loadRun(c.Context, db, c.Args().First())
+	if err != nil {
+		return err
+	}
+	ma, err := metricsFor(c.Context, db, run.ID, oa, d)
+	if err != nil {
+		return err
+	}
+	mb, err := metricsFor(c.Context, db, run.ID, ob, d)
+	if err != nil {
+		return err
+	}
+	dd := render.DiffData{RunA: runInfo(run), RunB: runInfo(run), MetricsA: ma, MetricsB: mb,
+		ScenarioA: strings.Join(strings.Fields(c.String("scenario-a")), " "), ScenarioB: strings.Join(strings.Fields(c.String("scenario-b")), " ")}
+	dd.Why = render.DiffWhy(dd)
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, dd)
+	}
+	return render.WriteDiff(c.App.Writer, dd)
 }

@@ -289,3 +289,40 @@ func TestMeasuredBesidePredicted(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// One run under two scenarios: the diff opens with why the time moved (which terms, and the
+// bytes, FLOPs, peak and bandwidth beneath), and a two-run diff opens with it too.
+func TestScenarioDiffSaysWhy(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz", "../../examples/dumps/Llama-3.1-8B-mha.json.gz")
+	out := mustRun(t, db, "diff", "Llama-3.1-8B", "--scenario-a", "--chip H100 --dtype bf16", "--scenario-b", "--chip H200 --dtype fp8")
+	for _, want := range []string{"under two scenarios", "## Why", "- `decode` on H100-SXM bf16 → H200 fp8:", "weights streamed", "(-50%)",
+		"HBM bandwidth 3.35 TB/s → 4.80 TB/s (+43%)", "`H100-SXM bf16` → `H200 fp8`"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scenario diff lacks %q:\n%s", want, out)
+		}
+	}
+	var d struct {
+		Why []string `json:"why"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "diff", "Llama-3.1-8B", "--sa", "--chip H100", "--sb", "--chip H100 -b 8", "--json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Why) != 3 || !strings.Contains(d.Why[2], "`decode`") {
+		t.Errorf("why per phase: %q", d.Why)
+	}
+	// two runs: 32 KV heads against 8 → the KV cache read moves decode
+	two := mustRun(t, db, "diff", "Llama-3.1-8B@base", "Llama-3.1-8B@mha", "-s", "8192")
+	if !strings.Contains(two, "## Why") || !strings.Contains(two, "KV cache read") {
+		t.Errorf("two-run diff lacks its why:\n%.2000s", two)
+	}
+	for _, bad := range [][]string{
+		{"diff", "Llama-3.1-8B", "--scenario-a", "--chip H100"},
+		{"diff", "Llama-3.1-8B", "--scenario-a", "--chip H100 --bogus", "--scenario-b", "--chip H200"},
+		{"diff", "Llama-3.1-8B", "--scenario-a", "--chip H100 --chip H200", "--scenario-b", "--chip H200"},
+	} {
+		if _, _, err := run(t, db, bad...); exitCode(err) != exitUsage {
+			t.Errorf("%v: exit %d (%v), want %d", bad, exitCode(err), err, exitUsage)
+		}
+	}
+}

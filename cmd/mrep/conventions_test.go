@@ -142,3 +142,44 @@ func writeDoc(t *testing.T, dir, name string, doc map[string]any) string {
 	}
 	return p
 }
+
+// ingest, rm and report say what they did as JSON too (ids, paths), for scripts.
+func TestJSONOnCommandsThatAct(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	var ing []struct {
+		Path    string `json:"path"`
+		ID      int64  `json:"id"`
+		Created bool   `json:"created"`
+		Model   string `json:"model"`
+	}
+	out := mustRun(t, db, "ingest", "--json", "../../examples/dumps/gpt2.json.gz", "../../schemas/testdata/valid/mlp_stats.json")
+	if err := json.Unmarshal([]byte(out), &ing); err != nil || len(ing) != 2 || ing[0].ID != 1 || !ing[0].Created || ing[0].Model != "gpt2" {
+		t.Fatalf("ingest --json: %v %s", err, out)
+	}
+	out = mustRun(t, db, "ingest", "--json", "../../examples/dumps/gpt2.json.gz")
+	if err := json.Unmarshal([]byte(out), &ing); err != nil || len(ing) != 1 || ing[0].Created || ing[0].ID != 1 {
+		t.Fatalf("ingest --json of a stored dump: %v %s", err, out)
+	}
+	var rep struct {
+		Run    int64    `json:"run"`
+		Report string   `json:"report"`
+		Files  []string `json:"files"`
+	}
+	out = mustRun(t, db, "report", "gpt2", "--json", "--sensitivity", "off", "-o", filepath.Join(dir, "r"))
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Run != 1 || len(rep.Files) < 3 {
+		t.Fatalf("report --json: %v %s", err, out)
+	}
+	for _, f := range rep.Files {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+	var rm []struct {
+		ID int64 `json:"id"`
+	}
+	out = mustRun(t, db, "rm", "--json", "1", "2")
+	if err := json.Unmarshal([]byte(out), &rm); err != nil || len(rm) != 2 || rm[1].ID != 2 {
+		t.Fatalf("rm --json: %v %s", err, out)
+	}
+}

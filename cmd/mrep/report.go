@@ -76,6 +76,7 @@ func reportCommand(env Env) *cli.Command {
 			&cli.Float64Flag{Name: "y-max", Usage: "roofline y-axis maximum"},
 			&cli.StringFlag{Name: "batches", Usage: "decode batch sweep, e.g. 1,2,4,8"},
 			&cli.StringFlag{Name: "seqs", Usage: "prefill sequence sweep, e.g. 128,1024,8192"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output: the run and the files written"},
 		),
 		Action: func(c *cli.Context) error {
 			o, err := readScenario(c)
@@ -128,6 +129,17 @@ func reportCommand(env Env) *cli.Command {
 			})
 			if err != nil {
 				return err
+			}
+			if c.Bool("json") {
+				paths := make([]string, len(files))
+				for i, f := range files {
+					paths[i] = filepath.Join(dir, f)
+				}
+				return writeJSON(c.App.Writer, struct {
+					Run    int64    `json:"run"`
+					Report string   `json:"report"`
+					Files  []string `json:"files"`
+				}{data.Run.ID, filepath.Join(dir, "report.md"), paths})
 			}
 			fmt.Fprintf(c.App.Writer, "wrote %s (%d files: %s)\n", filepath.Join(dir, "report.md"), len(files), strings.Join(files, ", "))
 			return nil
