@@ -28,8 +28,8 @@ type DiffData struct {
 	ScenarioB string           `json:"scenario_b,omitempty"`
 	Why       []string         `json:"why"`
 	Drift     []analyzer.Drift `json:"weight_drift,omitempty"`
-	DriftNote  string                  `json:"drift_note,omitempty"`
-	ChartName  string                  `json:"-"`
+	DriftNote string           `json:"drift_note,omitempty"`
+	ChartName string           `json:"-"`
 }
 
 func runName(r analyzer.RunInfo) string {
