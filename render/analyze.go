@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strconv"
 	"fmt"
 	"io"
 	"math"
@@ -24,7 +25,28 @@ func Ms(s float64) string {
 }
 
 // E4 is the seed's scientific format for intensities and ratios: 6.520e+02.
-func E4(x float64) string { return fmt.Sprintf("%.3e", x) }
+
+// Plain writes a number people read without an exponent: four significant digits, grouped
+// thousands for large values (118.9, 0.0012, 2,156,162).
+func Plain(x float64) string {
+	switch ax := math.Abs(x); {
+	case x == 0:
+		return "0"
+	case ax >= 1e4:
+		return Comma(int64(math.Round(x)))
+	case ax >= 1e-3:
+		return strconv.FormatFloat(x, 'f', max(0, 3-int(math.Floor(math.Log10(ax)))), 64)
+	}
+	return fmt.Sprintf("%.3g", x)
+}
+
+// Pct writes a fraction as a percentage with three significant digits (1.64%, 0.0729%).
+func Pct(f float64) string {
+	if f == 0 {
+		return "0%"
+	}
+	return strconv.FormatFloat(100*f, 'f', max(1, 2-int(math.Floor(math.Log10(math.Abs(100*f))))), 64) + "%"
+}
 
 func pct(part, whole float64) string {
 	if whole == 0 {
@@ -113,15 +135,15 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 					r.Step.Phase, r.Step.Profile, Ms(tm.TKnob), tm.FloorNote))
 			}
 			kpi = append(kpi, []string{"`" + string(r.Step.Phase) + "`", "`" + r.Step.Profile + "`",
-				SI(c.FTheory, "FLOP"), SI(tm.FRealizable, "FLOP"), SI(c.BytesHBM(), "B"), E4(tm.AIHBM),
-				Ms(tm.TComp), Ms(tm.THBM), Ms(tm.TNet), Ms(tm.TEst) + flag, Ms(tm.TRoofline), E4(tm.MFU),
-				fmt.Sprintf("%.2f", tm.TokensPerS), "`" + tm.Regime + "`"})
+				SI(c.FTheory, "FLOP"), SI(tm.FRealizable, "FLOP"), SI(c.BytesHBM(), "B"), Plain(tm.AIHBM),
+				Ms(tm.TComp), Ms(tm.THBM), Ms(tm.TNet), Ms(tm.TEst) + flag, Ms(tm.TRoofline), Pct(tm.MFU),
+				Plain(tm.TokensPerS), "`" + tm.Regime + "`"})
 			b := tm.Breakdown
 			bd = append(bd, []string{"`" + string(r.Step.Phase) + "`", "`" + r.Step.Profile + "`", Ms(b.TGEMM), Ms(b.TAttention),
 				Ms(b.TMemory), Ms(b.TComm), Ms(b.TLatency), fmt.Sprintf("%.0f", b.Launches), Ms(tm.TEst), fmt.Sprintf("%.2f", tm.EtaTC)})
 		}
-		table(w, []string{"Phase", "Exec", "F_theory", "F_realizable", "bytes_hbm", "AI_hbm", "T_comp (ms)", "T_hbm (ms)",
-			"T_net (ms)", "T_est (ms)", "T_roofline (ms)", "MFU_est", "Tokens/s", "Regime"}, "llrrrrrrrrrrrl", kpi)
+		table(w, []string{"Phase", "Exec", "F_theory", "F_realizable", "bytes_hbm", "AI_hbm (FLOP/B)", "T_comp (ms)", "T_hbm (ms)",
+			"T_net (ms)", "T_est (ms)", "T_roofline (ms)", "MFU_est", "Tokens/s per GPU", "Regime"}, "llrrrrrrrrrrrl", kpi)
 		w.printf("\n`T_est` is the achievable prediction: every kernel at what the chip's kernels achieve (the efficiency figures above), launch latency and exposed communication included. `T_roofline` is the ideal ceiling of the same work (datasheet peak, nominal bandwidth): no run is faster. `T_comp`, `T_hbm`, `T_net` are each resource's total at achieved efficiency. Where `T_est` goes:\n\n")
 		table(w, []string{"Phase", "Exec", "GEMMs (ms)", "attention (ms)", "memory-bound kernels (ms)", "exposed comm (ms)", "latency (ms)", "launches", "T_est (ms)", "eta_tc"}, "llrrrrrrrr", bd)
 		if len(notes) > 0 {

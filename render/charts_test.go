@@ -47,3 +47,16 @@ func TestRooflinePointAtKneeLandsOnRidge(t *testing.T) {
 		os.WriteFile(out, png.Bytes(), 0o644)
 	}
 }
+
+func TestPlainAndPct(t *testing.T) {
+	for x, want := range map[float64]string{118.9: "118.9", 0.00123: "0.001230", 2156161.76: "2,156,162", 3.038: "3.038", 0.753: "0.7530", 1e-5: "1e-05", 0: "0", 9999: "9999"} {
+		if got := Plain(x); got != want {
+			t.Errorf("Plain(%g) = %q, want %q", x, got, want)
+		}
+	}
+	for f, want := range map[float64]string{0.01637: "1.64%", 0.9908: "99.1%", 7.291e-07: "0.0000729%", 0.5: "50.0%", 0: "0%"} {
+		if got := Pct(f); got != want {
+			t.Errorf("Pct(%g) = %q, want %q", f, got, want)
+		}
+	}
+}

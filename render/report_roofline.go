@@ -99,11 +99,11 @@ func (w *reportWriter) roofline() {
 		for _, p := range r.Analysis.Profiles {
 			res, _ := w.res(ph, p.Name)
 			c, tm := res.Step.Cost, res.Timing
-			rows = append(rows, []string{code(string(ph)), code(p.Name), SI(tm.FRealizable, "FLOP"), SI(c.BytesHBM(), "B"), E4(tm.AIHBM), E4(tm.MFU),
+			rows = append(rows, []string{code(string(ph)), code(p.Name), SI(tm.FRealizable, "FLOP"), SI(c.BytesHBM(), "B"), Plain(tm.AIHBM), Pct(tm.MFU),
 				Ms(tm.TEst) + floorMark(res), Ms(tm.TRoofline), fmt.Sprintf("%.2f", tm.TokensPerS), code(tm.Regime)})
 		}
 	}
-	w.table([]string{"Mode", "Exec", "F_realizable", "bytes_hbm", "AI_hbm", "MFU_est", "T_est (ms)", "T_roofline (ms)", "Tokens/s", "Regime"}, "llrrrrrrrl", rows)
+	w.table([]string{"Mode", "Exec", "F_realizable", "bytes_hbm", "AI_hbm", "MFU_est", "T_est (ms)", "T_roofline (ms)", "Tokens/s per GPU", "Regime"}, "llrrrrrrrl", rows)
 	w.printf("\n`T_est` is the achievable prediction (each kernel at what `%s`'s kernels achieve, launch latency and exposed communication included); `T_roofline` is the ideal ceiling of the same work at datasheet peak and nominal bandwidth, which no run beats. Where `T_est` goes:\n\n", pt.Label())
 	rows = nil
 	for _, ph := range analyzer.Phases {
@@ -122,10 +122,10 @@ func (w *reportWriter) roofline() {
 		for _, t := range r.Analysis.Targets {
 			for _, ph := range analyzer.Phases {
 				res, _ := r.Analysis.Find(t.Label(), ph, last)
-				rows = append(rows, []string{code(t.Label()), code(string(ph)), E4(res.Timing.AIHBM), Ms(res.Timing.TEst) + floorMark(res), Ms(res.Timing.TRoofline), fmt.Sprintf("%.2f", res.Timing.TokensPerS), code(res.Timing.Regime)})
+				rows = append(rows, []string{code(t.Label()), code(string(ph)), Plain(res.Timing.AIHBM), Ms(res.Timing.TEst) + floorMark(res), Ms(res.Timing.TRoofline), fmt.Sprintf("%.2f", res.Timing.TokensPerS), code(res.Timing.Regime)})
 			}
 		}
-		w.table([]string{"Target", "Mode", "AI_hbm", "T_est (ms)", "T_roofline (ms)", "Tokens/s", "Regime"}, "llrrrrl", rows)
+		w.table([]string{"Target", "Mode", "AI_hbm", "T_est (ms)", "T_roofline (ms)", "Tokens/s per GPU", "Regime"}, "llrrrrl", rows)
 	}
 
 	w.printf("\n#### Category Delta Overview\n\nPer category, `AI_hbm` from its own `F_theory` and bytes; `bytes_total` includes network attribution.\n\n")
@@ -141,7 +141,7 @@ func (w *reportWriter) roofline() {
 			if an > 0 {
 				delta = fmt.Sprintf("%.1f%%", 100*(ae-an)/an)
 			}
-			rows = append(rows, []string{code(string(ph)), code(k), E4(an), E4(ae), delta, SI(cn.BytesHBM()+cn.BytesNet, "B"), SI(ce.BytesHBM()+ce.BytesNet, "B")})
+			rows = append(rows, []string{code(string(ph)), code(k), Plain(an), Plain(ae), delta, SI(cn.BytesHBM()+cn.BytesNet, "B"), SI(ce.BytesHBM()+ce.BytesNet, "B")})
 		}
 	}
 	w.table([]string{"Mode", "Category", "AI_hbm " + first, "AI_hbm " + last, "AI delta", "bytes_total " + first, "bytes_total " + last}, "llrrrrr", rows)
@@ -151,7 +151,7 @@ func (w *reportWriter) roofline() {
 	for _, ph := range analyzer.Phases {
 		n, _ := w.res(ph, first)
 		e, _ := w.res(ph, last)
-		rows = append(rows, []string{code(string(ph)), E4(n.Timing.AIHBM), E4(e.Timing.AIHBM), Ms(n.Timing.TEst), Ms(e.Timing.TEst) + floorMark(e),
+		rows = append(rows, []string{code(string(ph)), Plain(n.Timing.AIHBM), Plain(e.Timing.AIHBM), Ms(n.Timing.TEst), Ms(e.Timing.TEst) + floorMark(e),
 			fmt.Sprintf("%.2f", n.Timing.TokensPerS), fmt.Sprintf("%.2f", e.Timing.TokensPerS)})
 	}
 	w.table([]string{"Mode", "AI_hbm " + first, "AI_hbm " + last, "T_est " + first + " (ms)", "T_est " + last + " (ms)", "Tokens/s " + first, "Tokens/s " + last}, "lrrrrrr", rows)
@@ -204,7 +204,7 @@ func (w *reportWriter) decodeSweep() {
 	var rows [][]string
 	for _, p := range r.DecodeSweep {
 		n, e := p.Results[first], p.Results[last]
-		rows = append(rows, []string{fmt.Sprint(p.X), E4(n.Timing.AIHBM), E4(e.Timing.AIHBM), Ms(n.Timing.TEst), Ms(e.Timing.TEst) + floorMark(e),
+		rows = append(rows, []string{fmt.Sprint(p.X), Plain(n.Timing.AIHBM), Plain(e.Timing.AIHBM), Ms(n.Timing.TEst), Ms(e.Timing.TEst) + floorMark(e),
 			fmt.Sprintf("%.2f", n.Timing.TFEst), fmt.Sprintf("%.2f", e.Timing.TFEst), code(n.Timing.Regime), code(e.Timing.Regime)})
 	}
 	w.table([]string{"Batch", "AI_hbm " + first, "AI_hbm " + last, "T_est " + first + " (ms)", "T_est " + last + " (ms)", "TF_est " + first, "TF_est " + last, "Regime " + first, "Regime " + last}, "rrrrrrrll", rows)
@@ -239,7 +239,7 @@ func (w *reportWriter) prefillSweep() {
 	var rows [][]string
 	for _, p := range r.PrefillSweep {
 		n, e := p.Results[first], p.Results[last]
-		rows = append(rows, []string{fmt.Sprint(p.X), E4(n.Timing.AIHBM), E4(e.Timing.AIHBM), Ms(n.Timing.TEst), Ms(e.Timing.TEst) + floorMark(e),
+		rows = append(rows, []string{fmt.Sprint(p.X), Plain(n.Timing.AIHBM), Plain(e.Timing.AIHBM), Ms(n.Timing.TEst), Ms(e.Timing.TEst) + floorMark(e),
 			fmt.Sprintf("%.2f", n.Timing.TFEst), fmt.Sprintf("%.2f", e.Timing.TFEst)})
 	}
 	w.table([]string{"Sequence", "AI_hbm " + first, "AI_hbm " + last, "T_est " + first + " (ms)", "T_est " + last + " (ms)", "TF_est " + first, "TF_est " + last}, "rrrrrrr", rows)
@@ -346,7 +346,7 @@ func (w *reportWriter) sensitivity() {
 				topK = fmt.Sprint(k.TopK)
 			}
 			rows = append(rows, []string{code(k.Exec), fmt.Sprint(k.KVBytes), topK, fmt.Sprintf("%.2f", k.KVRankScale), fmt.Sprintf("%.2f", k.HiddenScale), fmt.Sprint(k.L),
-				E4(pt.Timing.AIHBM), Ms(pt.Timing.TEst) + map[bool]string{true: " ⚠", false: ""}[pt.Timing.BelowFloor], E4(pt.Timing.MFU), code(pt.Timing.Regime)})
+				Plain(pt.Timing.AIHBM), Ms(pt.Timing.TEst) + map[bool]string{true: " ⚠", false: ""}[pt.Timing.BelowFloor], Pct(pt.Timing.MFU), code(pt.Timing.Regime)})
 		}
 	}
 	w.table([]string{"Exec", "kv_dtype(B)", "top_k", "kv_rank_scale", "hidden_scale", "L", "AI_hbm", "T_est(ms)", "MFU_est", "Regime"}, "lrrrrrrrrl", rows)
