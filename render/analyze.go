@@ -1,10 +1,10 @@
 package render
 
 import (
-	"strconv"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
