@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	chart "github.com/wcharczuk/go-chart/v2"
@@ -72,7 +73,7 @@ func (r LogRange) Translate(v float64) int {
 	return px
 }
 
-// logTicks are the powers of ten in [min, max], labelled 1e3 style.
+// logTicks are the powers of ten in [min, max], labelled 0.1, 1, 10 … 1000, 10⁴.
 func logTicks(min, max float64) []chart.Tick {
 	var ticks []chart.Tick
 	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
@@ -80,7 +81,7 @@ func logTicks(min, max float64) []chart.Tick {
 		if v < min*0.999 || v > max*1.001 {
 			continue
 		}
-		ticks = append(ticks, chart.Tick{Value: v, Label: fmt.Sprintf("1e%d", int(e))})
+		ticks = append(ticks, chart.Tick{Value: v, Label: powerLabel(int(e))})
 	}
 	return ticks
 }
@@ -113,6 +114,10 @@ type RoofPoint struct {
 	TF    float64
 	Group int     // points of one group share a colour and are joined by a line when Connect
 	Size  float64 // marker diameter; 0 = 6
+	// Hollow: the point stands below the compulsory HBM traffic (the ⚠ results): drawn as a
+	// ring, so it is never read as an achievable point.
+	Hollow bool
+	Tag    bool // write the point's Label beside it (a sweep's B or S)
 }
 
 // RooflineSpec describes a roofline chart.
@@ -121,7 +126,8 @@ type RooflineSpec struct {
 	Ceilings    []Ceiling // the first is primary: its regions are shaded
 	Points      []RoofPoint
 	GroupNames  []string
-	Connect     bool // join each group's points in order (sweeps)
+	GroupColors []drawing.Color // a colour per group (categories); default the palette in order
+	Connect     bool            // join each group's points in order (sweeps)
 	XMin, XMax  float64
 	YMin, YMax  float64
 	LabelPoints bool   // "all" label mode: annotate every point
@@ -224,16 +230,26 @@ func Roofline(s RooflineSpec) chart.Chart {
 		return order[i].size < order[j].size
 	})
 	named := map[int]bool{}
+	groupColor := func(g int) drawing.Color {
+		if g < len(s.GroupColors) {
+			return s.GroupColors[g]
+		}
+		return colorAt(g)
+	}
+	hollow := false
+	var tags []RoofPoint
+	var rings []chart.Series
 	for _, k := range order {
 		pts := groups[k]
 		g := k.group
+		col := groupColor(g)
 		name := ""
 		if g < len(s.GroupNames) {
 			name = s.GroupNames[g]
 		}
-		st := chart.Style{StrokeWidth: chart.Disabled, StrokeColor: colorAt(g), DotColor: colorAt(g), DotWidth: k.size}
+		st := chart.Style{StrokeWidth: chart.Disabled, StrokeColor: col, DotColor: col, DotWidth: k.size}
 		if name != "" && !named[g] {
-			entries = append(entries, legendEntry{Label: name, Color: colorAt(g), Dot: true})
+			entries = append(entries, legendEntry{Label: name, Color: col, Dot: true})
 			named[g] = true
 		}
 		if s.Connect {
@@ -241,12 +257,25 @@ func Roofline(s RooflineSpec) chart.Chart {
 		}
 		var xs, ys []float64
 		for _, p := range pts {
-			xs, ys = append(xs, clamp(p.AI, xmin, xmax)), append(ys, clamp(p.TF, ymin, ymax))
+			x, y := clamp(p.AI, xmin, xmax), clamp(p.TF, ymin, ymax)
+			xs, ys = append(xs, x), append(ys, y)
 			if s.LabelPoints {
-				notes = append(notes, chart.Value2{XValue: clamp(p.AI, xmin, xmax), YValue: clamp(p.TF, ymin, ymax), Label: p.Label})
+				notes = append(notes, chart.Value2{XValue: x, YValue: y, Label: p.Label})
+			}
+			if p.Hollow { // a ring over the dot: white inside, the group's colour around
+				hollow = true
+				rings = append(rings, chart.ContinuousSeries{Style: chart.Style{StrokeWidth: 1.8, StrokeColor: col, DotColor: drawing.ColorWhite, DotWidth: k.size},
+					XValues: []float64{x}, YValues: []float64{y}})
+			}
+			if p.Tag {
+				tags = append(tags, RoofPoint{Label: p.Label, AI: x, TF: y})
 			}
 		}
 		series = append(series, chart.ContinuousSeries{Name: name, Style: st, XValues: xs, YValues: ys})
+	}
+	series = append(series, rings...) // rings over the dots they hollow
+	if hollow {
+		entries = append(entries, legendEntry{Label: "hollow: below the compulsory HBM traffic (⚠)"})
 	}
 	if s.Note != "" {
 		entries = append(entries, legendEntry{Label: s.Note})
@@ -270,9 +299,42 @@ func Roofline(s RooflineSpec) chart.Chart {
 	}
 	c.XAxis.GridLines = gridLines(c.XAxis.Ticks)
 	c.YAxis.GridLines = gridLines(c.YAxis.Ticks)
-	c.Background.Padding.Right = 300 // the legend lives right of the Y axis, off the data
+	c.Background.Padding.Right = 310 // the legend lives right of the plot, off the data
 	c.Elements = []chart.Renderable{legend(entries)}
+	if len(tags) > 0 {
+		c.Elements = append(c.Elements, pointTags(tags, xmin, xmax, ymin, ymax))
+	}
+	leftAxis(&c)
 	return c
+}
+
+// pointTags writes each point's label (a sweep's B=8, S=4096) beside it.
+func pointTags(pts []RoofPoint, xmin, xmax, ymin, ymax float64) chart.Renderable {
+	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
+		xr := LogRange{Min: xmin, Max: xmax, Domain: cb.Width()}
+		yr := LogRange{Min: ymin, Max: ymax, Domain: cb.Height()}
+		r.SetFont(defaults.GetFont())
+		r.SetFontSize(7.5)
+		r.SetFontColor(drawing.ColorFromHex("333333"))
+		// a tag that would overlap one already written is left out (dense sweeps crowd)
+		var drawn []chart.Box
+		for _, p := range pts {
+			x, y := cb.Left+xr.Translate(p.AI)+6, cb.Bottom-yr.Translate(p.TF)+12
+			tb := r.MeasureText(p.Label)
+			box := chart.Box{Left: x, Right: x + tb.Width(), Top: y - tb.Height(), Bottom: y}
+			clear := true
+			for _, d := range drawn {
+				if box.Left < d.Right+4 && d.Left < box.Right+4 && box.Top < d.Bottom+2 && d.Top < box.Bottom+2 {
+					clear = false
+					break
+				}
+			}
+			if clear {
+				r.Text(p.Label, x, y)
+				drawn = append(drawn, box)
+			}
+		}
+	}
 }
 
 // legendEntry is one line of a chart's legend.
@@ -281,7 +343,8 @@ type legendEntry struct {
 	Color drawing.Color
 	Dot   bool // a marker; otherwise a line (dashed when Dash)
 	Dash  []float64
-	Fill  bool // a shaded region
+	Fill  bool // a shaded region (pale, as the shading it names)
+	Solid bool // with Fill: a solid swatch (a slice or a bar segment)
 }
 
 // legend draws entries in a column to the right of the plot, so it never hides a point
@@ -291,7 +354,7 @@ func legend(entries []legendEntry) chart.Renderable {
 		if len(entries) == 0 {
 			return
 		}
-		x := cb.Right + 70
+		x := cb.Right + 16 // value axes are on the left: the right edge is free
 		y := cb.Top + 4
 		r.SetFont(defaults.GetFont())
 		r.SetFontSize(9)
@@ -301,7 +364,11 @@ func legend(entries []legendEntry) chart.Renderable {
 			case e.Color.IsZero():
 				// a note: text only
 			case e.Fill:
-				r.SetFillColor(e.Color.WithAlpha(90))
+				if e.Solid {
+					r.SetFillColor(e.Color)
+				} else {
+					r.SetFillColor(e.Color.WithAlpha(90))
+				}
 				r.SetStrokeColor(e.Color)
 				r.SetStrokeWidth(0.5)
 				r.SetStrokeDashArray(nil)
@@ -350,8 +417,10 @@ func dash(i int) []float64 {
 
 func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
 
-// Pie is the parameter-category pie. Slices under 1.5% are merged so labels never collide;
-// the legend beside it lists every category with its exact share.
+// Pie is the parameter-category pie. Slices under 1.5% are merged into "others" so labels never
+// collide; the legend lists exactly the slices drawn, in their colours (each category's colour
+// in every chart), and names what "others" holds. The title is drawn above the pie's box, not
+// over it.
 func Pie(title string, labels []string, values []float64) chart.PieChart {
 	var total float64
 	for _, v := range values {
@@ -360,22 +429,43 @@ func Pie(title string, labels []string, values []float64) chart.PieChart {
 	var vs []chart.Value
 	var entries []legendEntry
 	var small float64
+	var smallNames []string
 	for i := range labels {
-		entries = append(entries, legendEntry{Label: fmt.Sprintf("%s %.2f%%", labels[i], 100*values[i]/total), Color: colorAt(i), Fill: true})
+		col := CategoryColor(labels[i], i)
 		if values[i]/total < 0.015 {
 			small += values[i]
+			smallNames = append(smallNames, fmt.Sprintf("%s %.2f%%", labels[i], 100*values[i]/total))
 			continue
 		}
+		entries = append(entries, legendEntry{Label: fmt.Sprintf("%s %.2f%%", labels[i], 100*values[i]/total), Color: col, Fill: true, Solid: true})
 		vs = append(vs, chart.Value{Label: fmt.Sprintf("%s %.1f%%", labels[i], 100*values[i]/total), Value: values[i],
-			Style: chart.Style{FillColor: colorAt(i), StrokeColor: drawing.ColorWhite, FontSize: 10}})
+			Style: chart.Style{FillColor: col, StrokeColor: drawing.ColorWhite, FontSize: 10, FontColor: textOn(col)}})
 	}
 	if small > 0 {
+		col := categoryColors["others"]
+		label := fmt.Sprintf("others %.2f%%", 100*small/total)
+		entries = append(entries, legendEntry{Label: label + ":", Color: col, Fill: true, Solid: true})
+		for _, n := range smallNames { // one per line: a long list would run off the image
+			entries = append(entries, legendEntry{Label: "   " + n})
+		}
 		vs = append(vs, chart.Value{Label: fmt.Sprintf("others %.1f%%", 100*small/total), Value: small,
-			Style: chart.Style{FillColor: drawing.ColorFromHex("bbbbbb"), StrokeColor: drawing.ColorWhite, FontSize: 10}})
+			Style: chart.Style{FillColor: col, StrokeColor: drawing.ColorWhite, FontSize: 10}})
 	}
-	return chart.PieChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 700, Values: vs,
-		Background: chart.Style{Padding: chart.Box{Top: 90, Left: 20, Right: 300, Bottom: 20}},
-		Elements:   []chart.Renderable{legend(entries)}}
+	return chart.PieChart{Width: 1000, Height: 700, Values: vs,
+		Background: chart.Style{Padding: chart.Box{Top: 70, Left: 20, Right: 300, Bottom: 20}},
+		Elements:   []chart.Renderable{legend(entries), titleAbove(title)}}
+}
+
+// titleAbove draws a chart's title centred above its canvas box (go-chart's pie draws its own
+// title inside the box, over the slices).
+func titleAbove(title string) chart.Renderable {
+	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
+		r.SetFont(defaults.GetFont())
+		r.SetFontSize(13)
+		r.SetFontColor(drawing.ColorFromHex("333333"))
+		tb := r.MeasureText(title)
+		r.Text(title, cb.Left+(cb.Width()-tb.Width())/2, cb.Top-24)
+	}
 }
 
 // StackBar is one bar of shares.
@@ -385,11 +475,12 @@ type StackBar struct {
 	Shares []float64 // fractions summing to 1
 }
 
-// Stacks draws shares as 100% stacked bars, one colour per label (same label, same colour).
+// Stacks draws shares as 100% stacked bars, each label in its category's colour (the colour
+// it has in every chart), the share axis on the left.
 func Stacks(title string, bars []StackBar, labelOrder []string) chart.StackedBarChart {
 	colour := map[string]drawing.Color{}
 	for i, l := range labelOrder {
-		colour[l] = colorAt(i)
+		colour[l] = CategoryColor(l, i)
 	}
 	var out []chart.StackedBar
 	for _, b := range bars {
@@ -402,7 +493,7 @@ func Stacks(title string, bars []StackBar, labelOrder []string) chart.StackedBar
 			if b.Shares[i] >= 0.04 {
 				label = fmt.Sprintf("%s %.0f%%", l, 100*b.Shares[i])
 			}
-			vs = append(vs, chart.Value{Label: label, Value: b.Shares[i], Style: chart.Style{FillColor: colour[l], StrokeColor: drawing.ColorWhite, FontSize: 8, FontColor: drawing.ColorBlack}})
+			vs = append(vs, chart.Value{Label: label, Value: b.Shares[i], Style: chart.Style{FillColor: colour[l], StrokeColor: drawing.ColorWhite, FontSize: 8, FontColor: textOn(colour[l])}})
 		}
 		out = append(out, chart.StackedBar{Name: b.Name, Width: 110, Values: vs})
 	}
@@ -410,14 +501,15 @@ func Stacks(title string, bars []StackBar, labelOrder []string) chart.StackedBar
 	for _, l := range labelOrder {
 		for _, b := range bars {
 			if i := indexOf(b.Labels, l); i >= 0 && b.Shares[i] > 0 {
-				entries = append(entries, legendEntry{Label: l, Color: colour[l], Fill: true})
+				entries = append(entries, legendEntry{Label: l, Color: colour[l], Fill: true, Solid: true})
 				break
 			}
 		}
 	}
 	return chart.StackedBarChart{Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1200, Height: 640, BarSpacing: 40, Bars: out,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 240, Bottom: 20}},
-		XAxis:      chart.Style{FontSize: 9}, YAxis: chart.Style{FontSize: 9}, Elements: []chart.Renderable{legend(entries)}}
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 60, Right: 200, Bottom: 20}},
+		XAxis:      chart.Style{FontSize: 9}, YAxis: chart.Hidden(),
+		Elements: []chart.Renderable{legend(entries), leftTicks("share", 0, 1, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) })}}
 }
 
 func indexOf(xs []string, x string) int {
@@ -447,17 +539,24 @@ func HistogramGrid(w io.Writer, hs []Histogram, cols int) error {
 	draw.Draw(grid, grid.Bounds(), &image.Uniform{color.White}, image.Point{}, draw.Src)
 	for i, h := range hs {
 		var vs []chart.Value
-		step := (h.Hi - h.Lo) / float64(len(h.Counts))
-		for j, c := range h.Counts {
-			label := ""
-			if j == 0 || j == len(h.Counts)-1 || j == len(h.Counts)/2 {
-				label = fmt.Sprintf("%.2g", h.Lo+step*(float64(j)+0.5))
-			}
-			vs = append(vs, chart.Value{Value: float64(c), Label: label, Style: chart.Style{FillColor: colorAt(0), StrokeColor: colorAt(0)}})
+		for _, c := range h.Counts {
+			vs = append(vs, chart.Value{Value: float64(c), Style: chart.Style{FillColor: colorAt(0), StrokeColor: colorAt(0)}})
 		}
-		bc := chart.BarChart{Title: shorten(h.Name, 44), TitleStyle: chart.Style{FontSize: 8}, Width: cw, Height: ch, BarWidth: 6, BarSpacing: 2,
-			Background: chart.Style{Padding: chart.Box{Top: 28, Left: 6, Right: 6, Bottom: 6}},
-			XAxis:      chart.Style{FontSize: 6}, YAxis: chart.YAxis{Style: chart.Style{FontSize: 6}}, Bars: vs}
+		var top float64
+		for _, c := range h.Counts {
+			top = math.Max(top, float64(c))
+		}
+		if top == 0 {
+			top = 1
+		}
+		// counts from zero on a left axis; bins labelled by their value
+		const barW, barS = 6, 2
+		bc := chart.BarChart{Title: shorten(h.Name, 44), TitleStyle: chart.Style{FontSize: 8}, Width: cw, Height: ch, BarWidth: barW, BarSpacing: barS,
+			Background: chart.Style{Padding: chart.Box{Top: 34, Left: 44, Right: 6, Bottom: 22}},
+			XAxis:      chart.Hidden(),
+			YAxis:      chart.YAxis{Style: chart.Hidden(), Range: &chart.ContinuousRange{Min: 0, Max: top * 1.05}},
+			Elements: []chart.Renderable{leftTicks("count", 0, top*1.05, tickCount),
+				valueAxis(h.Lo, h.Hi, len(h.Counts)*(barW+barS))}, Bars: vs}
 		var buf bytes.Buffer
 		if err := bc.Render(chart.PNG, &buf); err != nil {
 			return fmt.Errorf("histogram %s: %w", h.Name, err)
@@ -470,6 +569,49 @@ func HistogramGrid(w io.Writer, hs []Histogram, cols int) error {
 		draw.Draw(grid, image.Rectangle{Min: at, Max: at.Add(img.Bounds().Size())}, img, img.Bounds().Min, draw.Over)
 	}
 	return png.Encode(w, grid)
+}
+
+// valueAxis draws a histogram's value axis under its bars (width px from the canvas's left
+// edge, as go-chart lays the bars out): lo, hi and zero when it lies between.
+func valueAxis(lo, hi float64, width int) chart.Renderable {
+	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
+		r.SetFont(defaults.GetFont())
+		r.SetFontSize(7)
+		r.SetFontColor(drawing.ColorFromHex("333333"))
+		r.SetStrokeColor(drawing.ColorFromHex("333333"))
+		r.SetStrokeWidth(1)
+		r.SetStrokeDashArray(nil)
+		r.MoveTo(cb.Left, cb.Bottom)
+		r.LineTo(cb.Left+width, cb.Bottom)
+		r.Stroke()
+		vals := []float64{lo, hi}
+		if lo < 0 && hi > 0 {
+			vals = append(vals, 0)
+		}
+		for _, v := range vals {
+			x := cb.Left + int(math.Round((v-lo)/(hi-lo)*float64(width)))
+			if hi <= lo {
+				x = cb.Left
+			}
+			r.MoveTo(x, cb.Bottom)
+			r.LineTo(x, cb.Bottom+4)
+			r.Stroke()
+			label := strconv.FormatFloat(v, 'g', 3, 64)
+			tb := r.MeasureText(label)
+			r.Text(label, x-tb.Width()/2, cb.Bottom+6+tb.Height())
+		}
+	}
+}
+
+// tickCount writes a count compactly: 950, 12k, 3.4M.
+func tickCount(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return tickNumber(v)
 }
 
 // shorten keeps the last n-1 runes of s behind an ellipsis (never cutting a rune in half).

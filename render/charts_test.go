@@ -3,9 +3,11 @@ package render
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	chart "github.com/wcharczuk/go-chart/v2"
+	"github.com/wcharczuk/go-chart/v2/drawing"
 )
 
 // A point with AI_hbm = OI_knee and TF_est = P_peak must sit exactly on the ridge.
@@ -58,5 +60,56 @@ func TestPlainAndPct(t *testing.T) {
 		if got := Pct(f); got != want {
 			t.Errorf("Pct(%g) = %q, want %q", f, got, want)
 		}
+	}
+}
+
+// The chart conventions: value axis on the left with its name written horizontally, decades
+// written 1000 and 10⁴ (never 1e3), hollow rings for points below the floor, sweep tags, and
+// one colour per category in the pie, the stacks and the category rooflines.
+func TestChartConventions(t *testing.T) {
+	c := Ceiling{Label: "H100", Peak: 989, BW: 3.35e12}
+	spec := RooflineSpec{Ceilings: []Ceiling{c}, GroupNames: []string{"attention"}, GroupColors: []drawing.Color{CategoryColor("attention", 5)},
+		Points: []RoofPoint{{Label: "B=1", AI: 1, TF: 3, Tag: true}, {Label: "B=8", AI: 8, TF: 24, Tag: true, Hollow: true}}}
+	var buf bytes.Buffer
+	if err := RenderSVG(Roofline(spec), &buf); err != nil {
+		t.Fatal(err)
+	}
+	svg := buf.String()
+	for _, want := range []string{">1000<", ">10⁴<", ">B=1<", ">B=8<", "hollow: below the compulsory HBM traffic", ">TF_est (TFLOP/s, log)<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("roofline SVG lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, ">1e3<") || strings.Contains(svg, ">1e4<") {
+		t.Error("decades written as 1e3")
+	}
+	// the axis name is not rotated, and the value axis sits left of the plot
+	for _, line := range strings.Split(svg, "\n") {
+		if strings.Contains(line, "TF_est (TFLOP/s, log)") && strings.Contains(line, "rotate") {
+			t.Errorf("axis name rotated: %s", line)
+		}
+	}
+	ch := Roofline(spec)
+	if !ch.YAxis.Style.Hidden || ch.YAxisSecondary.Style.Hidden || len(ch.YAxisSecondary.Ticks) == 0 {
+		t.Error("the value axis is not the left (secondary) one")
+	}
+	// a ring: a white dot stroked in the group's colour
+	ringed := false
+	for _, s := range ch.Series {
+		if cs, ok := s.(chart.ContinuousSeries); ok && cs.Style.DotColor == drawing.ColorWhite && cs.Style.StrokeColor == CategoryColor("attention", 0) {
+			ringed = true
+		}
+	}
+	if !ringed {
+		t.Error("the below-floor point is not drawn hollow")
+	}
+	// one colour per category everywhere
+	pie := Pie("p", []string{"dense_ffn", "attention"}, []float64{70, 30})
+	stacks := Stacks("s", []StackBar{{Name: "x", Labels: []string{"attention", "dense_ffn"}, Shares: []float64{0.3, 0.7}}}, []string{"attention", "dense_ffn"})
+	if pie.Values[1].Style.FillColor != CategoryColor("attention", 0) || stacks.Bars[0].Values[0].Style.FillColor != CategoryColor("attention", 9) {
+		t.Error("attention has different colours in the pie and the stacks")
+	}
+	if CategoryColor("attention", 0) == CategoryColor("dense_ffn", 0) {
+		t.Error("two categories share a colour")
 	}
 }

@@ -289,11 +289,10 @@ func DriftChart(title string, ds []analyzer.Drift, n int) chart.BarChart {
 		top = 1
 	}
 	return chart.BarChart{Title: title, TitleStyle: chart.Style{FontSize: 12}, Width: 1100, Height: 560, BarWidth: 36, Bars: vs,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 60}},
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 70, Right: 20, Bottom: 60}},
 		XAxis:      chart.Style{FontSize: 7},
-		YAxis: chart.YAxis{Name: "||B - A|| / ||A||", Style: chart.Style{FontSize: 8},
-			Range:          &chart.ContinuousRange{Min: 0, Max: top * 1.1},
-			ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.3g", v) }}}
+		YAxis:      chart.YAxis{Style: chart.Hidden(), Range: &chart.ContinuousRange{Min: 0, Max: top * 1.1}},
+		Elements:   []chart.Renderable{leftTicks("||B − A|| / ||A||", 0, top*1.1, tickNumber)}}
 }
 
 // shortTensor is a tensor's name as words that wrap under its bar: the parts without the
@@ -441,6 +440,15 @@ func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
 		}
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		for _, v := range []float64{p.Value, p.Predicted} {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if hi <= 0 {
+		hi = 1
+	}
 	if len(ticks) > 25 { // one tick per step while few: steps are integers, go-chart's own ticks are not
 		ticks = nil
 	}
@@ -448,13 +456,21 @@ func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
 		Title: metric, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 520,
 		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
 		XAxis:      chart.XAxis{Name: xLabel, Ticks: ticks, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
-		YAxis:      chart.YAxis{Name: MetricLabel(metric), ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
+		YAxis:      niceAxis(MetricLabel(metric), math.Min(0, lo), hi*1.05),
 		// unused secondary axis: hidden, or go-chart draws its empty range at NaN positions
 		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
 		Series:         series,
 	}
 	if len(groups) > 1 || predicted {
-		c.Elements = []chart.Renderable{chart.LegendLeft(&c)}
+		var entries []legendEntry
+		for _, s := range series {
+			if cs, ok := s.(chart.ContinuousSeries); ok {
+				entries = append(entries, legendEntry{Label: cs.Name, Color: cs.Style.StrokeColor, Dash: cs.Style.StrokeDashArray})
+			}
+		}
+		c.Background.Padding.Right = 220
+		c.Elements = []chart.Renderable{legend(entries)}
 	}
+	leftAxis(&c)
 	return c
 }

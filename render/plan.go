@@ -123,10 +123,9 @@ func PlanChart(title string, p layout.Plan) chart.Chart {
 	dots := chart.Style{StrokeWidth: chart.Disabled, DotWidth: 2.5, DotColor: colorAt(0).WithAlpha(110)}
 	c := chart.Chart{
 		Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 600,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis:      chart.XAxis{Name: "memory per GPU (GiB)", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.0f", v) }},
-		YAxis: chart.YAxis{Name: "step time (s, layouts within 2x of the best)", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.2f", v) },
-			Range: &chart.ContinuousRange{Min: 0.95 * best, Max: 2 * best}},
+		Background:     chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
+		XAxis:          niceXAxis("memory per GPU (GiB)", 0, maxOf(xs)),
+		YAxis:          niceAxis("step time (s, layouts within 2x of the best)", 0.95*best, 2*best),
 		YAxisSecondary: chart.YAxis{Style: chart.Hidden()}, // unused: hidden, or go-chart draws it at NaN
 		Series: []chart.Series{
 			chart.ContinuousSeries{Name: "feasible layouts", XValues: xs, YValues: ys, Style: dots},
@@ -136,7 +135,16 @@ func PlanChart(title string, p layout.Plan) chart.Chart {
 	}
 	c.Background.Padding.Right = 200 // the legend lives right of the plot
 	c.Elements = []chart.Renderable{legend([]legendEntry{{Label: "feasible layouts", Color: colorAt(0), Dot: true}, {Label: "Pareto front", Color: colorAt(1)}})}
+	leftAxis(&c)
 	return c
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = math.Max(m, x)
+	}
+	return m
 }
 
 // layoutName is "TP4 PP4 VP5 CP2 DP2 ZeRO-1" (with EP when experts are spread).

@@ -38,7 +38,7 @@ func overviewPoints(r analyzer.ReportData) ([]RoofPoint, []string) {
 	for _, ph := range analyzer.Phases {
 		for _, p := range r.Analysis.Profiles {
 			if res, ok := r.Analysis.Find(r.Primary.Label(), ph, p.Name); ok {
-				pts = append(pts, RoofPoint{Label: fmt.Sprintf("%s/%s", ph, p.Name), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: len(names)})
+				pts = append(pts, RoofPoint{Label: fmt.Sprintf("%s/%s", ph, p.Name), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: len(names), Hollow: res.Timing.BelowFloor})
 				names = append(names, fmt.Sprintf("%s / %s", ph, p.Name))
 			}
 		}
@@ -80,7 +80,8 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 			s.GroupNames = append(s.GroupNames, p.Name+" ("+unit+" sweep)")
 			for _, pt := range pts {
 				res := pt.Results[p.Name]
-				s.Points = append(s.Points, RoofPoint{Label: fmt.Sprintf("%s=%d", unit, pt.X), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: pi})
+				s.Points = append(s.Points, RoofPoint{Label: fmt.Sprintf("%s=%d", unit, pt.X), AI: res.Timing.AIHBM, TF: res.Timing.TFEst, Group: pi,
+					Hollow: res.Timing.BelowFloor, Tag: pi == len(profiles)-1}) // the last profile's points carry their B or S
 			}
 		}
 		return NamedChart{name, Roofline(s), title}
@@ -142,6 +143,9 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 						size = 9
 					}
 					s.Points = append(s.Points, RoofPoint{Label: k + "/" + p.Name, AI: tm.AIHBM, TF: tm.TFEst, Group: g, Size: size})
+					if len(s.GroupColors) <= g {
+						s.GroupColors = append(s.GroupColors, CategoryColor(k, g))
+					}
 				}
 			}
 		}

@@ -134,23 +134,26 @@ func ServePlanChart(title string, p serve.Plan) chart.Chart {
 		xs[i] = append(xs[i], c.TokSPerUser)
 		ys[i] = append(ys[i], c.TokSPerGPU)
 	}
-	maxY := 0.0
+	maxY, maxX := 0.0, 1.0
 	for i := range xs {
 		for _, y := range ys[i] {
 			maxY = math.Max(maxY, y)
+		}
+		for _, x := range xs[i] {
+			maxX = math.Max(maxX, x)
 		}
 		series = append(series, chart.ContinuousSeries{Name: entries[i].Label, XValues: xs[i], YValues: ys[i],
 			Style: chart.Style{StrokeWidth: 2, StrokeColor: colorAt(i), DotWidth: 5, DotColor: colorAt(i)}})
 	}
 	c := chart.Chart{
 		Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 600,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 200, Bottom: 20}},
-		XAxis:      chart.XAxis{Name: "output tokens/s per user (1/TPOT)", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.0f", v) }},
-		YAxis: chart.YAxis{Name: "output tokens/s per GPU", ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.0f", v) },
-			Range: &chart.ContinuousRange{Min: 0, Max: 1.05 * math.Max(maxY, 1)}},
+		Background:     chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 200, Bottom: 20}},
+		XAxis:          niceXAxis("output tokens/s per user (1/TPOT)", 0, 1.02*maxX),
+		YAxis:          niceAxis("output tokens/s per GPU", 0, 1.05*math.Max(maxY, 1)),
 		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
 		Series:         series,
 	}
 	c.Elements = []chart.Renderable{legend(entries)}
+	leftAxis(&c)
 	return c
 }
