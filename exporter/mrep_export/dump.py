@@ -11,7 +11,9 @@ import math
 import os
 import platform
 import re
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -196,9 +198,30 @@ def norm_and_sketch(t: torch.Tensor, buckets: int = SKETCH_BUCKETS) -> tuple[flo
     return math.sqrt(sq), [float(x) for x in sk.to(torch.float32).tolist()]
 
 
-def _walk(model: nn.Module, want_stats: bool) -> _Walk:
+class _Progress:
+    """A progress line on stderr while statistics are computed, only when stderr is a terminal
+    (logs and CI output stay clean): "mrep_export: statistics 120/291 tensors (41%)"."""
+
+    def __init__(self, total: int, stream: Any = None, every_s: float = 0.5) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.on = total > 0 and bool(getattr(self.stream, "isatty", lambda: False)())
+        self.total, self.every_s, self.done, self.shown = total, every_s, 0, 0.0
+
+    def step(self) -> None:
+        self.done += 1
+        if self.on and (time.monotonic() - self.shown >= self.every_s or self.done == self.total):
+            self.shown = time.monotonic()
+            self.stream.write(f"\rmrep_export: statistics {self.done}/{self.total} tensors ({100 * self.done // self.total}%)")
+            if self.done == self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+def _walk(model: nn.Module, want_stats: bool, progress_stream: Any = None) -> _Walk:
     w = _Walk()
     first_seen: dict[int, str] = {}
+    real = [p for p in model.parameters() if p.device.type != "meta"] if want_stats else []
+    progress = _Progress(len(real), progress_stream)
     # remove_duplicate=False: a module reachable under two names appears under both, and its
     # tensors under the second name are recorded as tied to the first.
     for qname, mod in model.named_modules(remove_duplicate=False):
@@ -234,6 +257,8 @@ def _walk(model: nn.Module, want_stats: bool) -> _Walk:
                     stats = tensor_stats(p)
                     if stats is not None:
                         entry["stats"] = stats
+                    if p.device.type != "meta":
+                        progress.step()
             params.append(entry)
             w.rows.append(
                 TensorRow(

@@ -16,7 +16,7 @@ def _transformers():
     try:
         import transformers  # noqa: PLC0415 - optional dependency
     except ImportError as e:
-        raise ExportError("Hugging Face configs need transformers: pip install 'mrep-export[hf]'") from e
+        raise ExportError("Hugging Face configs need transformers: pip install transformers (or, in a clone of mrep, pip install './exporter[hf]')") from e
     return transformers
 
 

@@ -234,7 +234,7 @@ def lightning_callback(out_dir: str | os.PathLike | None = None, **kwargs: Any):
         try:
             from pytorch_lightning import Callback  # noqa: PLC0415
         except ImportError as e:
-            raise ExportError("lightning_callback needs PyTorch Lightning: pip install lightning") from e
+            raise ExportError("lightning_callback needs PyTorch Lightning: pip install pytorch-lightning (or, in a clone of mrep, pip install './exporter[lightning]')") from e
     tokens_per_batch = kwargs.pop("tokens_per_batch", None)
 
     class MrepLightningCallback(Callback):

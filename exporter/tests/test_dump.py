@@ -198,3 +198,20 @@ def test_sketch_is_linear_deterministic_and_exact_when_small():
     small = torch.tensor([1.0, float("nan"), -2.0, float("inf")])
     n, sk = norm_and_sketch(small)
     assert sk == [1.0, 0.0, -2.0, 0.0] and n == pytest.approx(5**0.5)
+
+
+def test_progress_line_only_on_a_terminal():
+    import io
+
+    from mrep_export.dump import _walk
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    tty, log = Tty(), io.StringIO()
+    _walk(model, want_stats=True, progress_stream=tty)
+    _walk(model, want_stats=True, progress_stream=log)
+    assert tty.getvalue().endswith("mrep_export: statistics 4/4 tensors (100%)\n")
+    assert log.getvalue() == ""  # a log file or CI output stays clean

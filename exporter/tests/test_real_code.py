@@ -3,12 +3,14 @@ the same model compiled and DDP-wrapped, a CNN traced with a callable; each dump
 analysed by the Go tool with the right warnings."""
 
 import argparse
+import json
 import os
 import types
 
 import pytest
 import torch
 import torch.distributed as dist
+from torch import nn
 from realcode import CNN, GPT, GPTConfig
 from test_end_to_end import mrep, mrep_bin  # noqa: F401 - the fixture builds the binary once
 
@@ -108,3 +110,67 @@ def test_real_models_through_mrep(tmp_path, mrep_bin):  # noqa: F811
     mrep(mrep_bin, db, "report", "CNN", "-o", str(tmp_path / "cnn-report"))
     md = (tmp_path / "cnn-report" / "report.md").read_text()
     assert "not a transformer" in md and "decode_batch_roofline" not in md
+
+
+def test_trainer_and_lightning_runs_through_mrep(tmp_path, mrep_bin):  # noqa: F811
+    """An HF Trainer run and a Lightning run, tiny and on CPU, with the hooks at their defaults:
+    the Trainer's whole output directory (its checkpoints' config.json, trainer_state.json …
+    beside mrep's dumps) is ingested as it is, then reported, history and show read the
+    measurements."""
+    import pytorch_lightning as pl
+    from conftest import config_path
+    from transformers import Trainer, TrainingArguments
+
+    from mrep_export import lightning_callback, trainer_callback
+    from mrep_export.hf import build_hf_model, load_hf_config
+
+    overrides = ["num_hidden_layers=1", "hidden_size=32", "intermediate_size=64", "num_attention_heads=2",
+                 "num_key_value_heads=1", "head_dim=16", "vocab_size=64"]
+    config = load_hf_config(config_path("Llama-3.2-1B-Instruct"), overrides)
+    torch.manual_seed(0)
+    model = build_hf_model(config, device="cpu", dtype=torch.float32)
+
+    class Tokens(torch.utils.data.Dataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            ids = torch.randint(0, 64, (12,), generator=torch.Generator().manual_seed(i))
+            return {"input_ids": ids, "labels": ids}
+
+    out = tmp_path / "trainer-out"
+    args = TrainingArguments(output_dir=str(out), max_steps=4, save_strategy="steps", save_steps=2,
+                             per_device_train_batch_size=4, learning_rate=1e-2, report_to=[], use_cpu=True,
+                             logging_strategy="no", disable_tqdm=True)
+    Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[trainer_callback(label="hf")]).train()
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(32, 16)
+            self.out = nn.Linear(16, 32)
+
+        def training_step(self, batch, _):
+            ids = batch["input_ids"]
+            return nn.functional.cross_entropy(self.out(self.emb(ids)).flatten(0, 1), ids.flatten())
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = [{"input_ids": torch.randint(0, 32, (8,), generator=torch.Generator().manual_seed(i))} for i in range(16)]
+    pl_root = tmp_path / "pl"
+    trainer = pl.Trainer(max_steps=4, accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
+                         default_root_dir=pl_root, callbacks=[lightning_callback(label="pl"),
+                         pl.callbacks.ModelCheckpoint(dirpath=pl_root / "ckpt", every_n_train_steps=2, save_top_k=-1)])
+    trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=4))
+
+    db = tmp_path / "m.db"
+    ingested = mrep(mrep_bin, db, "ingest", str(out), str(pl_root))
+    assert ingested.count("ingested ") == 6, ingested  # 3 + 3 dumps; HF's own JSON skipped
+    mrep(mrep_bin, db, "report", "llama@hf", "-o", str(tmp_path / "r-hf"), "--sensitivity", "off")
+    mrep(mrep_bin, db, "report", "Tiny@pl", "-o", str(tmp_path / "r-pl"), "--sensitivity", "off")
+    assert "not a transformer" in (tmp_path / "r-pl" / "report.md").read_text()
+    hist = json.loads(mrep(mrep_bin, db, "history", "llama@hf", "--metric", "step_time", "--json"))
+    assert len(hist) == 2 and all(p["value"] > 0 for p in hist)  # step 0 has nothing timed
+    shown = mrep(mrep_bin, db, "show", "llama@hf#4")
+    assert "Measured vs predicted" in shown
