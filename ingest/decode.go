@@ -81,24 +81,29 @@ func ReadFile(path string, opt Options) (*model.Dump, error) {
 
 // ReadFileSized is ReadFile that also says how many bytes the dump has once decompressed.
 func ReadFileSized(path string, opt Options) (*model.Dump, int64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, &Error{File: path, Msg: fmt.Sprintf("cannot open: %v", errors.Unwrap(err)), Err: err}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, &Error{File: path, Msg: fmt.Sprintf("cannot stat: %v", err), Err: err}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, &Error{File: path, Msg: fmt.Sprintf("not a regular file (%s): refusing to read it", kindOf(fi.Mode())), Err: ErrInvalid}
-	}
-	data, err := readAllSized(path, f, opt.maxBytes(), fi.Size())
+	data, err := readFile(path, opt)
 	if err != nil {
 		return nil, 0, err
 	}
 	d, err := decodeBytes(path, data)
 	return d, int64(len(data)), err
+}
+
+// readFile reads a regular file, decompressed, within the size cap.
+func readFile(path string, opt Options) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot open: %v", errors.Unwrap(err)), Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot stat: %v", err), Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("not a regular file (%s): refusing to read it", kindOf(fi.Mode())), Err: ErrInvalid}
+	}
+	return readAllSized(path, f, opt.maxBytes(), fi.Size())
 }
 
 func kindOf(m os.FileMode) string {

@@ -33,7 +33,17 @@ var minFastModules = 64
 var errFallback = errors.New("fast path declined")
 
 // fastDecode decodes data on the fast path, or returns errFallback.
-func fastDecode(data []byte) (*model.Dump, error) {
+func fastDecode(data []byte) (*model.Dump, error) { return fastStream(data, nil) }
+
+// sinkError is a failure of the sink (the store), not of the dump: it ends the decode as it is.
+type sinkError struct{ err error }
+
+func (e sinkError) Error() string { return e.err.Error() }
+func (e sinkError) Unwrap() error { return e.err }
+
+// fastStream is fastDecode that hands the header, then the modules in order as they are
+// decoded, to sink (when not nil). The sink must drop them when the result is not a dump.
+func fastStream(data []byte, sink Sink) (*model.Dump, error) {
 	sp, ok := splitTop(data)
 	if !ok || len(sp.items) < minFastModules {
 		return nil, errFallback
@@ -68,10 +78,6 @@ func fastDecode(data []byte) (*model.Dump, error) {
 	if sch.Validate(doc) != nil {
 		return nil, errFallback
 	}
-	mods, canon, ok := decodeItems(data, sp.items)
-	if !ok {
-		return nil, errFallback
-	}
 	rest := make(map[string]any, len(obj))
 	for k, v := range obj {
 		if k != "modules" {
@@ -87,6 +93,17 @@ func fastDecode(data []byte) (*model.Dump, error) {
 	dec.UseNumber()
 	if dec.Decode(&d) != nil {
 		return nil, errFallback
+	}
+	var emit func(lo int, ms []model.Module) error
+	if sink != nil {
+		if err := sink.Header(&d, len(sp.items)); err != nil {
+			return nil, sinkError{err}
+		}
+		emit = sink.Modules
+	}
+	mods, canon, err := decodeItems(data, sp.items, emit)
+	if err != nil {
+		return nil, err
 	}
 	d.Modules = mods
 	if Check(&d) != nil {
@@ -104,18 +121,25 @@ func fastDecode(data []byte) (*model.Dump, error) {
 // each item's canonical JSON joined by commas); canonical() writes it as it stands.
 type canonicalItems [][]byte
 
-// decodeItems lexes, decodes, checks and canonicalises the module items in parallel chunks.
-func decodeItems(data []byte, items [][2]int) ([]model.Module, canonicalItems, bool) {
+// decodeItems lexes, decodes, checks and canonicalises the module items in parallel chunks,
+// and hands each finished run of chunks to emit (when not nil) in order, from this goroutine.
+// It returns errFallback when an item is not what the fast path accepts, or the emit error.
+func decodeItems(data []byte, items [][2]int, emit func(lo int, ms []model.Module) error) ([]model.Module, canonicalItems, error) {
 	out := make([]model.Module, len(items))
 	workers := runtime.GOMAXPROCS(0)
 	chunks := workers * 4 // several per worker: items differ in size
+	if emit != nil {
+		chunks = workers * 16 // smaller, so the store starts early and keeps up
+	}
 	if chunks > len(items) {
 		chunks = len(items)
 	}
+	bounds := func(c int) (int, int) { return c * len(items) / chunks, (c + 1) * len(items) / chunks }
 	canon := make(canonicalItems, chunks)
 	var bad atomic.Bool
 	var wg sync.WaitGroup
 	next := make(chan int, chunks)
+	done := make(chan int, chunks) // finished chunks; -1: an item failed
 	for c := 0; c < chunks; c++ {
 		next <- c
 	}
@@ -131,21 +155,22 @@ func decodeItems(data []byte, items [][2]int) ([]model.Module, canonicalItems, b
 				if bad.Load() {
 					return
 				}
-				lo, hi := c*len(items)/chunks, (c+1)*len(items)/chunks
+				lo, hi := bounds(c)
 				var buf bytes.Buffer
 				buf.Grow(items[hi-1][1] - items[lo][0])
 				bw := bufio.NewWriterSize(&buf, 32<<10)
+				failed := func() { bad.Store(true); done <- -1 }
 				for i := lo; i < hi; i++ {
 					raw := data[items[i][0]:items[i][1]]
 					// the item nests two levels below the document: / and /modules
 					v, ok := dec.decode(raw, MaxDepth-2)
 					if !ok {
-						bad.Store(true)
+						failed()
 						return
 					}
 					walk.path = append(walk.path[:0], "modules", i)
 					if walk.module(v, &out[i]) != nil {
-						bad.Store(true)
+						failed()
 						return
 					}
 					if i > lo {
@@ -159,21 +184,45 @@ func decodeItems(data []byte, items [][2]int) ([]model.Module, canonicalItems, b
 						bw.Write(scratch)
 					default:
 						if canonical(bw, v) != nil {
-							bad.Store(true)
+							failed()
 							return
 						}
 					}
 				}
 				bw.Flush()
 				canon[c] = buf.Bytes()
+				done <- c
 			}
 		}()
 	}
-	wg.Wait()
-	if bad.Load() {
-		return nil, nil, false
+	// hand finished chunks to emit in order, as they complete
+	finished := make([]bool, chunks)
+	var err error
+	emitted := 0
+	for received := 0; received < chunks && err == nil; received++ {
+		c := <-done
+		if c < 0 {
+			err = errFallback
+			break
+		}
+		finished[c] = true
+		for emitted < chunks && finished[emitted] {
+			if emit != nil {
+				lo, hi := bounds(emitted)
+				if e := emit(lo, out[lo:hi]); e != nil {
+					err = sinkError{e}
+					bad.Store(true)
+					break
+				}
+			}
+			emitted++
+		}
 	}
-	return out, canon, true
+	wg.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, canon, nil
 }
 
 // split is where the top-level "modules" array lies in a document and where its items are.

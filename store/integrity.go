@@ -29,6 +29,21 @@ var ErrReadOnly = errors.New("database is read-only")
 // compares it. Hand-written rather than json.Marshal: a load of 500,000 tensors would spend a
 // second in reflection otherwise.
 func Checksum(d *model.Dump) (string, error) {
+	c, err := newChecksummer(d, len(d.Modules))
+	if err != nil {
+		return "", err
+	}
+	for i := range d.Modules {
+		c.module(&d.Modules[i])
+	}
+	return c.sum(d), nil
+}
+
+// checksummer computes Checksum in parts, so a dump stored while it is decoded is hashed as
+// its modules arrive: the header (with the module count), each module in order, the tail.
+type checksummer struct{ h *hasher }
+
+func newChecksummer(d *model.Dump, modules int) (*checksummer, error) {
 	h := &hasher{h: sha256.New()}
 	h.int(int64(d.SchemaVersion))
 	h.str(d.Model.Name)
@@ -40,7 +55,7 @@ func Checksum(d *model.Dump) (string, error) {
 	h.str(d.Model.DType)
 	cfg, err := json.Marshal(d.Config) // map keys sorted; numbers keep their literals
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	h.bytes(cfg)
 	h.str(d.Framework.Python)
@@ -57,55 +72,63 @@ func Checksum(d *model.Dump) (string, error) {
 	}
 	h.str(d.Run.CreatedAt)
 	h.str(d.Run.ContentHash)
-	h.int(int64(len(d.Modules)))
-	for _, m := range d.Modules {
-		h.str(m.Name)
-		h.str(m.Class)
-		h.str(m.PyModule)
-		h.strp(m.Parent)
-		h.int(int64(len(m.Params)))
-		for _, p := range m.Params {
-			h.tensor(&p.Tensor)
-			h.bool(p.RequiresGrad)
-			h.bool(p.Lazy)
-			if h.present(p.ExpertAxis != nil) {
-				h.int(int64(*p.ExpertAxis))
-			}
-			if s := p.Stats; h.present(s != nil) {
-				h.float(s.Mean)
-				if h.present(s.Std != nil) {
-					h.float(*s.Std)
-				}
-				h.float(s.Min)
-				h.float(s.Max)
-				h.int(s.Nonfinite)
-				h.float(s.Hist.Lo)
-				h.float(s.Hist.Hi)
-				h.int(int64(len(s.Hist.Counts)))
-				for _, c := range s.Hist.Counts {
-					h.int(c)
-				}
-				// version-2 fields, hashed only when present so that runs ingested before
-				// keep their checksums
-				if s.Norm != nil {
-					h.str("norm")
-					h.float(*s.Norm)
-				}
-				if len(s.Sketch) > 0 {
-					h.str("sketch")
-					h.int(int64(len(s.Sketch)))
-					for _, v := range s.Sketch {
-						h.float(v)
-					}
-				}
-			}
+	h.int(int64(modules))
+	return &checksummer{h}, nil
+}
+
+func (c *checksummer) module(m *model.Module) {
+	h := c.h
+	h.str(m.Name)
+	h.str(m.Class)
+	h.str(m.PyModule)
+	h.strp(m.Parent)
+	h.int(int64(len(m.Params)))
+	for _, p := range m.Params {
+		h.tensor(&p.Tensor)
+		h.bool(p.RequiresGrad)
+		h.bool(p.Lazy)
+		if h.present(p.ExpertAxis != nil) {
+			h.int(int64(*p.ExpertAxis))
 		}
-		h.int(int64(len(m.Buffers)))
-		for _, b := range m.Buffers {
-			h.tensor(&b.Tensor)
-			h.bool(b.Persistent)
+		if s := p.Stats; h.present(s != nil) {
+			h.float(s.Mean)
+			if h.present(s.Std != nil) {
+				h.float(*s.Std)
+			}
+			h.float(s.Min)
+			h.float(s.Max)
+			h.int(s.Nonfinite)
+			h.float(s.Hist.Lo)
+			h.float(s.Hist.Hi)
+			h.int(int64(len(s.Hist.Counts)))
+			for _, c := range s.Hist.Counts {
+				h.int(c)
+			}
+			// version-2 fields, hashed only when present so that runs ingested before
+			// keep their checksums
+			if s.Norm != nil {
+				h.str("norm")
+				h.float(*s.Norm)
+			}
+			if len(s.Sketch) > 0 {
+				h.str("sketch")
+				h.int(int64(len(s.Sketch)))
+				for _, v := range s.Sketch {
+					h.float(v)
+				}
+			}
 		}
 	}
+	h.int(int64(len(m.Buffers)))
+	for _, b := range m.Buffers {
+		h.tensor(&b.Tensor)
+		h.bool(b.Persistent)
+	}
+
+}
+
+func (c *checksummer) sum(d *model.Dump) string {
+	h := c.h
 	if tr := d.Trace; h.present(tr != nil) {
 		h.int(tr.Batch)
 		h.int(tr.Seq)
@@ -146,7 +169,7 @@ func Checksum(d *model.Dump) (string, error) {
 		h.str(m.Device)
 		h.str(m.Precision)
 	}
-	return "sha256:" + hex.EncodeToString(h.h.Sum(nil)), nil
+	return "sha256:" + hex.EncodeToString(h.h.Sum(nil))
 }
 
 type hasher struct {

@@ -144,6 +144,150 @@ func nullString(s string) any {
 }
 
 func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile string, now time.Time) (int64, error) {
+	w, err := beginRun(ctx, tx, d, len(d.Modules))
+	if err != nil {
+		return 0, err
+	}
+	defer w.stop()
+	if err := w.add(0, d.Modules); err != nil {
+		return 0, err
+	}
+	return w.finish(d, sourceFile, now)
+}
+
+// runWriter stores one run's rows: modules and tensors as they come (a dump may be stored
+// while it is still being decoded), then the runs row, whose totals and checksum need all of
+// it. The transaction defers foreign-key checks to its commit (the runs row comes last).
+type runWriter struct {
+	ctx        context.Context
+	tx         *sql.Tx
+	id         int64
+	mods, tens *inserter
+	index      map[string]int
+	sum        *checksummer
+	hashc      chan []model.Module // modules to the checksum goroutine, in order
+	hashDone   chan struct{}
+}
+
+// beginRun allocates the run's id (ids only grow: the high-water mark outlives removed runs)
+// and starts hashing the header; modules is how many modules the dump has.
+func beginRun(ctx context.Context, tx *sql.Tx, header *model.Dump, modules int) (*runWriter, error) {
+	if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
+		return nil, err
+	}
+	w := &runWriter{ctx: ctx, tx: tx, index: make(map[string]int, modules)}
+	if err := tx.QueryRowContext(ctx, `SELECT MAX(last, COALESCE((SELECT MAX(id) FROM runs), 0)) + 1 FROM run_ids`).Scan(&w.id); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE run_ids SET last = ?`, w.id); err != nil {
+		return nil, err
+	}
+	var err error
+	if w.sum, err = newChecksummer(header, modules); err != nil {
+		return nil, err
+	}
+	// The checksum walks every value; it runs beside the inserts (it was a tenth of the
+	// ingest of 500,000 tensors).
+	w.hashc, w.hashDone = make(chan []model.Module, 64), make(chan struct{})
+	go func() {
+		defer close(w.hashDone)
+		for ms := range w.hashc {
+			for i := range ms {
+				w.sum.module(&ms[i])
+			}
+		}
+	}()
+	w.mods = newInserter(ctx, tx, "modules", "run_id", "idx", "name", "class", "py_module", "parent_idx")
+	w.tens = newInserter(ctx, tx, "tensors", "run_id", "module_idx", "kind", "pos", "name", "shape", "dtype",
+		"numel", "device", "tied_to", "requires_grad", "lazy", "expert_axis", "persistent", "stat_mean", "stat_std",
+		"stat_min", "stat_max", "stat_nonfinite", "hist", "stat_norm", "sketch")
+	return w, nil
+}
+
+// stop ends the inserters and the checksum goroutine; safe to call more than once.
+func (w *runWriter) stop() {
+	w.mods.stop()
+	w.tens.stop()
+	if w.hashc != nil {
+		close(w.hashc)
+		<-w.hashDone
+		w.hashc = nil
+	}
+}
+
+// add stores modules first, first+1, …, in order.
+func (w *runWriter) add(first int, ms []model.Module) error {
+	w.hashc <- ms
+	id, mods, tens, index := w.id, w.mods, w.tens, w.index
+	for k, m := range ms {
+		i := first + k
+		index[m.Name] = i
+		var parent any
+		if m.Parent != nil {
+			parent = index[*m.Parent]
+		}
+		if err := mods.add(id, i, m.Name, m.Class, m.PyModule, parent); err != nil {
+			return err
+		}
+		for j, p := range m.Params {
+			shape, err := shapeJSON(p.Shape)
+			if err != nil {
+				return err
+			}
+			var mean, std, mn, mx, nonfinite, hist, norm, sketch any
+			if s := p.Stats; s != nil {
+				h, err := jsonText(s.Hist)
+				if err != nil {
+					return err
+				}
+				mean, mn, mx, nonfinite, hist = s.Mean, s.Min, s.Max, s.Nonfinite, h
+				if s.Std != nil {
+					std = *s.Std
+				}
+				if s.Norm != nil {
+					norm = *s.Norm
+				}
+				if len(s.Sketch) > 0 {
+					sketch = EncodeSketch(s.Sketch)
+				}
+			}
+			var axis any
+			if p.ExpertAxis != nil {
+				axis = *p.ExpertAxis
+			}
+			if err := tens.add(id, i, "param", j, p.Name, shape, p.DType, p.Numel, p.Device,
+				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, axis, nil, mean, std, mn, mx, nonfinite, hist, norm, sketch); err != nil {
+				return err
+			}
+		}
+		for j, b := range m.Buffers {
+			shape, err := shapeJSON(b.Shape)
+			if err != nil {
+				return err
+			}
+			if err := tens.add(id, i, "buffer", j, b.Name, shape, b.DType, b.Numel, b.Device,
+				nullString(b.TiedTo), nil, nil, nil, b.Persistent, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finish writes what needs the whole dump: the rows left in the inserters, the runs row with
+// its totals, checksum and row checksum, the measurement and the trace.
+func (w *runWriter) finish(d *model.Dump, sourceFile string, now time.Time) (int64, error) {
+	ctx, tx, id := w.ctx, w.tx, w.id
+	if err := w.mods.flush(); err != nil {
+		return 0, err
+	}
+	if err := w.tens.flush(); err != nil {
+		return 0, err
+	}
+	close(w.hashc)
+	<-w.hashDone
+	w.hashc = nil
+	sum := w.sum.sum(d)
 	tot := ComputeTotals(d)
 	tags := d.Run.Tags
 	if tags == nil {
@@ -165,35 +309,22 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 	if err != nil {
 		return 0, err
 	}
-	// The checksum walks every row's values; it runs beside the inserts (it was a tenth of
-	// the ingest of 500,000 tensors) and is written last.
-	type result struct {
-		sum string
-		err error
-	}
-	sumc := make(chan result, 1)
-	go func() {
-		s, err := Checksum(d)
-		sumc <- result{s, err}
-	}()
-	sum := func() (string, error) { r := <-sumc; return r.sum, r.err }
-	// ids only grow: the high-water mark outlives removed runs
-	var id int64
-	if err := tx.QueryRowContext(ctx, `SELECT MAX(last, COALESCE((SELECT MAX(id) FROM runs), 0)) + 1 FROM run_ids`).Scan(&id); err != nil {
-		return 0, err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE run_ids SET last = ?`, id); err != nil {
-		return 0, err
+	var measured any
+	if m := d.Measurement; m != nil {
+		if measured, err = jsonText(m); err != nil {
+			return 0, err
+		}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO runs (id, content_hash, model_name, label, step, tags, root_class,
 		source_kind, source_path, model_type, text_config_key, dtype, schema_version, created_at, ingested_at,
-		source_file, total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, config, framework, checksum)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		source_file, total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, config, framework, checksum,
+		measurement)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, d.Run.ContentHash, d.Model.Name, d.Run.Label, d.Run.Step, tagsJSON, d.Model.RootClass,
 		d.Model.Source.Kind, nullString(d.Model.Source.Path), nullString(d.Model.Source.ModelType),
 		nullString(d.Model.TextConfigKey), nullString(d.Model.DType), d.SchemaVersion, d.Run.CreatedAt,
 		now.Format(time.RFC3339Nano), nullString(sourceFile), tot.Params, tot.Trainable, tot.Bytes,
-		len(d.Modules), tot.HasStats, d.Trace != nil, cfg, fw, nil)
+		len(d.Modules), tot.HasStats, d.Trace != nil, cfg, fw, sum, measured)
 	if err != nil {
 		return 0, err
 	}
@@ -204,79 +335,6 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET row_checksum = ? WHERE id = ?`, rowChecksum(row), id); err != nil {
 		return 0, err
-	}
-	mods := newInserter(ctx, tx, "modules", "run_id", "idx", "name", "class", "py_module", "parent_idx")
-	tens := newInserter(ctx, tx, "tensors", "run_id", "module_idx", "kind", "pos", "name", "shape", "dtype",
-		"numel", "device", "tied_to", "requires_grad", "lazy", "expert_axis", "persistent", "stat_mean", "stat_std",
-		"stat_min", "stat_max", "stat_nonfinite", "hist", "stat_norm", "sketch")
-	defer mods.stop()
-	defer tens.stop()
-	index := make(map[string]int, len(d.Modules))
-	for i, m := range d.Modules {
-		index[m.Name] = i
-		var parent any
-		if m.Parent != nil {
-			parent = index[*m.Parent]
-		}
-		if err := mods.add(id, i, m.Name, m.Class, m.PyModule, parent); err != nil {
-			return 0, err
-		}
-		for j, p := range m.Params {
-			shape, err := shapeJSON(p.Shape)
-			if err != nil {
-				return 0, err
-			}
-			var mean, std, mn, mx, nonfinite, hist, norm, sketch any
-			if s := p.Stats; s != nil {
-				h, err := jsonText(s.Hist)
-				if err != nil {
-					return 0, err
-				}
-				mean, mn, mx, nonfinite, hist = s.Mean, s.Min, s.Max, s.Nonfinite, h
-				if s.Std != nil {
-					std = *s.Std
-				}
-				if s.Norm != nil {
-					norm = *s.Norm
-				}
-				if len(s.Sketch) > 0 {
-					sketch = EncodeSketch(s.Sketch)
-				}
-			}
-			var axis any
-			if p.ExpertAxis != nil {
-				axis = *p.ExpertAxis
-			}
-			if err := tens.add(id, i, "param", j, p.Name, shape, p.DType, p.Numel, p.Device,
-				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, axis, nil, mean, std, mn, mx, nonfinite, hist, norm, sketch); err != nil {
-				return 0, err
-			}
-		}
-		for j, b := range m.Buffers {
-			shape, err := shapeJSON(b.Shape)
-			if err != nil {
-				return 0, err
-			}
-			if err := tens.add(id, i, "buffer", j, b.Name, shape, b.DType, b.Numel, b.Device,
-				nullString(b.TiedTo), nil, nil, nil, b.Persistent, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
-				return 0, err
-			}
-		}
-	}
-	if err := mods.flush(); err != nil {
-		return 0, err
-	}
-	if err := tens.flush(); err != nil {
-		return 0, err
-	}
-	if m := d.Measurement; m != nil {
-		js, err := jsonText(m)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET measurement = ? WHERE id = ?`, js, id); err != nil {
-			return 0, err
-		}
 	}
 	if tr := d.Trace; tr != nil {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO traces (run_id, batch, seq, device, attn_implementation,
@@ -294,13 +352,6 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 				return 0, err
 			}
 		}
-	}
-	s, err := sum()
-	if err != nil {
-		return 0, err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET checksum = ? WHERE id = ?`, s, id); err != nil {
-		return 0, err
 	}
 	return id, nil
 }

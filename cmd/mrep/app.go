@@ -199,93 +199,20 @@ func ingestCommand(env Env) *cli.Command {
 				return cli.Exit(fmt.Sprintf("--max-bytes %d: want a positive number of bytes", maxBytes), exitFailure)
 			}
 			opt := ingest.Options{MaxBytes: maxBytes}
-			// Pass 1 validates every file. It keeps decoded dumps only while they add up to no
-			// more than the largest one (a single large dump is read once); the others are read
-			// again when stored, so memory is bounded by the largest dump, not by how many a
-			// command ingests.
-			var oks, bads []string
-			var report []ingestResult
-			defer func() {
-				if c.Bool("json") {
-					for _, b := range bads {
-						report = append(report, ingestResult{Path: b, Error: "rejected (see stderr)"})
-					}
-					writeJSON(c.App.Writer, report)
-				}
-			}()
-			kept := map[int]*model.Dump{}
-			var keptBytes, largest int64
-			for _, p := range paths {
-				d, n, err := ingest.ReadFileSized(p, opt)
-				if err != nil {
-					bads = append(bads, p)
-					fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
-					continue
-				}
-				largest = max(largest, n)
-				if keptBytes+n <= largest {
-					kept[len(oks)] = d
-					keptBytes += n
-				}
-				oks = append(oks, p)
-			}
-			if len(bads) > 0 && !c.Bool("keep-going") {
+			// One pass: each dump is stored while it is decoded, in one transaction (a rejected
+			// dump stores nothing, or with --keep-going only itself); memory holds one dump.
+			done, bads, err := ingestFiles(c, env, c.String("db"), paths, opt)
+			switch {
+			case errors.Is(err, errRejected):
 				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected (%s); nothing was stored", len(bads), len(paths), render.Visible(strings.Join(bads, ", "))), exitFailure)
-			}
-			if len(oks) > 0 {
-				db, err := openDB(c, env)
-				if err != nil {
+			case err != nil:
+				var ec cli.ExitCoder
+				if errors.As(err, &ec) {
 					return err
 				}
-				defer db.Close()
-				// Pass 2 reads each dump again and stores it: by default all in one transaction
-				// (a failure stores nothing); with --keep-going each dump on its own.
-				read := func(i int) (*model.Dump, string, error) {
-					if d, ok := kept[i]; ok {
-						delete(kept, i)
-						return d, oks[i], nil
-					}
-					d, err := ingest.ReadFile(oks[i], opt)
-					return d, oks[i], err
-				}
-				var done []store.Ingested
-				if c.Bool("keep-going") {
-					for i := range oks {
-						got, err := db.IngestBatch(c.Context, 1, func(int) (*model.Dump, string, error) { return read(i) })
-						if err != nil {
-							bads = append(bads, oks[i])
-							fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
-							done = append(done, store.Ingested{ID: -1})
-							continue
-						}
-						done = append(done, got...)
-					}
-				} else if done, err = db.IngestBatch(c.Context, len(oks), read); err != nil {
-					return cli.Exit(render.Visible(fmt.Sprintf("ingest: %v; nothing was stored", err)), exitFailure)
-				}
-				for i, g := range done {
-					if g.ID < 0 {
-						continue
-					}
-					run, err := db.Run(c.Context, g.ID)
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						report = append(report, ingestResult{Path: oks[i], ID: run.ID, Created: g.Created, Model: run.ModelName, Label: run.Label, Step: run.Step})
-						continue
-					}
-					if g.Created {
-						fmt.Fprintf(c.App.Writer, "ingested %s as run %d (%s)\n", render.Visible(oks[i]), run.ID, describe(run))
-					} else {
-						fmt.Fprintf(c.App.Writer, "%s: already ingested as run %d (%s)\n", render.Visible(oks[i]), run.ID, describe(run))
-					}
-				}
+				return cli.Exit(render.Visible(fmt.Sprintf("ingest: %v; nothing was stored", err)), exitFailure)
 			}
-			if len(bads) > 0 {
-				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected: %s", len(bads), len(paths), render.Visible(strings.Join(bads, ", "))), exitFailure)
-			}
-			return nil
+			return reportIngest(c.Context, c, env, done, bads, len(paths))
 		},
 	}
 }
