@@ -45,6 +45,10 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	if o.Engine.PrefixHit > 0 {
 		w.printf("Prefix cache: %.0f%% of each prompt is a hit and is not prefilled.\n\n", 100*o.Engine.PrefixHit)
 	}
+	if e := o.Engine; e.SpecTokens > 0 {
+		w.printf("Speculative decoding: %d draft tokens per step, each accepted with probability %.2f, so a step emits %.2f tokens per sequence on average; a step verifies %d query rows per sequence (weights and KV read once) and drafting costs %.3g of a decode step per draft token (estimate: an MTP head of one layer unless --spec-draft-cost says otherwise).\n\n",
+			e.SpecTokens, e.SpecAccept, e.SpecTokensPerStep(), e.SpecTokens+1, e.SpecDraftCost)
+	}
 	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. Engine: in-flight batching, chunked prefill under a %g-token budget, %.0f%% of the free memory for the KV cache.\n\n",
 		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), o.Engine.TokenBudget, 100*o.Engine.KVFraction)
 	if p.Meeting == 0 {

@@ -271,3 +271,40 @@ func TestAttentionDataParallel(t *testing.T) {
 	one, _ := At(m, dp8.Scenario, pred, dp8.MemBytes, 2000, 500, dp8.Engine, math.Inf(1))
 	near(t, "DP scaling", rd.OutputTokS, 8*one.OutputTokS, 1e-12)
 }
+
+// Speculative decoding: the expected tokens per step follow (1-a^(k+1))/(1-a); with drafts
+// the TPOT falls by about that factor at a small batch (weight streaming dominates, the
+// verified rows are nearly free), never below the plain step over k+1, and costs show up as a
+// longer step.
+func TestSpeculativeDecoding(t *testing.T) {
+	for _, c := range []struct {
+		k    int
+		a, w float64
+	}{{0, 0.7, 1}, {3, 0, 1}, {3, 1, 4}, {3, 0.7, (1 - math.Pow(0.7, 4)) / 0.3}, {1, 0.5, 1.5}} {
+		if got := (Engine{SpecTokens: c.k, SpecAccept: c.a}).SpecTokensPerStep(); math.Abs(got-c.w) > 1e-12 {
+			t.Errorf("k=%d a=%g: %g tokens per step, want %g", c.k, c.a, got, c.w)
+		}
+	}
+	r := replica(t, model(t, "Llama-3.1-8B"), "H100", 1)
+	m, s, p, mem := r.Model, r.Scenario, r.Pred, r.MemBytes
+	e := DefaultEngine()
+	plain, err := At(m, s, p, mem, 2000, 500, e, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SpecTokens, e.SpecAccept, e.SpecDraftCost = 3, 0.7, 1.0/32
+	spec, err := At(m, s, p, mem, 2000, 500, e, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tau := e.SpecTokensPerStep()
+	if !(spec.StepTime > plain.StepTime) {
+		t.Errorf("a verifying step (%g s) must cost more than a plain one (%g s)", spec.StepTime, plain.StepTime)
+	}
+	if !(spec.TPOT < plain.TPOT/1.8 && spec.TPOT > plain.TPOT/tau) {
+		t.Errorf("TPOT %g ms with drafts against %g ms plain: want a gain below the %0.2f tokens per step", 1e3*spec.TPOT, 1e3*plain.TPOT, tau)
+	}
+	if !(spec.OutputTokS > 1.8*plain.OutputTokS) {
+		t.Errorf("output %g tok/s with drafts against %g plain", spec.OutputTokS, plain.OutputTokS)
+	}
+}

@@ -30,6 +30,30 @@ type Engine struct {
 	// deduplicated: conservative), and the new tokens' attention over the cached prefix is
 	// not counted (it is a small part of a prefill chunk's work).
 	PrefixHit float64
+	// SpecTokens and SpecAccept: speculative decoding (draft model or MTP heads) proposing k
+	// tokens per step, each accepted with probability a. A step then verifies k+1 query tokens
+	// per sequence, reading the weights and each sequence's KV cache once, and emits
+	// (1-a^(k+1))/(1-a) tokens on average (Leviathan, Kalman, Matias 2023). Drafting costs
+	// SpecDraftCost of a plain decode step per draft token (stated default for MTP: one extra
+	// layer, 1/L). 0 tokens: no speculation.
+	SpecTokens    int
+	SpecAccept    float64
+	SpecDraftCost float64
+}
+
+// SpecTokensPerStep is the mean tokens a speculative step emits per sequence: 1 without
+// speculation, (1-a^(k+1))/(1-a) with k drafts accepted with probability a each.
+func (e Engine) SpecTokensPerStep() float64 {
+	k, a := float64(e.SpecTokens), e.SpecAccept
+	switch {
+	case e.SpecTokens <= 0:
+		return 1
+	case a >= 1:
+		return k + 1
+	case a <= 0:
+		return 1
+	}
+	return (1 - math.Pow(a, k+1)) / (1 - a)
 }
 
 // computed is how many of a prompt's isl tokens are prefilled (at least one: the last token
@@ -117,7 +141,8 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if want < r.Concurrency {
 		r.Concurrency, r.Bound = want, "load"
 	}
-	decodeSteps := math.Max(float64(osl-1), 1)
+	tau := e.SpecTokensPerStep()
+	decodeSteps := math.Max(float64(osl-1)/tau, 1) // steps a sequence decodes for
 	d := r.Concurrency
 	ctx := float64(isl) + float64(osl)/2
 	isl = e.computed(isl) // from here on, the prompt tokens that are prefilled
@@ -125,7 +150,7 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if osl == 1 {
 		r.PrefillTok, d = math.Min(e.TokenBudget, d*float64(isl)), 0
 	}
-	st, err := mixedStep(m, s, p, d, ctx, r.PrefillTok, isl)
+	st, err := specStep(m, s, p, e, d, ctx, r.PrefillTok, isl)
 	if err != nil {
 		return r, err
 	}
@@ -141,14 +166,14 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	}
 	r.OutputTokS, r.RooflineTokS = rate(st.TEst), rate(st.TRoofline)
 	r.TotalTokS = r.OutputTokS * (ctx - float64(osl)/2 + float64(osl)) / float64(osl)
-	r.TPOT = st.TEst
+	r.TPOT = st.TEst / tau
 	// A new prompt is prefilled in chunks of what the budget leaves beside the decode tokens
 	// (the scheduler runs decodes first, as vLLM's and TensorRT-LLM's do), each chunk a step.
 	chunk := math.Min(float64(isl), math.Max(e.TokenBudget-d, 1))
 	if chunk <= r.PrefillTok {
 		r.TTFT = math.Ceil(float64(isl)/math.Max(r.PrefillTok, 1)) * st.TEst
 	} else {
-		ct, err := mixedStep(m, s, p, d, ctx, chunk, isl)
+		ct, err := specStep(m, s, p, e, d, ctx, chunk, isl)
 		if err != nil {
 			return r, err
 		}
@@ -158,11 +183,56 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	return r, nil
 }
 
+// specStep is mixedStep with speculative decoding: each of the d sequences verifies k drafts
+// beside its token, so the step's GEMMs carry d·(k+1) rows (weights read once) while the
+// attention reads each sequence's KV cache once (the drafts are k more query rows of the same
+// tile); drafting adds SpecDraftCost of a plain decode step per draft token.
+func specStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, e Engine, d, ctx, prefill float64, isl int64) (kernels.Time, error) {
+	if e.SpecTokens <= 0 || d <= 0 {
+		return mixedStep(m, s, p, d, ctx, prefill, isl)
+	}
+	plain, err := mixedStep(m, s, p, d, ctx, 0, isl)
+	if err != nil {
+		return kernels.Time{}, err
+	}
+	ks, err := mixedKernels(m, s, d, ctx, prefill, isl)
+	if err != nil {
+		return kernels.Time{}, err
+	}
+	sd := s
+	sd.Batch, sd.Seq = int64(math.Max(1, math.Round(d))), int64(e.SpecTokens)
+	drafts, err := m.AnalyzeTotals(analyzer.Prefill, sd, analyzer.Achievable)
+	if err != nil {
+		return kernels.Time{}, err
+	}
+	// the drafts' rows join the step's GEMMs; their attention is the decode tile's (not added)
+	var rows []kernels.Kernel
+	for _, k := range drafts.Kernels {
+		if k.Kind == kernels.GEMM || k.Kind == kernels.Collective {
+			rows = append(rows, k)
+		}
+	}
+	t := p.Predict(merge(ks, rows, s.WeightBytes))
+	draft := float64(e.SpecTokens) * e.SpecDraftCost * plain.TEst
+	t.TEst += draft
+	t.TLatency += draft * plain.TLatency / math.Max(plain.TEst, 1e-30)
+	return t, nil
+}
+
 // mixedStep times one engine step of d decode tokens at mean context ctx and prefill tokens
 // of prompts of isl: the two counted steps' kernels, with each dense GEMM's weights read once
 // for both (the engine runs them as one GEMM over all the step's tokens) and one all-reduce
 // per layer carrying both.
 func mixedStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, d, ctx, prefill float64, isl int64) (kernels.Time, error) {
+	ks, err := mixedKernels(m, s, d, ctx, prefill, isl)
+	if err != nil {
+		return kernels.Time{}, err
+	}
+	return p.Predict(ks), nil
+}
+
+// mixedKernels are mixedStep's kernels.
+func mixedKernels(m *analyzer.Model, s analyzer.Scenario, d, ctx, prefill float64, isl int64) ([]kernels.Kernel, error) {
 	var ks []kernels.Kernel
 	var dec, pre analyzer.Step
 	var err error
@@ -170,7 +240,7 @@ func mixedStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, d, c
 		sd := s
 		sd.Batch, sd.KVLen = int64(math.Max(1, math.Round(d))), int64(math.Round(ctx))
 		if dec, err = m.AnalyzeTotals(analyzer.Decode, sd, analyzer.Achievable); err != nil {
-			return kernels.Time{}, err
+			return nil, err
 		}
 		ks = append(ks, dec.Kernels...)
 	}
@@ -183,11 +253,11 @@ func mixedStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, d, c
 			sp.Batch, sp.Seq = 1, int64(math.Round(prefill))
 		}
 		if pre, err = m.AnalyzeTotals(analyzer.Prefill, sp, analyzer.Achievable); err != nil {
-			return kernels.Time{}, err
+			return nil, err
 		}
 		ks = merge(ks, pre.Kernels, s.WeightBytes)
 	}
-	return p.Predict(ks), nil
+	return ks, nil
 }
 
 // merge adds prefill kernels to a decode step's: a dense GEMM of the same op and shape becomes

@@ -28,6 +28,9 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
 			&cli.StringFlag{Name: "workload", Usage: "CSV `FILE` of isl,osl (one request per line) or isl,osl,count (a histogram): the mix's mean lengths replace --isl/--osl"},
 			&cli.Float64Flag{Name: "prefix-hit", Usage: "share of each prompt served from the prefix cache, 0 to <1 (default 0)"},
+			&cli.IntFlag{Name: "spec-tokens", Usage: "speculative decoding / MTP: draft tokens proposed per step (default 0: none)"},
+			&cli.Float64Flag{Name: "spec-accept", Value: 0.7, Usage: "with --spec-tokens: probability each draft token is accepted"},
+			&cli.Float64Flag{Name: "spec-draft-cost", Usage: "with --spec-tokens: cost of drafting one token, as a share of a decode step (default 1/layers: an MTP head of one layer)"},
 			&cli.StringFlag{Name: "ttft", Usage: "time-to-first-token SLO, e.g. 1s or 500ms"},
 			&cli.StringFlag{Name: "tpot", Usage: "time-per-output-token SLO, e.g. 50ms"},
 			&cli.Float64Flag{Name: "users", Usage: "concurrent users (closed loop)"},
@@ -53,7 +56,11 @@ func planServeCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			plan, err := serve.PlanServe(analyzer.NewModel(d), targets, o)
+			m := analyzer.NewModel(d)
+			if o.Engine.SpecTokens > 0 && !c.IsSet("spec-draft-cost") && m.Fingerprint.Layers > 0 {
+				o.Engine.SpecDraftCost = 1 / float64(m.Fingerprint.Layers)
+			}
+			plan, err := serve.PlanServe(m, targets, o)
 			if err != nil {
 				return cli.Exit("plan serve: "+err.Error(), exitFailure)
 			}
@@ -137,6 +144,15 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		o.ISL, o.OSL = int64(math.Round(isl)), int64(math.Round(osl))
 		o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
 			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
+	}
+	o.Engine.SpecTokens, o.Engine.SpecAccept, o.Engine.SpecDraftCost = c.Int("spec-tokens"), c.Float64("spec-accept"), c.Float64("spec-draft-cost")
+	switch {
+	case o.Engine.SpecTokens < 0 || o.Engine.SpecTokens > 16:
+		return o, nil, nil, fmt.Errorf("--spec-tokens %d: want 0 to 16 draft tokens per step", o.Engine.SpecTokens)
+	case !(o.Engine.SpecAccept >= 0 && o.Engine.SpecAccept <= 1):
+		return o, nil, nil, fmt.Errorf("--spec-accept %g: a probability, in [0, 1]", o.Engine.SpecAccept)
+	case !(o.Engine.SpecDraftCost >= 0 && o.Engine.SpecDraftCost <= 10):
+		return o, nil, nil, fmt.Errorf("--spec-draft-cost %g: a share of a decode step, 0 to 10", o.Engine.SpecDraftCost)
 	}
 	o.Engine.PrefixHit = c.Float64("prefix-hit")
 	if !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1) {
