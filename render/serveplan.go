@@ -62,6 +62,7 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 				usd(c.USDPerMTok), fmt.Sprintf("%.2f", c.JPerTok), c.Result.Bound})
 		}
 		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out (est.)", "J/token (est.)", "Batch bound"}, "rllrrrrrrrrrl", rows)
+		writeTTFTQuantiles(w, p.Best)
 	}
 	w.printf("\nPareto front of one replica over batch caps (more tokens/s per user costs tokens/s per GPU):\n\n")
 	var rows [][]string
@@ -160,4 +161,28 @@ func ServePlanChart(title string, p serve.Plan) chart.Chart {
 	c.Elements = []chart.Renderable{legend(entries)}
 	leftAxis(&c)
 	return c
+}
+
+// writeTTFTQuantiles lists, for a workload of mixed lengths, the TTFT of its p50/p90/p99
+// prompts on each best deployment (the table's TTFT is the mean prompt's).
+func writeTTFTQuantiles(w *errWriter, best []serve.Config) {
+	if len(best) == 0 || len(best[0].TTFTQuantiles) == 0 {
+		return
+	}
+	head := []string{"#"}
+	align := "r"
+	for _, q := range best[0].TTFTQuantiles {
+		head = append(head, fmt.Sprintf("TTFT p%g (%d-token prompt)", 100*q.Quantile, q.Prompt))
+		align += "r"
+	}
+	var rows [][]string
+	for i, c := range best {
+		row := []string{fmt.Sprint(i + 1)}
+		for _, q := range c.TTFTQuantiles {
+			row = append(row, seconds(q.TTFT))
+		}
+		rows = append(rows, row)
+	}
+	w.printf("\nTime to first token by prompt length (the workload's quantiles, in the steady state of its means; queueing not included):\n\n")
+	table(w, head, align, rows)
 }

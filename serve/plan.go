@@ -37,6 +37,18 @@ type PlanOptions struct {
 	Top           int
 	// Workload describes where ISL and OSL came from when they are a file's means.
 	Workload string
+	// Prompts are prompt lengths whose TTFT the best deployments report (a workload's ISL
+	// quantiles), at PromptQuantiles.
+	Prompts         []int64
+	PromptQuantiles []float64
+}
+
+// QuantileTTFT is the time to first token of a prompt at a quantile of the workload's lengths,
+// in the steady state of the means (queueing not included).
+type QuantileTTFT struct {
+	Quantile float64 `json:"quantile"`
+	Prompt   int64   `json:"prompt_tokens"`
+	TTFT     float64 `json:"ttft_s"`
 }
 
 // Config is one deployment: chip, layout, replicas and the steady state of one replica.
@@ -48,6 +60,9 @@ type Config struct {
 	GPUs     int64   `json:"gpus"`
 	BatchCap float64 `json:"batch_cap"` // sequences one replica may run (offline search)
 	Result   Result  `json:"per_replica"`
+	// TTFTQuantiles: the TTFT of the workload's p50/p90/p99 prompts (with --workload).
+	TTFTQuantiles []QuantileTTFT `json:"ttft_quantiles,omitempty"`
+	rp            Replica        // to re-time the deployment (not serialized)
 	// Per GPU and per user (1/TPOT), and for the whole deployment.
 	TokSPerGPU  float64 `json:"output_tokens_per_s_per_gpu"`
 	TokSPerUser float64 `json:"output_tokens_per_s_per_user"`
@@ -178,6 +193,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 					r.Bound = "batch-cap"
 				}
 				c := tg.config(s, r, 1, cap)
+				c.rp = rp
 				if minTPOT == nil || c.Result.TPOT < minTPOT.Result.TPOT {
 					minTPOT = &c
 				}
@@ -191,6 +207,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 						reps = o.GPUs / size
 					}
 					c = tg.config(s, r, reps, cap)
+					c.rp = rp
 					o.judge(&c)
 					all = append(all, c)
 				}
@@ -215,6 +232,18 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	}
 	sort.SliceStable(pl.Best, func(i, j int) bool { return pl.better(pl.Best[i], pl.Best[j]) })
 	pl.Best = dedupe(pl.Best, o.Top)
+	for i := range pl.Best {
+		c := &pl.Best[i]
+		for k, x := range o.Prompts {
+			rp := c.rp
+			rp.Engine.Prompt = x
+			r, err := rp.At(o.ISL, o.OSL, c.Result.Concurrency)
+			if err != nil {
+				return pl, err
+			}
+			c.TTFTQuantiles = append(c.TTFTQuantiles, QuantileTTFT{Quantile: o.PromptQuantiles[k], Prompt: x, TTFT: r.TTFT})
+		}
+	}
 	if pl.Meeting == 0 {
 		pl.NoConfig = o.why(m, pl, fitErrs, minTPOT, minTTFT, targets)
 	}
@@ -315,6 +344,7 @@ func (o PlanOptions) loaded(tg Target, rp Replica, limit float64) (Config, bool,
 			return Config{}, false, err
 		}
 		c := tg.config(rp.Scenario, r, reps, limit)
+		c.rp = rp
 		o.judge(&c)
 		return c, c.MeetsSLO, nil
 	}

@@ -308,3 +308,25 @@ func TestSpeculativeDecoding(t *testing.T) {
 		t.Errorf("output %g tok/s with drafts against %g plain", spec.OutputTokS, plain.OutputTokS)
 	}
 }
+
+// A mixed workload's quantile prompts: the TTFT grows with the prompt, and the mean prompt's
+// equals the table's TTFT (the same steady state re-timed).
+func TestTTFTQuantiles(t *testing.T) {
+	m := model(t, "Llama-3.1-8B")
+	o := PlanOptions{ISL: 1850, OSL: 290, Users: 16, Scenario: fp8(), Top: 2,
+		Prompts: []int64{500, 1850, 8000}, PromptQuantiles: []float64{0.5, 0.75, 0.99}}
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Best) == 0 {
+		t.Fatal(pl.NoConfig)
+	}
+	for _, c := range pl.Best {
+		q := c.TTFTQuantiles
+		if len(q) != 3 || !(q[0].TTFT < q[1].TTFT && q[1].TTFT < q[2].TTFT) {
+			t.Fatalf("TTFT by prompt length: %+v", q)
+		}
+		near(t, "the mean prompt's TTFT", q[1].TTFT, c.Result.TTFT, 1e-9)
+	}
+}

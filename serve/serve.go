@@ -39,6 +39,9 @@ type Engine struct {
 	SpecTokens    int
 	SpecAccept    float64
 	SpecDraftCost float64
+	// Prompt, when > 0, is the length of the prompt whose TTFT is reported, arriving in the
+	// steady state of the workload's means (a p90 prompt of a mix); 0: the mean prompt.
+	Prompt int64
 }
 
 // SpecTokensPerStep is the mean tokens a speculative step emits per sequence: 1 without
@@ -169,15 +172,19 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	r.TPOT = st.TEst / tau
 	// A new prompt is prefilled in chunks of what the budget leaves beside the decode tokens
 	// (the scheduler runs decodes first, as vLLM's and TensorRT-LLM's do), each chunk a step.
-	chunk := math.Min(float64(isl), math.Max(e.TokenBudget-d, 1))
+	prompt := isl
+	if e.Prompt > 0 {
+		prompt = e.computed(e.Prompt)
+	}
+	chunk := math.Min(float64(prompt), math.Max(e.TokenBudget-d, 1))
 	if chunk <= r.PrefillTok {
-		r.TTFT = math.Ceil(float64(isl)/math.Max(r.PrefillTok, 1)) * st.TEst
+		r.TTFT = math.Ceil(float64(prompt)/math.Max(r.PrefillTok, 1)) * st.TEst
 	} else {
-		ct, err := specStep(m, s, p, e, d, ctx, chunk, isl)
+		ct, err := specStep(m, s, p, e, d, ctx, chunk, prompt)
 		if err != nil {
 			return r, err
 		}
-		r.TTFT = math.Ceil(float64(isl)/chunk) * ct.TEst
+		r.TTFT = math.Ceil(float64(prompt)/chunk) * ct.TEst
 	}
 	r.E2E = r.TTFT + float64(osl-1)*r.TPOT
 	return r, nil

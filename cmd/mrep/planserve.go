@@ -142,6 +142,10 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		}
 		isl, osl := w.Means()
 		o.ISL, o.OSL = int64(math.Round(isl)), int64(math.Round(osl))
+		for _, q := range []float64{0.5, 0.9, 0.99} {
+			o.Prompts = append(o.Prompts, int64(math.Round(w.Quantile(q))))
+			o.PromptQuantiles = append(o.PromptQuantiles, q)
+		}
 		o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
 			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
 	}
