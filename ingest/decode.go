@@ -75,18 +75,11 @@ func (o Options) maxBytes() int64 {
 // Only regular files are read: a FIFO, socket or device named *.json is refused, not waited
 // on (it is opened non-blocking and checked before any read).
 func ReadFile(path string, opt Options) (*model.Dump, error) {
-	d, _, err := ReadFileSized(path, opt)
-	return d, err
-}
-
-// ReadFileSized is ReadFile that also says how many bytes the dump has once decompressed.
-func ReadFileSized(path string, opt Options) (*model.Dump, int64, error) {
 	data, err := readFile(path, opt)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	d, err := decodeBytes(path, data)
-	return d, int64(len(data)), err
+	return decodeBytes(path, data)
 }
 
 // readFile reads a regular file, decompressed, within the size cap.

@@ -16,10 +16,11 @@ type Sink interface {
 	Reset() error
 }
 
-// StreamFile is ReadFileSized that hands the dump to sink as it is decoded, so a store writes
+// StreamFile is ReadFile that hands the dump to sink as it is decoded, so a store writes
 // while the decoder still reads (a large dump's ingest is then as long as the slower of the
 // two, not their sum). On an error, what sink received is not a dump: drop it. Errors from
 // sink come back as they are.
+// It also says how many bytes the dump has once decompressed.
 func StreamFile(path string, opt Options, sink Sink) (*model.Dump, int64, error) {
 	data, err := readFile(path, opt)
 	if err != nil {

@@ -99,12 +99,7 @@ func axisName(name string) chart.Renderable {
 // charts put theirs on the right. Values map as the bars do: y = bottom - (v-min)/(max-min) x height.
 func leftTicks(name string, min, max float64, format func(float64) string) chart.Renderable {
 	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
-		r.SetFont(defaults.GetFont())
-		r.SetFontSize(8)
-		r.SetFontColor(drawing.ColorFromHex("333333"))
-		r.SetStrokeColor(drawing.ColorFromHex("333333"))
-		r.SetStrokeWidth(1)
-		r.SetStrokeDashArray(nil)
+		axisPen(r, defaults, 8)
 		r.MoveTo(cb.Left, cb.Top)
 		r.LineTo(cb.Left, cb.Bottom)
 		r.Stroke()
@@ -122,6 +117,16 @@ func leftTicks(name string, min, max float64, format func(float64) string) chart
 			r.Text(name, cb.Left-40, cb.Top-10)
 		}
 	}
+}
+
+// axisPen sets the font and stroke of an axis drawn by hand (the grey of go-chart's own).
+func axisPen(r chart.Renderer, defaults chart.Style, fontSize float64) {
+	r.SetFont(defaults.GetFont())
+	r.SetFontSize(fontSize)
+	r.SetFontColor(drawing.ColorFromHex("333333"))
+	r.SetStrokeColor(drawing.ColorFromHex("333333"))
+	r.SetStrokeWidth(1)
+	r.SetStrokeDashArray(nil)
 }
 
 // niceTicks are about n round values (1, 2 or 5 times a power of ten apart) in [min, max].

@@ -575,12 +575,7 @@ func HistogramGrid(w io.Writer, hs []Histogram, cols int) error {
 // edge, as go-chart lays the bars out): lo, hi and zero when it lies between.
 func valueAxis(lo, hi float64, width int) chart.Renderable {
 	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
-		r.SetFont(defaults.GetFont())
-		r.SetFontSize(7)
-		r.SetFontColor(drawing.ColorFromHex("333333"))
-		r.SetStrokeColor(drawing.ColorFromHex("333333"))
-		r.SetStrokeWidth(1)
-		r.SetStrokeDashArray(nil)
+		axisPen(r, defaults, 7)
 		r.MoveTo(cb.Left, cb.Bottom)
 		r.LineTo(cb.Left+width, cb.Bottom)
 		r.Stroke()

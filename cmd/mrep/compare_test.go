@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,18 +186,7 @@ func TestHistoryKeepsLabelsApart(t *testing.T) {
 	mustRun(t, db, "ingest", "../../examples/dumps/checkpoints")
 	files, _ := filepath.Glob("../../examples/dumps/checkpoints/*.json.gz")
 	for i, f := range files[:2] { // a second run, "lr-b", of two checkpoints
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, _ := gzip.NewReader(bytes.NewReader(raw))
-		plain, _ := io.ReadAll(zr)
-		dec := json.NewDecoder(bytes.NewReader(plain))
-		dec.UseNumber()
-		var doc map[string]any
-		if err := dec.Decode(&doc); err != nil {
-			t.Fatal(err)
-		}
+		doc := gzDoc(t, f)
 		doc["run"].(map[string]any)["label"] = "lr-b"
 		mustRun(t, db, "ingest", writeDoc(t, dir, fmt.Sprintf("b%d.json", i), doc))
 	}
@@ -240,18 +226,7 @@ func TestMeasuredBesidePredicted(t *testing.T) {
 	db := filepath.Join(dir, "m.db")
 	files, _ := filepath.Glob("../../examples/dumps/checkpoints/*.json.gz")
 	for i, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, _ := gzip.NewReader(bytes.NewReader(raw))
-		plain, _ := io.ReadAll(zr)
-		dec := json.NewDecoder(bytes.NewReader(plain))
-		dec.UseNumber()
-		var doc map[string]any
-		if err := dec.Decode(&doc); err != nil {
-			t.Fatal(err)
-		}
+		doc := gzDoc(t, f)
 		if i > 0 { // the step-0 checkpoint has nothing timed yet
 			doc["measurement"] = map[string]any{"step_time_s": 0.02 + 0.001*float64(i), "steps_timed": 2, "tokens_per_step": 8 * 4096 * 2,
 				"seq_len": 4096, "world_size": 2, "device": "NVIDIA H100 80GB HBM3", "precision": "bf16"}

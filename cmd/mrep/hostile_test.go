@@ -22,7 +22,13 @@ const hostileName = "<script>alert(1)</script> Q&A-7B | `x` \n# Owned \x1b[31mre
 // bundledDoc is a bundled dump decoded generically (numbers as written).
 func bundledDoc(t *testing.T, from string) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/dumps/" + from + ".json.gz")
+	return gzDoc(t, "../../examples/dumps/"+from+".json.gz")
+}
+
+// gzDoc is a gzipped dump file decoded generically (numbers as written).
+func gzDoc(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,3 +82,40 @@ class CNN(nn.Module):
         x = F.relu(self.bn1(self.conv1(x)))
         x = F.relu(self.conv2(x))
         return self.fc(x.mean(dim=(2, 3)))
+
+
+# Tiny training setups the hook tests share: a Llama for the HF Trainer and a Lightning module.
+TINY_LLAMA = ["num_hidden_layers=1", "hidden_size=32", "intermediate_size=64", "num_attention_heads=2",
+              "num_key_value_heads=1", "head_dim=16", "vocab_size=64"]
+
+
+class Tokens(torch.utils.data.Dataset):
+    """16 sequences of 12 token ids below 64, as an HF Trainer takes them."""
+
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        ids = torch.randint(0, 64, (12,), generator=torch.Generator().manual_seed(i))
+        return {"input_ids": ids, "labels": ids}
+
+
+def tiny_lightning():
+    """A Lightning module (embedding + linear over 32 tokens) and a loader of 4 batches of 4x8."""
+    import pytorch_lightning as pl
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(32, 16)
+            self.out = nn.Linear(16, 32)
+
+        def training_step(self, batch, _):
+            ids = batch["input_ids"]
+            return F.cross_entropy(self.out(self.emb(ids)).flatten(0, 1), ids.flatten())
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = [{"input_ids": torch.randint(0, 32, (8,), generator=torch.Generator().manual_seed(i))} for i in range(16)]
+    return Tiny(), torch.utils.data.DataLoader(data, batch_size=4)

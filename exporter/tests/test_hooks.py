@@ -5,6 +5,7 @@ import os
 
 import torch
 from conftest import config_path, load_dump
+from realcode import TINY_LLAMA, Tokens, tiny_lightning
 from torch import nn
 
 from mrep_export import CheckpointDumper, trainer_callback
@@ -46,19 +47,9 @@ def test_checkpoint_dumper_in_a_custom_loop(tmp_path):
 def test_trainer_callback_dumps_on_every_save(tmp_path):
     from transformers import Trainer, TrainingArguments
 
-    overrides = ["num_hidden_layers=1", "hidden_size=32", "intermediate_size=64", "num_attention_heads=2",
-                 "num_key_value_heads=1", "head_dim=16", "vocab_size=64"]
-    config = load_hf_config(config_path("Llama-3.2-1B-Instruct"), overrides)
+    config = load_hf_config(config_path("Llama-3.2-1B-Instruct"), TINY_LLAMA)
     torch.manual_seed(0)
     model = build_hf_model(config, device="cpu", dtype=torch.float32)
-
-    class Tokens(torch.utils.data.Dataset):
-        def __len__(self):
-            return 16
-
-        def __getitem__(self, i):
-            ids = torch.randint(0, 64, (12,), generator=torch.Generator().manual_seed(i))
-            return {"input_ids": ids, "labels": ids}
 
     args = TrainingArguments(
         output_dir=str(tmp_path / "out"),
@@ -122,26 +113,12 @@ def test_lightning_callback_dumps_with_measurements(tmp_path):
 
     from mrep_export import lightning_callback
 
-    class Tiny(pl.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.emb = nn.Embedding(32, 16)
-            self.out = nn.Linear(16, 32)
-
-        def training_step(self, batch, _):
-            ids = batch["input_ids"]
-            return nn.functional.cross_entropy(self.out(self.emb(ids)).flatten(0, 1), ids.flatten())
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    data = [{"input_ids": torch.randint(0, 32, (8,), generator=torch.Generator().manual_seed(i))} for i in range(16)]
-    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    module, loader = tiny_lightning()
     cb = lightning_callback(tmp_path / "dumps", label="pl")
     ckpt = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=2, save_top_k=-1)
     trainer = pl.Trainer(max_steps=4, accelerator="cpu", logger=False, enable_progress_bar=False,
                          enable_model_summary=False, callbacks=[cb, ckpt], default_root_dir=tmp_path)
-    trainer.fit(Tiny(), loader)
+    trainer.fit(module, loader)
     files = sorted(glob.glob(str(tmp_path / "dumps" / "*.json.gz")))
     assert [os.path.basename(f) for f in files] == ["pl-step00000000.json.gz", "pl-step00000002.json.gz", "pl-step00000004.json.gz"]
     last = load_dump(files[-1])

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.distributed as dist
 from torch import nn
-from realcode import CNN, GPT, GPTConfig
+from realcode import CNN, GPT, TINY_LLAMA, GPTConfig, Tokens, tiny_lightning
 from test_end_to_end import mrep, mrep_bin  # noqa: F401 - the fixture builds the binary once
 
 from mrep_export import ExportError, build_dump, dump_model, trace_flops
@@ -124,19 +124,9 @@ def test_trainer_and_lightning_runs_through_mrep(tmp_path, mrep_bin):  # noqa: F
     from mrep_export import lightning_callback, trainer_callback
     from mrep_export.hf import build_hf_model, load_hf_config
 
-    overrides = ["num_hidden_layers=1", "hidden_size=32", "intermediate_size=64", "num_attention_heads=2",
-                 "num_key_value_heads=1", "head_dim=16", "vocab_size=64"]
-    config = load_hf_config(config_path("Llama-3.2-1B-Instruct"), overrides)
+    config = load_hf_config(config_path("Llama-3.2-1B-Instruct"), TINY_LLAMA)
     torch.manual_seed(0)
     model = build_hf_model(config, device="cpu", dtype=torch.float32)
-
-    class Tokens(torch.utils.data.Dataset):
-        def __len__(self):
-            return 16
-
-        def __getitem__(self, i):
-            ids = torch.randint(0, 64, (12,), generator=torch.Generator().manual_seed(i))
-            return {"input_ids": ids, "labels": ids}
 
     out = tmp_path / "trainer-out"
     args = TrainingArguments(output_dir=str(out), max_steps=4, save_strategy="steps", save_steps=2,
@@ -144,25 +134,12 @@ def test_trainer_and_lightning_runs_through_mrep(tmp_path, mrep_bin):  # noqa: F
                              logging_strategy="no", disable_tqdm=True)
     Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[trainer_callback(label="hf")]).train()
 
-    class Tiny(pl.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.emb = nn.Embedding(32, 16)
-            self.out = nn.Linear(16, 32)
-
-        def training_step(self, batch, _):
-            ids = batch["input_ids"]
-            return nn.functional.cross_entropy(self.out(self.emb(ids)).flatten(0, 1), ids.flatten())
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    data = [{"input_ids": torch.randint(0, 32, (8,), generator=torch.Generator().manual_seed(i))} for i in range(16)]
+    module, loader = tiny_lightning()
     pl_root = tmp_path / "pl"
     trainer = pl.Trainer(max_steps=4, accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
                          default_root_dir=pl_root, callbacks=[lightning_callback(label="pl"),
                          pl.callbacks.ModelCheckpoint(dirpath=pl_root / "ckpt", every_n_train_steps=2, save_top_k=-1)])
-    trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=4))
+    trainer.fit(module, loader)
 
     db = tmp_path / "m.db"
     ingested = mrep(mrep_bin, db, "ingest", str(out), str(pl_root))
