@@ -267,9 +267,11 @@ func mixedKernels(m *analyzer.Model, s analyzer.Scenario, d, ctx, prefill float6
 	return ks, nil
 }
 
-// merge adds prefill kernels to a decode step's: a dense GEMM of the same op and shape becomes
-// one GEMM over both token sets (M added, the weights read once); the TP all-reduce of a layer
-// carries both; everything else runs as its own kernel.
+// merge adds prefill kernels to a decode step's: a GEMM of the same op and shape becomes one
+// GEMM over both token sets (the weights read once); the TP all-reduce of a layer carries both;
+// everything else runs as its own kernel. A grouped expert GEMM keeps the larger set of
+// touched experts (a lower bound on their union: once the decode batch touches every expert,
+// which any serving batch does, it is exact) with the assignments of both.
 func merge(dec, pre []kernels.Kernel, weightBytes float64) []kernels.Kernel {
 	type key struct {
 		name, cat string
@@ -278,7 +280,7 @@ func merge(dec, pre []kernels.Kernel, weightBytes float64) []kernels.Kernel {
 	}
 	index := map[key]int{}
 	for i, k := range dec {
-		if (k.Kind == kernels.GEMM && k.Groups == 1) || k.Kind == kernels.Collective {
+		if k.Kind == kernels.GEMM || k.Kind == kernels.Collective {
 			index[key{k.Name, k.Category, k.Kind, k.N, k.K}] = i
 		}
 	}
@@ -292,11 +294,16 @@ func merge(dec, pre []kernels.Kernel, weightBytes float64) []kernels.Kernel {
 		o := &out[j]
 		switch k.Kind {
 		case kernels.GEMM:
-			// per launch: M adds up; the weights (N x K per launch) are read once
-			weights := k.Count * k.N * k.K * weightBytes
-			o.M += k.M
+			// per launch: the rows (assignments, for grouped GEMMs) add up; the weights
+			// (N x K per group and launch) of the smaller expert set are already read
+			groups := math.Max(math.Max(o.Groups, k.Groups), 1)
+			shared := k.Count * math.Min(math.Max(o.Groups, 1), math.Max(k.Groups, 1)) * k.N * k.K * weightBytes
+			o.M = (o.M*math.Max(o.Groups, 1) + k.M*math.Max(k.Groups, 1)) / groups
+			if o.Groups > 0 || k.Groups > 0 {
+				o.Groups = groups
+			}
 			o.FLOPs += k.FLOPs
-			o.Bytes += math.Max(0, k.Bytes-weights)
+			o.Bytes += math.Max(0, k.Bytes-shared)
 		case kernels.Collective:
 			o.Message += k.Message
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -70,5 +71,50 @@ func TestOfflineSteadyState(t *testing.T) {
 	}
 	if _, err := Offline(m, s, tm, 80*(1<<30), 0, 10, DefaultEngine()); err == nil {
 		t.Error("isl 0 must be refused")
+	}
+}
+
+// A step that prefills a short chunk beside a large decode batch runs each MoE layer's grouped
+// expert GEMM once over both token sets: the experts' weights are read once, so the mixed
+// step's expert bytes are the decode step's plus only the chunk's activations, and the step
+// costs far less than the decode step and a separate chunk (which reads every expert again).
+func TestMixedStepReadsExpertsOnce(t *testing.T) {
+	m := model(t, "Mixtral-8x7B-v0.1")
+	s := analyzer.DefaultScenario()
+	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "fp8")
+	expertBytes := func(ks []kernels.Kernel) (bytes, weights float64) {
+		for _, k := range ks {
+			if k.Kind == kernels.GEMM && k.Groups > 0 && k.Category == string(analyzer.CatRoutedExperts) {
+				bytes += k.Bytes
+				weights += k.Count * k.Groups * k.N * k.K * s.WeightBytes
+			}
+		}
+		return bytes, weights
+	}
+	dec, err := mixedKernels(m, s, 227, 1100, 0, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, err := mixedKernels(m, s, 0, 0, 14, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := mixedKernels(m, s, 227, 1100, 14, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, dw := expertBytes(dec)
+	pb, pw := expertBytes(pre)
+	mb, mw := expertBytes(mixed)
+	if dw == 0 || pw == 0 {
+		t.Fatal("no grouped expert GEMMs counted")
+	}
+	near(t, "mixed expert weights", mw, dw, 1e-9) // 227 decode tokens touch all 8 experts
+	near(t, "mixed expert bytes", mb, db+pb-pw, 1e-9)
+	alone := tm.Predict(dec).TEst + tm.Predict(pre).TEst
+	if got := tm.Predict(mixed).TEst; got > 0.8*alone {
+		t.Errorf("mixed step %.2f ms, decode + separate chunk %.2f ms: the experts' weights are read twice", got*1e3, alone*1e3)
 	}
 }

@@ -126,8 +126,25 @@ func TestREADMEServeExamples(t *testing.T) {
 			t.Fatalf("block does not start with a command: %q", cmd)
 		}
 		out := mustRun(t, db, strings.Fields(args)...)
+		if *update {
+			// the head: through the end of the best-deployments table (the prose around the
+			// blocks is read again by hand)
+			head := out
+			if i := strings.Index(out, "\n| 1 |"); i >= 0 {
+				if j := strings.Index(out[i:], "\n\n"); j >= 0 {
+					head = out[:i+j+1]
+				}
+			}
+			s = strings.Replace(s, b, cmd+"\n"+head, 1)
+			continue
+		}
 		if !strings.HasPrefix(out, want) {
-			t.Errorf("README block for %q is stale; the command now prints:\n%s", args, out)
+			t.Errorf("README block for %q is stale (go test ./cmd/mrep -run READMEServe -update); the command now prints:\n%s", args, out)
+		}
+	}
+	if *update {
+		if err := os.WriteFile("../../README.md", []byte(s), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
