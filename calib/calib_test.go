@@ -258,3 +258,39 @@ func TestFitOnPartPredictsServing(t *testing.T) {
 		t.Errorf("held-out serving rows: %+v", s)
 	}
 }
+
+// The out-of-sample serving set (other chips, models, MoE and TP sizes, published by NVIDIA
+// and never fitted to except the L40S link fraction) stays predicted at median |err| <= 15%
+// with nothing beyond the roofline, and its dense-model groups each within 20% median: the
+// per-chip parameters generalise. MoE groups are reported, not bounded (see the README).
+func TestExtendedSetGeneralises(t *testing.T) {
+	rows := Extended()
+	if len(rows) < 300 {
+		t.Fatalf("%d extended rows", len(rows))
+	}
+	rep, err := Validate(prepared(t, rows), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Summary["serving"]; s.Rows != len(rows) || s.MedianAbsErr > 0.15 {
+		t.Errorf("extended serving: %+v", s)
+	}
+	for _, r := range rep.Rows {
+		if r.FasterThanPhysics {
+			t.Errorf("%s: predicted %g beyond the roofline %g", r.ID, r.Predicted, r.Roofline)
+		}
+	}
+	dense := 0
+	for _, g := range rep.Groups {
+		if strings.Contains(g.Group, "Mixtral") || strings.Contains(g.Group, "Scout") {
+			continue
+		}
+		dense++
+		if g.MedianAbsErr > 0.20 {
+			t.Errorf("%s: median |err| %.1f%%, median ratio %.3f", g.Group, 100*g.MedianAbsErr, g.MedianRatio)
+		}
+	}
+	if dense < 15 {
+		t.Errorf("%d dense groups", dense)
+	}
+}

@@ -21,6 +21,9 @@ import (
 //go:embed measured.json
 var measured []byte
 
+//go:embed extended.json
+var extended []byte
+
 // Kinds of measurement a row holds, with the unit its value is in.
 const (
 	KindTTFT       = "ttft"               // s: batch-B prefill of ISL tokens to the first token
@@ -89,9 +92,9 @@ var ErrNotExpressible = errors.New("not expressible yet")
 // Expressible says whether mrep can predict the row, and why not.
 func (r Row) Expressible() error {
 	switch {
-	case r.Kind == KindServing && (r.PP > 1 || r.CP > 1):
-		return fmt.Errorf("%w: pipeline- or context-parallel serving", ErrNotExpressible)
-	case r.Kind != KindTrainStep && (r.PP > 1 || r.CP > 1 || r.VP > 1):
+	case r.Kind == KindServing && r.CP > 1:
+		return fmt.Errorf("%w: context-parallel serving", ErrNotExpressible)
+	case r.Kind != KindTrainStep && r.Kind != KindServing && (r.PP > 1 || r.CP > 1 || r.VP > 1):
 		return fmt.Errorf("%w: pipeline (PP=%d, VP=%d) and context (CP=%d) parallel inference", ErrNotExpressible, r.PP, r.VP, r.CP)
 	case r.Kind == KindTrainStep && r.GPUs > 0 && r.GPUs%(max(r.TP, 1)*max(r.PP, 1)*max(r.CP, 1)) != 0:
 		return fmt.Errorf("%w: %d GPUs are not a multiple of TP x PP x CP", ErrNotExpressible, r.GPUs)
@@ -192,6 +195,17 @@ func Default() []Row {
 	rows, err := Parse("measured.json", bytes.NewReader(measured))
 	if err != nil {
 		panic(fmt.Sprintf("embedded calibration set: %v", err)) // a build defect, caught by tests
+	}
+	return rows
+}
+
+// Extended returns the out-of-sample serving rows shipped with mrep (extended.json): other
+// chips, models, MoE and TP sizes than the calibration set, which no efficiency figure was
+// fitted to.
+func Extended() []Row {
+	rows, err := Parse("extended.json", bytes.NewReader(extended))
+	if err != nil {
+		panic(fmt.Sprintf("embedded extended set: %v", err)) // a build defect, caught by tests
 	}
 	return rows
 }

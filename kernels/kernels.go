@@ -80,6 +80,9 @@ type Kernel struct {
 
 	// GEMM: Groups independent problems of [M,K]x[K,N] per launch (routed experts touched).
 	M, N, K, Groups float64
+	// VaryingM: M is the mean of a row count that varies from step to step (a serving engine's
+	// mix of decode tokens and prefill chunks), so tile quantization is averaged over it.
+	VaryingM bool
 	// Tensor-core FLOPs executed and their precision (which peak applies).
 	FLOPs float64
 	DType string
@@ -148,4 +151,51 @@ type Time struct {
 // Predictor times a step's kernels on one chip and precision.
 type Predictor interface {
 	Predict(ks []Kernel) Time
+}
+
+// Scale is t with every time and count multiplied by f: the same step run f times over.
+func (t Time) Scale(f float64) Time {
+	t.TEst *= f
+	t.TComp *= f
+	t.THBM *= f
+	t.TNet *= f
+	t.TGEMM *= f
+	t.TAttention *= f
+	t.TMemory *= f
+	t.TComm *= f
+	t.TLatency *= f
+	t.TOverhead *= f
+	t.TComputeBound *= f
+	t.TMemoryBound *= f
+	t.FRealizable *= f
+	t.Launches *= f
+	t.TCompIdeal *= f
+	t.THBMIdeal *= f
+	t.TNetIdeal *= f
+	t.TRoofline *= f
+	return t
+}
+
+// Add is t followed by u: times and counts add; the ideal roofline of work run one part after
+// the other is the sum of the parts' (each part's bound holds while it runs); the regimes are t's.
+func (t Time) Add(u Time) Time {
+	t.TEst += u.TEst
+	t.TComp += u.TComp
+	t.THBM += u.THBM
+	t.TNet += u.TNet
+	t.TGEMM += u.TGEMM
+	t.TAttention += u.TAttention
+	t.TMemory += u.TMemory
+	t.TComm += u.TComm
+	t.TLatency += u.TLatency
+	t.TOverhead += u.TOverhead
+	t.TComputeBound += u.TComputeBound
+	t.TMemoryBound += u.TMemoryBound
+	t.FRealizable += u.FRealizable
+	t.Launches += u.Launches
+	t.TCompIdeal += u.TCompIdeal
+	t.THBMIdeal += u.THBMIdeal
+	t.TNetIdeal += u.TNetIdeal
+	t.TRoofline += u.TRoofline
+	return t
 }

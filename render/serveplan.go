@@ -89,15 +89,7 @@ func gpusNote(o serve.PlanOptions) string {
 }
 
 func serveLayout(c serve.Config) string {
-	s := fmt.Sprintf("TP%d", c.TP)
-	if c.EP > c.TP { // attention data-parallel beside the experts
-		s = fmt.Sprintf("attention DP%d, EP%d", c.EP/c.TP, c.EP)
-		if c.TP > 1 {
-			s = fmt.Sprintf("attention TP%d x DP%d, EP%d", c.TP, c.EP/c.TP, c.EP)
-		}
-	} else if c.EP > 1 {
-		s += fmt.Sprintf(" EP%d", c.EP)
-	}
+	s := c.Layout()
 	if c.Replicas > 1 {
 		s += fmt.Sprintf(" x%d replicas", c.Replicas)
 	}

@@ -51,6 +51,15 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		sum = append(sum, []string{ph, fmt.Sprint(s.Rows), fmt.Sprintf("%.1f%%", 100*s.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*s.WorstAbsErr), fmt.Sprint(s.NotExpressible)})
 	}
 	table(w, []string{"Phase", "Rows predicted", "Median abs error", "Worst abs error", "Not expressible yet"}, "lrrrr", sum)
+	if len(rep.Groups) > 1 {
+		var gs [][]string
+		for _, g := range rep.Groups {
+			gs = append(gs, []string{g.Group, g.Phase, fmt.Sprint(g.Rows), fmt.Sprintf("%.3f", g.MedianRatio),
+				fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.WorstAbsErr)})
+		}
+		w.printf("\nBy model, chip and layout (median ratio = predicted / measured: below 1, mrep predicts less than was measured):\n\n")
+		table(w, []string{"Model, chip, layout", "Phase", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "llrrrr", gs)
+	}
 	if len(skipped) > 0 {
 		w.printf("\nNot expressible yet (%d rows; they count once those features land):\n\n", len(skipped))
 		reasons := map[string]int{}

@@ -48,7 +48,7 @@ func (rp Replica) At(isl, osl int64, want float64) (Result, error) {
 	r.OutputTokS *= dp
 	r.RooflineTokS *= dp
 	r.TotalTokS *= dp
-	r.GPUs = rp.Scenario.TP * int64(dp)
+	r.GPUs = rp.Scenario.TP * int64(dp) * int64(rp.Engine.stages())
 	return r, err
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -56,6 +57,7 @@ type Config struct {
 	Chip     string  `json:"chip"`
 	TP       int64   `json:"tp"`
 	EP       int64   `json:"ep"` // 1: experts split by TP like the dense layers
+	PP       int64   `json:"pp"` // pipeline stages of TP (or EP) GPUs each
 	Replicas int64   `json:"replicas"`
 	GPUs     int64   `json:"gpus"`
 	BatchCap float64 `json:"batch_cap"` // sequences one replica may run (offline search)
@@ -113,15 +115,50 @@ func (o PlanOptions) validate() error {
 	return nil
 }
 
-// layouts are the TP x EP layouts of one replica on a chip: TP a power of two up to MaxTP; a
-// MoE model also with experts spread over the TP ranks (EP = TP, attention tensor-parallel)
-// and with attention data-parallel beside experts over the node (TP1, EP = DP up to MaxTP).
-func layouts(m *analyzer.Model, maxTP int64) [][2]int64 {
-	var out [][2]int64
+// layoutName says a replica's layout: "TP4", "TP8 PP2", "TP4 EP4", "attention DP8, EP8".
+func layoutName(tp, ep, pp int64) string {
+	s := fmt.Sprintf("TP%d", tp)
+	if ep > tp { // attention data-parallel beside the experts
+		s = fmt.Sprintf("attention DP%d, EP%d", ep/tp, ep)
+		if tp > 1 {
+			s = fmt.Sprintf("attention TP%d x DP%d, EP%d", tp, ep/tp, ep)
+		}
+	} else if ep > 1 {
+		s += fmt.Sprintf(" EP%d", ep)
+	}
+	if pp > 1 {
+		s += fmt.Sprintf(" PP%d", pp)
+	}
+	return s
+}
+
+// Layout says the configuration's replica layout.
+func (c Config) Layout() string { return layoutName(c.TP, c.EP, c.PP) }
+
+// layout is one replica's parallel layout: TP, EP (> TP: attention data-parallel beside the
+// experts) and PP stages.
+type layout struct{ tp, ep, pp int64 }
+
+// maxPPNodes bounds a pipelined replica to two scale-up domains (TP8 PP2 is how a 405B model
+// is served on two 8-GPU nodes); longer pipelines only add latency for serving.
+const maxPPNodes = 2
+
+// layouts are the replica layouts of a model on a chip: TP a power of two up to MaxTP; a MoE
+// model also with experts spread over the TP ranks (EP = TP, attention tensor-parallel) and
+// with attention data-parallel beside experts over the node (TP1, EP = DP up to MaxTP); and
+// the TP (and EP = TP) layouts again with PP = 2, 4, 8 stages, at most two nodes in all.
+func layouts(m *analyzer.Model, maxTP int64) []layout {
+	var out []layout
 	for tp := int64(1); tp <= maxTP; tp *= 2 {
-		out = append(out, [2]int64{tp, 1})
+		bases := []layout{{tp, 1, 1}}
 		if m.Fingerprint.MoE != nil && tp > 1 {
-			out = append(out, [2]int64{tp, tp}, [2]int64{1, tp})
+			bases = append(bases, layout{tp, tp, 1})
+			out = append(out, layout{1, tp, 1})
+		}
+		for _, b := range bases {
+			for pp := int64(1); pp <= 8 && pp <= m.Fingerprint.Layers && tp*pp <= maxPPNodes*maxTP; pp *= 2 {
+				out = append(out, layout{b.tp, b.ep, pp})
+			}
 		}
 	}
 	return out
@@ -157,21 +194,26 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 		}
 		for _, lay := range layouts(m, tg.MaxTP) {
 			s := o.Scenario
-			s.TP, s.EP, s.ETP = lay[0], lay[1], 1
-			if lay[1] == 1 {
-				s.ETP = lay[0]
+			s.TP, s.EP, s.ETP = lay.tp, lay.ep, 1
+			if lay.ep == 1 {
+				s.ETP = lay.tp
 			}
-			size := max(s.TP, s.EP) // GPUs in one replica
+			size := max(s.TP, s.EP) * lay.pp // GPUs in one replica
 			if o.MaxGPUs > 0 && size > o.MaxGPUs || o.GPUs > 0 && o.GPUs%size != 0 {
 				continue
 			}
-			rp := Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: o.Engine}
-			maxKV, _, _ := Capacity(m, s, rp.MemBytes, o.ISL, o.OSL, o.Engine)
+			e := o.Engine
+			e.PP, e.PPTier = lay.pp, kernels.ScaleUp
+			if size > tg.MaxTP {
+				e.PPTier = kernels.ScaleOut // the stages span nodes
+			}
+			rp := Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: e}
+			maxKV, _, _ := Capacity(m, s, rp.MemBytes, o.ISL, o.OSL, e)
 			limit := rp.Limit(o.ISL, o.OSL)
 			pl.Considered++
 			if maxKV < 1 {
-				fitErrs = append(fitErrs, fmt.Sprintf("%s TP%d: weights %.1f GiB per GPU leave no room for one %d-token sequence",
-					tg.Chip.Name, s.TP, m.ParamsPerGPU(s.TP, 1, s.EP, s.ETP)*s.WeightBytes/(1<<30), o.ISL+o.OSL))
+				fitErrs = append(fitErrs, fmt.Sprintf("%s %s: weights %.1f GiB per GPU leave no room for one %d-token sequence",
+					tg.Chip.Name, layoutName(s.TP, s.EP, lay.pp), m.ParamsPerGPU(s.TP, lay.pp, s.EP, s.ETP)*s.WeightBytes/(1<<30), o.ISL+o.OSL))
 				continue
 			}
 			pl.Fitting++
@@ -192,8 +234,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 				if r.Bound == "load" {
 					r.Bound = "batch-cap"
 				}
-				c := tg.config(s, r, 1, cap)
-				c.rp = rp
+				c := tg.config(rp, r, 1, cap)
 				if minTPOT == nil || c.Result.TPOT < minTPOT.Result.TPOT {
 					minTPOT = &c
 				}
@@ -206,9 +247,8 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 					if o.GPUs > 0 {
 						reps = o.GPUs / size
 					}
-					c = tg.config(s, r, reps, cap)
-					c.rp = rp
-					o.judge(&c)
+					c = tg.config(rp, r, reps, cap)
+						o.judge(&c)
 					all = append(all, c)
 				}
 			}
@@ -258,7 +298,7 @@ func (o PlanOptions) largestCap(tg Target, rp Replica, limit float64) (float64, 
 		if err != nil {
 			return false, err
 		}
-		c := tg.config(rp.Scenario, r, 1, cap)
+		c := tg.config(rp, r, 1, cap)
 		o.judge(&c)
 		return c.MeetsSLO, nil
 	}
@@ -293,8 +333,9 @@ func caps(limit float64) []float64 {
 	return append(out, limit)
 }
 
-func (tg Target) config(s analyzer.Scenario, r Result, replicas int64, cap float64) Config {
-	c := Config{Chip: tg.Chip.Name, TP: s.TP, EP: s.EP, Replicas: replicas, GPUs: replicas * max(s.TP, s.EP), BatchCap: cap, Result: r}
+func (tg Target) config(rp Replica, r Result, replicas int64, cap float64) Config {
+	s, pp := rp.Scenario, int64(rp.Engine.stages())
+	c := Config{Chip: tg.Chip.Name, TP: s.TP, EP: s.EP, PP: pp, Replicas: replicas, GPUs: replicas * max(s.TP, s.EP) * pp, BatchCap: cap, Result: r, rp: rp}
 	c.TokS = r.OutputTokS * float64(replicas)
 	c.TokSPerGPU = c.TokS / float64(c.GPUs)
 	if r.TPOT > 0 {
@@ -324,7 +365,7 @@ func (o PlanOptions) judge(c *Config) {
 // loaded sizes one layout for the load: the fewest replicas (binary search; more replicas
 // only lighten each one) whose steady state meets the SLOs, within the GPU limits.
 func (o PlanOptions) loaded(tg Target, rp Replica, limit float64) (Config, bool, error) {
-	tp := max(rp.Scenario.TP, rp.Scenario.EP) // GPUs per replica
+	tp := max(rp.Scenario.TP, rp.Scenario.EP) * int64(rp.Engine.stages()) // GPUs per replica
 	eval := func(reps int64) (Config, bool, error) {
 		var r Result
 		var err error
@@ -343,8 +384,7 @@ func (o PlanOptions) loaded(tg Target, rp Replica, limit float64) (Config, bool,
 		if err != nil {
 			return Config{}, false, err
 		}
-		c := tg.config(rp.Scenario, r, reps, limit)
-		c.rp = rp
+		c := tg.config(rp, r, reps, limit)
 		o.judge(&c)
 		return c, c.MeetsSLO, nil
 	}
@@ -405,7 +445,7 @@ func dedupe(cs []Config, top int) []Config {
 	seen := map[[3]string]bool{}
 	var out []Config
 	for _, c := range cs {
-		k := [3]string{c.Chip, fmt.Sprint(c.TP), fmt.Sprint(c.EP)}
+		k := [3]string{c.Chip, fmt.Sprint(c.TP), fmt.Sprint(c.EP, "/", c.PP)}
 		if seen[k] {
 			continue
 		}
@@ -446,7 +486,7 @@ func (o PlanOptions) why(m *analyzer.Model, pl Plan, fitErrs []string, minTPOT, 
 		if len(fitErrs) > 0 {
 			return "no layout fits: " + fitErrs[len(fitErrs)-1] + "; try --dtype fp8 (or --weight-dtype fp8), a chip with more memory, or a shorter context"
 		}
-		return "no layout was searched (check --gpus against the TP sizes 1, 2, 4, 8)"
+		return "no layout was searched (check --gpus against the replica sizes: TP 1, 2, 4, 8, times PP 1, 2, 4, 8)"
 	}
 	if minTPOT != nil && o.TPOT > 0 && minTPOT.Result.TPOT > o.TPOT {
 		var floor float64
@@ -461,12 +501,12 @@ func (o PlanOptions) why(m *analyzer.Model, pl Plan, fitErrs []string, minTPOT, 
 				floor = w / (tg.Chip.HBMBytesPerSec() * tg.Chip.Efficiency.HBMFrac)
 			}
 		}
-		return fmt.Sprintf("TPOT >= %.1f ms even at %s TP%d, batch 1: streaming the weights alone takes %.1f ms a step; relax --tpot to %.0f ms or use a chip with more memory bandwidth",
-			minTPOT.Result.TPOT*1e3, minTPOT.Chip, minTPOT.TP, floor*1e3, math.Ceil(minTPOT.Result.TPOT*1e3))
+		return fmt.Sprintf("TPOT >= %.1f ms even at %s %s, batch 1: streaming the weights alone takes %.1f ms a step; relax --tpot to %.0f ms or use a chip with more memory bandwidth",
+			minTPOT.Result.TPOT*1e3, minTPOT.Chip, minTPOT.Layout(), floor*1e3, math.Ceil(minTPOT.Result.TPOT*1e3))
 	}
 	if minTTFT != nil && o.TTFT > 0 && minTTFT.Result.TTFT > o.TTFT {
-		return fmt.Sprintf("TTFT >= %.3g s even at %s TP%d with one request in flight: the %d-token prefill alone takes that long; relax --ttft to %.3g s or shorten the prompt",
-			minTTFT.Result.TTFT, minTTFT.Chip, minTTFT.TP, o.ISL, minTTFT.Result.TTFT)
+		return fmt.Sprintf("TTFT >= %.3g s even at %s %s with one request in flight: the %d-token prefill alone takes that long; relax --ttft to %.3g s or shorten the prompt",
+			minTTFT.Result.TTFT, minTTFT.Chip, minTTFT.Layout(), o.ISL, minTTFT.Result.TTFT)
 	}
 	if o.MaxGPUs > 0 || o.GPUs > 0 {
 		return "the SLOs are met only with more GPUs than --gpus/--max-gpus allow: raise it"

@@ -42,6 +42,10 @@ type Engine struct {
 	// Prompt, when > 0, is the length of the prompt whose TTFT is reported, arriving in the
 	// steady state of the workload's means (a p90 prompt of a mix); 0: the mean prompt.
 	Prompt int64
+	// PP is the replica's pipeline stages (a layout, not a knob: the planner sets it; 0 or 1:
+	// none), and PPTier the link between stages (scale-out when the stages span nodes).
+	PP     int64
+	PPTier kernels.Tier
 }
 
 // SpecTokensPerStep is the mean tokens a speculative step emits per sequence: 1 without
@@ -70,11 +74,12 @@ func DefaultEngine() Engine {
 	return Engine{KVFraction: 0.9, ReserveBytes: 3 * (1 << 30), TokenBudget: 8192, MaxBatch: 8192}
 }
 
-// KVTokens is how many tokens of KV cache one GPU holds next to its share of the weights.
+// KVTokens is how many tokens of KV cache one GPU holds next to its share of the weights (with
+// PP stages, each GPU holds its stage's layers of every token).
 func KVTokens(m *analyzer.Model, s analyzer.Scenario, memBytes float64, e Engine) float64 {
-	weights := m.ParamsPerGPU(s.TP, 1, s.EP, s.ETP) * s.WeightBytes
+	weights := m.ParamsPerGPU(s.TP, int64(e.stages()), s.EP, s.ETP) * s.WeightBytes
 	free := memBytes - weights - e.ReserveBytes
-	per := m.KVBytesPerToken(s)
+	per := m.KVBytesPerToken(s) / e.stages()
 	if free <= 0 || per <= 0 {
 		return 0
 	}
@@ -112,16 +117,17 @@ func Offline(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memByt
 
 // Capacity is how many sequences of isl+osl tokens one replica runs at once: the KV cache
 // (each sequence reserves its full context), the token budget (each decoding sequence brings
-// isl/(osl-1) prompt tokens per step beside its decode token) and the batch cap.
+// isl/(osl-1) prompt tokens per step beside its decode token) and the batch cap, the last two
+// per micro-batch with PP stages (TensorRT-LLM's max_num_tokens and max_batch_size are).
 func Capacity(m *analyzer.Model, s analyzer.Scenario, memBytes float64, isl, osl int64, e Engine) (maxByKV, limit float64, bound string) {
 	maxByKV = math.Floor(KVTokens(m, s, memBytes, e) / float64(isl+osl))
 	limit, bound = maxByKV, "kv-cache"
 	perDecode := float64(e.computed(isl)) / math.Max(float64(osl-1), 1)
-	if byBudget := math.Max(1, math.Floor(e.TokenBudget/(1+perDecode))); byBudget < limit {
+	if byBudget := e.stages() * math.Max(1, math.Floor(e.TokenBudget/(1+perDecode))); byBudget < limit {
 		limit, bound = byBudget, "token-budget"
 	}
-	if e.MaxBatch < limit {
-		limit, bound = e.MaxBatch, "max-batch"
+	if e.MaxBatch*e.stages() < limit {
+		limit, bound = e.MaxBatch*e.stages(), "max-batch"
 	}
 	return maxByKV, limit, bound
 }
@@ -136,7 +142,7 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if !(want >= 1) {
 		return Result{}, fmt.Errorf("concurrency must be >= 1 (got %g)", want)
 	}
-	r := Result{GPUs: s.TP}
+	r := Result{GPUs: s.TP * int64(e.stages())}
 	r.MaxByKV, r.Concurrency, r.Bound = Capacity(m, s, memBytes, isl, osl, e)
 	if r.MaxByKV < 1 {
 		return r, fmt.Errorf("not one sequence of %d tokens fits in the KV cache next to the weights", isl+osl)
@@ -153,7 +159,7 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if osl == 1 {
 		r.PrefillTok, d = math.Min(e.TokenBudget, d*float64(isl)), 0
 	}
-	st, err := specStep(m, s, p, e, d, ctx, r.PrefillTok, isl)
+	st, err := cycle(m, s, p, e, d, ctx, r.PrefillTok, isl)
 	if err != nil {
 		return r, err
 	}
@@ -176,11 +182,12 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if e.Prompt > 0 {
 		prompt = e.computed(e.Prompt)
 	}
-	chunk := math.Min(float64(prompt), math.Max(e.TokenBudget-d, 1))
-	if chunk <= r.PrefillTok {
-		r.TTFT = math.Ceil(float64(prompt)/math.Max(r.PrefillTok, 1)) * st.TEst
+	// (with PP stages: a chunk per micro-batch, each passing every stage in one cycle)
+	chunk := math.Min(float64(prompt), math.Max(e.TokenBudget-d/e.stages(), 1))
+	if chunk <= r.PrefillTok/e.stages() {
+		r.TTFT = math.Ceil(float64(prompt)*e.stages()/math.Max(r.PrefillTok, 1)) * st.TEst
 	} else {
-		ct, err := specStep(m, s, p, e, d, ctx, chunk, prompt)
+		ct, err := cycle(m, s, p, e, d, ctx, chunk*e.stages(), prompt)
 		if err != nil {
 			return r, err
 		}
@@ -263,6 +270,13 @@ func mixedKernels(m *analyzer.Model, s analyzer.Scenario, d, ctx, prefill float6
 			return nil, err
 		}
 		ks = merge(ks, pre.Kernels, s.WeightBytes)
+	}
+	// the rows of a step's GEMMs vary around these means (decode sequences finish and start,
+	// prefill chunks fill what the budget leaves)
+	for i := range ks {
+		if ks[i].Kind == kernels.GEMM {
+			ks[i].VaryingM = true
+		}
 	}
 	return ks, nil
 }

@@ -111,9 +111,25 @@ func (m *Model) WaveEfficiency(M, N, K, groups float64) float64 {
 	return best
 }
 
-// GEMMEta is the achieved fraction of dtype's peak for one GEMM shape.
+// GEMMEta is the achieved fraction of dtype's peak for one GEMM shape. A GEMM whose M varies
+// from step to step around k.M (a serving engine's mixed steps) pays the tile quantization of
+// the M values it meets, not of one: the time is averaged over M spread evenly across one
+// period of the tallest tile, so the prediction does not jump as the mean crosses a tile edge.
 func (m *Model) GEMMEta(k kernels.Kernel) float64 {
-	return m.GEMMFrac(k.DType) * m.WaveEfficiency(k.M, k.N, k.K, k.Groups)
+	if !k.VaryingM || len(m.tiles) == 0 || k.M <= 0 {
+		return m.GEMMFrac(k.DType) * m.WaveEfficiency(k.M, k.N, k.K, k.Groups)
+	}
+	period := 0.0
+	for _, t := range m.tiles {
+		period = math.Max(period, t[0])
+	}
+	const samples = 8
+	var t float64 // sum of M_i / eff_i: time up to a constant
+	for i := 0; i < samples; i++ {
+		mi := math.Max(1, k.M+period*((float64(i)+0.5)/samples-0.5))
+		t += mi / m.WaveEfficiency(mi, k.N, k.K, k.Groups)
+	}
+	return m.GEMMFrac(k.DType) * k.M * samples / t
 }
 
 // KernelTime is one kernel's prediction.

@@ -38,9 +38,15 @@ func bundledModels(ctx context.Context, dbPath string) calib.Models {
 	}
 }
 
+// extendedRows stands for the shipped out-of-sample set where a rows path is expected.
+const extendedRows = "\x00extended"
+
 func readRows(path string) ([]calib.Row, error) {
-	if path == "" {
+	switch path {
+	case "":
 		return calib.Default(), nil
+	case extendedRows:
+		return calib.Extended(), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -63,7 +69,7 @@ func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
 	}
 	ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db")))
 	if err != nil {
-		if path != "" {
+		if path != "" && path != extendedRows {
 			return nil, cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
 		}
 		return nil, cli.Exit(err.Error(), exitFailure)
@@ -76,9 +82,19 @@ func validateCommand() *cli.Command {
 		Name:      "validate",
 		Usage:     "predict published measured runs (the calibration set shipped with mrep, or yours) and show the error",
 		ArgsUsage: "[ROWS.json|ROWS.csv]",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "machine-readable output"}},
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "extended", Usage: "the out-of-sample serving rows shipped with mrep (other chips, models, MoE and TP sizes; nothing was fitted to them) instead of the calibration set"},
+			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+		},
 		Action: func(c *cli.Context) error {
-			ps, err := preparedRows(c, c.Args().First())
+			path := c.Args().First()
+			if c.Bool("extended") {
+				if path != "" {
+					return cli.Exit("validate: give a rows file or --extended, not both", exitUsage)
+				}
+				path = extendedRows
+			}
+			ps, err := preparedRows(c, path)
 			if err != nil {
 				return err
 			}

@@ -149,3 +149,41 @@ func TestAnalyzeWithALayout(t *testing.T) {
 		}
 	}
 }
+
+// validate --extended runs the shipped out-of-sample serving rows, with a summary per model,
+// chip and layout; it and a rows file are one or the other.
+func TestValidateExtended(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "v.db")
+	var rep struct {
+		Rows   []struct{ ID string } `json:"rows"`
+		Groups []struct {
+			Group       string  `json:"group"`
+			Rows        int     `json:"rows"`
+			MedianRatio float64 `json:"median_ratio"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "validate", "--extended", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) < 300 || len(rep.Groups) < 20 {
+		t.Errorf("%d rows in %d groups", len(rep.Rows), len(rep.Groups))
+	}
+	n := 0
+	for _, g := range rep.Groups {
+		n += g.Rows
+		if !(g.MedianRatio > 0) {
+			t.Errorf("%s: median ratio %g", g.Group, g.MedianRatio)
+		}
+	}
+	if n != len(rep.Rows) {
+		t.Errorf("groups hold %d rows of %d", n, len(rep.Rows))
+	}
+	text := mustRun(t, db, "validate", "--extended")
+	if !strings.Contains(text, "| Mixtral-8x7B-v0.1 on H200, TP8 | serving | 9 |") {
+		t.Errorf("no per-group summary:\n%s", text[len(text)-2000:])
+	}
+	_, _, err := run(t, db, "validate", "--extended", "rows.json")
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("--extended with a file: %v (exit %d)", err, exitCode(err))
+	}
+}
