@@ -49,6 +49,9 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		w.printf("Speculative decoding: %d draft tokens per step, each accepted with probability %.2f, so a step emits %.2f tokens per sequence on average; a step verifies %d query rows per sequence (weights and KV read once) and drafting costs %.3g of a decode step per draft token (estimate: an MTP head of one layer unless --spec-draft-cost says otherwise).\n\n",
 			e.SpecTokens, e.SpecAccept, e.SpecTokensPerStep(), e.SpecTokens+1, e.SpecDraftCost)
 	}
+	if o.Disagg {
+		w.printf("Disaggregated deployments searched too: a prefill pool and a decode pool of any two layouts, balanced for the load, each request's KV cache sent from one to the other (NVLink inside a node, else the scale-out network); a decode replica's steps carry no prefill.\n\n")
+	}
 	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. Engine: in-flight batching, chunked prefill under a %g-token budget, %.0f%% of the free memory for the KV cache.\n\n",
 		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), o.Engine.TokenBudget, 100*o.Engine.KVFraction)
 	if p.Meeting == 0 {
@@ -63,6 +66,7 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		}
 		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out (est.)", "J/token (est.)", "Batch bound"}, "rllrrrrrrrrrl", rows)
 		writeTTFTQuantiles(w, p.Best)
+		writeDisagg(w, p.Best)
 	}
 	w.printf("\nPareto front of one replica over batch caps (more tokens/s per user costs tokens/s per GPU):\n\n")
 	var rows [][]string
@@ -90,7 +94,7 @@ func gpusNote(o serve.PlanOptions) string {
 
 func serveLayout(c serve.Config) string {
 	s := c.Layout()
-	if c.Replicas > 1 {
+	if c.Replicas > 1 && c.Disagg == nil {
 		s += fmt.Sprintf(" x%d replicas", c.Replicas)
 	}
 	return s
@@ -177,4 +181,25 @@ func writeTTFTQuantiles(w *errWriter, best []serve.Config) {
 	}
 	w.printf("\nTime to first token by prompt length (the workload's quantiles, in the steady state of its means; queueing not included):\n\n")
 	table(w, head, align, rows)
+}
+
+// writeDisagg details the disaggregated deployments among the best: each pool, the prompt's
+// prefill, the KV transfer and the wait for a prefill step that make up its TTFT.
+func writeDisagg(w *errWriter, best []serve.Config) {
+	var rows [][]string
+	for i, c := range best {
+		d := c.Disagg
+		if d == nil {
+			continue
+		}
+		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%s x%d (%d GPUs)", d.Layout(), d.PrefillReplicas, d.PrefillGPUs),
+			fmt.Sprintf("%s x%d (%d GPUs)", serve.LayoutName(c.TP, c.EP, c.PP), c.Replicas, d.DecodeGPUs),
+			fmt.Sprintf("%.3g", d.Prefill.ReqPerS), fmt.Sprintf("%.0f%%", 100*math.Min(d.Utilization, 1)),
+			seconds(d.Prefill.Prefill), seconds(d.KVTransfer), seconds(d.QueueWait)})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w.printf("\nDisaggregated: TTFT = the prompt's prefill + its KV transfer + the wait for a prefill step (M/D/1 at the prefill pool's utilisation; none offline):\n\n")
+	table(w, []string{"#", "Prefill pool", "Decode pool", "Requests/s per prefill replica", "Prefill utilisation", "Prefill", "KV transfer", "Prefill wait"}, "lllrrrrr", rows)
 }

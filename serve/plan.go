@@ -36,6 +36,9 @@ type PlanOptions struct {
 	Scenario      analyzer.Scenario // dtypes; TP/EP are searched
 	Engine        Engine
 	Top           int
+	// Disagg adds disaggregated deployments to the search: a prefill pool and a decode pool of
+	// any two of the layouts, balanced for the load, with each request's KV cache sent between.
+	Disagg bool
 	// Workload describes where ISL and OSL came from when they are a file's means.
 	Workload string
 	// Prompts are prompt lengths whose TTFT the best deployments report (a workload's ISL
@@ -64,7 +67,10 @@ type Config struct {
 	Result   Result  `json:"per_replica"`
 	// TTFTQuantiles: the TTFT of the workload's p50/p90/p99 prompts (with --workload).
 	TTFTQuantiles []QuantileTTFT `json:"ttft_quantiles,omitempty"`
-	rp            Replica        // to re-time the deployment (not serialized)
+	// Disagg is set for a disaggregated deployment: its prefill pool, the KV transfer and the
+	// prefill queue; TP/EP/PP, Replicas and the steady state are then the decode pool's.
+	Disagg *Disagg `json:"disaggregated,omitempty"`
+	rp     Replica // to re-time the deployment (not serialized)
 	// Per GPU and per user (1/TPOT), and for the whole deployment.
 	TokSPerGPU  float64 `json:"output_tokens_per_s_per_gpu"`
 	TokSPerUser float64 `json:"output_tokens_per_s_per_user"`
@@ -115,8 +121,8 @@ func (o PlanOptions) validate() error {
 	return nil
 }
 
-// layoutName says a replica's layout: "TP4", "TP8 PP2", "TP4 EP4", "attention DP8, EP8".
-func layoutName(tp, ep, pp int64) string {
+// LayoutName says a replica's layout: "TP4", "TP8 PP2", "TP4 EP4", "attention DP8, EP8".
+func LayoutName(tp, ep, pp int64) string {
 	s := fmt.Sprintf("TP%d", tp)
 	if ep > tp { // attention data-parallel beside the experts
 		s = fmt.Sprintf("attention DP%d, EP%d", ep/tp, ep)
@@ -132,8 +138,13 @@ func layoutName(tp, ep, pp int64) string {
 	return s
 }
 
-// Layout says the configuration's replica layout.
-func (c Config) Layout() string { return layoutName(c.TP, c.EP, c.PP) }
+// Layout says the configuration's replica layout; a disaggregated one names both pools.
+func (c Config) Layout() string {
+	if d := c.Disagg; d != nil {
+		return fmt.Sprintf("prefill %s x%d + decode %s x%d", d.Layout(), d.PrefillReplicas, LayoutName(c.TP, c.EP, c.PP), c.Replicas)
+	}
+	return LayoutName(c.TP, c.EP, c.PP)
+}
 
 // layout is one replica's parallel layout: TP, EP (> TP: attention data-parallel beside the
 // experts) and PP stages.
@@ -192,6 +203,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 		if err != nil {
 			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, err)
 		}
+		var fitting []Replica // for the disaggregated search
 		for _, lay := range layouts(m, tg.MaxTP) {
 			s := o.Scenario
 			s.TP, s.EP, s.ETP = lay.tp, lay.ep, 1
@@ -213,10 +225,11 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 			pl.Considered++
 			if maxKV < 1 {
 				fitErrs = append(fitErrs, fmt.Sprintf("%s %s: weights %.1f GiB per GPU leave no room for one %d-token sequence",
-					tg.Chip.Name, layoutName(s.TP, s.EP, lay.pp), m.ParamsPerGPU(s.TP, lay.pp, s.EP, s.ETP)*s.WeightBytes/(1<<30), o.ISL+o.OSL))
+					tg.Chip.Name, LayoutName(s.TP, s.EP, lay.pp), m.ParamsPerGPU(s.TP, lay.pp, s.EP, s.ETP)*s.WeightBytes/(1<<30), o.ISL+o.OSL))
 				continue
 			}
 			pl.Fitting++
+			fitting = append(fitting, rp)
 			// the offline sweep over batch caps: the Pareto front and, without a load, the answer
 			cs := caps(limit)
 			if pl.Mode == "offline" && (o.TTFT > 0 || o.TPOT > 0) {
@@ -248,7 +261,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 						reps = o.GPUs / size
 					}
 					c = tg.config(rp, r, reps, cap)
-						o.judge(&c)
+					o.judge(&c)
 					all = append(all, c)
 				}
 			}
@@ -262,6 +275,14 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 				}
 			}
 		}
+		if o.Disagg {
+			cs, err := o.disagg(tg, fitting)
+			if err != nil {
+				return pl, err
+			}
+			pl.Considered += len(fitting) * len(fitting)
+			all = append(all, cs...)
+		}
 	}
 	pl.Pareto = pareto(front)
 	for _, c := range all {
@@ -274,6 +295,9 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	pl.Best = dedupe(pl.Best, o.Top)
 	for i := range pl.Best {
 		c := &pl.Best[i]
+		if c.Disagg != nil {
+			continue // a prefill replica's TTFT does not depend on the mix's other prompts
+		}
 		for k, x := range o.Prompts {
 			rp := c.rp
 			rp.Engine.Prompt = x
@@ -445,7 +469,10 @@ func dedupe(cs []Config, top int) []Config {
 	seen := map[[3]string]bool{}
 	var out []Config
 	for _, c := range cs {
-		k := [3]string{c.Chip, fmt.Sprint(c.TP), fmt.Sprint(c.EP, "/", c.PP)}
+		k := [3]string{c.Chip, LayoutName(c.TP, c.EP, c.PP), ""}
+		if d := c.Disagg; d != nil {
+			k[2] = d.Layout() // one answer per pair of pool layouts
+		}
 		if seen[k] {
 			continue
 		}

@@ -46,6 +46,9 @@ type Engine struct {
 	// none), and PPTier the link between stages (scale-out when the stages span nodes).
 	PP     int64
 	PPTier kernels.Tier
+	// DecodeOnly is a decode instance of a disaggregated deployment: prompts arrive with their
+	// KV cache from the prefill pool, so steps carry decode tokens only (no TTFT of its own).
+	DecodeOnly bool
 }
 
 // SpecTokensPerStep is the mean tokens a speculative step emits per sequence: 1 without
@@ -123,6 +126,9 @@ func Capacity(m *analyzer.Model, s analyzer.Scenario, memBytes float64, isl, osl
 	maxByKV = math.Floor(KVTokens(m, s, memBytes, e) / float64(isl+osl))
 	limit, bound = maxByKV, "kv-cache"
 	perDecode := float64(e.computed(isl)) / math.Max(float64(osl-1), 1)
+	if e.DecodeOnly {
+		perDecode = 0
+	}
 	if byBudget := e.stages() * math.Max(1, math.Floor(e.TokenBudget/(1+perDecode))); byBudget < limit {
 		limit, bound = byBudget, "token-budget"
 	}
@@ -156,6 +162,9 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	ctx := float64(isl) + float64(osl)/2
 	isl = e.computed(isl) // from here on, the prompt tokens that are prefilled
 	r.PrefillTok = d * float64(isl) / decodeSteps
+	if e.DecodeOnly {
+		r.PrefillTok = 0
+	}
 	if osl == 1 {
 		r.PrefillTok, d = math.Min(e.TokenBudget, d*float64(isl)), 0
 	}
@@ -178,6 +187,10 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	r.TPOT = st.TEst / tau
 	// A new prompt is prefilled in chunks of what the budget leaves beside the decode tokens
 	// (the scheduler runs decodes first, as vLLM's and TensorRT-LLM's do), each chunk a step.
+	if e.DecodeOnly {
+		r.E2E = float64(osl-1) * r.TPOT
+		return r, nil
+	}
 	prompt := isl
 	if e.Prompt > 0 {
 		prompt = e.computed(e.Prompt)

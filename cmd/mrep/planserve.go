@@ -28,6 +28,7 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
 			&cli.StringFlag{Name: "workload", Usage: "CSV `FILE` of isl,osl (one request per line) or isl,osl,count (a histogram): the mix's mean lengths replace --isl/--osl"},
 			&cli.Float64Flag{Name: "prefix-hit", Usage: "share of each prompt served from the prefix cache, 0 to <1 (default 0)"},
+			&cli.BoolFlag{Name: "disagg", Usage: "also search disaggregated deployments: a prefill pool and a decode pool of any two layouts, balanced for the load, each request's KV cache sent between them"},
 			&cli.IntFlag{Name: "spec-tokens", Usage: "speculative decoding / MTP: draft tokens proposed per step (default 0: none)"},
 			&cli.Float64Flag{Name: "spec-accept", Value: 0.7, Usage: "with --spec-tokens: probability each draft token is accepted"},
 			&cli.Float64Flag{Name: "spec-draft-cost", Usage: "with --spec-tokens: cost of drafting one token, as a share of a decode step (default 1/layers: an MTP head of one layer)"},
@@ -158,6 +159,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 	case !(o.Engine.SpecDraftCost >= 0 && o.Engine.SpecDraftCost <= 10):
 		return o, nil, nil, fmt.Errorf("--spec-draft-cost %g: a share of a decode step, 0 to 10", o.Engine.SpecDraftCost)
 	}
+	o.Disagg = c.Bool("disagg")
 	o.Engine.PrefixHit = c.Float64("prefix-hit")
 	if !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1) {
 		return o, nil, nil, fmt.Errorf("--prefix-hit %g: must be in [0, 1)", o.Engine.PrefixHit)

@@ -115,8 +115,8 @@ func TestREADMEServeExamples(t *testing.T) {
 	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz", "../../examples/dumps/Llama-3.1-8B.json.gz",
 		"../../examples/dumps/Mixtral-8x7B-v0.1.json.gz", "../../examples/dumps/DeepSeek-V3.json.gz")
 	blocks := strings.Split(s[start:end], "```console\n")[1:]
-	if len(blocks) != 4 {
-		t.Fatalf("%d examples, want the issue's 4 questions", len(blocks))
+	if len(blocks) < 4 {
+		t.Fatalf("%d examples, want the issue's 4 questions (and more)", len(blocks))
 	}
 	for _, b := range blocks {
 		b = b[:strings.Index(b, "```")]

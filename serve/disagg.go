@@ -1,0 +1,399 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/kernels"
+)
+
+// Disaggregated serving (DistServe, Zhong et al. 2024; Splitwise, Patel et al. 2024; NVIDIA
+// Dynamo, SGLang's PD mode) runs prompts on a pool of prefill replicas and generation on a pool
+// of decode replicas: a prefill replica fills each step with whole prompts (no decode tokens
+// beside them), sends each request's KV cache to a decode replica, whose steps carry decode
+// tokens only. Prefill no longer stretches the decode steps (TPOT), and the pools are sized
+// apart; the price is the KV transfer and GPUs split between two pools that must be balanced.
+
+// PrefillStat is one prefill replica's steady state.
+type PrefillStat struct {
+	// Prompts per step (per cycle with PP stages; over all attention groups with DP), the step
+	// time, and the requests per second the replica prefills.
+	Prompts  float64 `json:"prompts_per_step"`
+	StepTime float64 `json:"step_time"`
+	ReqPerS  float64 `json:"requests_per_s"`
+	// Prefill is one prompt's own time from its first step to its last token's logits.
+	Prefill float64 `json:"prefill"`
+	Busy    float64 `json:"busy"`
+}
+
+// Prefill is a prefill replica's steady state on prompts of isl tokens: steps of as many whole
+// prompts as the token budget takes (one prompt in chunks when it is longer), each held in the
+// KV cache until it is sent (room for two steps' prompts: the one computed and the one leaving).
+func (rp Replica) Prefill(isl int64) (PrefillStat, error) {
+	if isl < 1 {
+		return PrefillStat{}, fmt.Errorf("isl must be >= 1 (got %d)", isl)
+	}
+	e := rp.Engine
+	e.DecodeOnly, e.SpecTokens = false, 0
+	computed := e.computed(isl)
+	kvPrompts := math.Floor(KVTokens(rp.Model, rp.Scenario, rp.MemBytes, e) / float64(2*isl))
+	if kvPrompts < 1 {
+		return PrefillStat{}, fmt.Errorf("not two %d-token prompts fit in the KV cache next to the weights", isl)
+	}
+	pp := e.stages()
+	n, chunks, tokens := 1.0, 1.0, float64(computed)
+	if float64(computed) <= e.TokenBudget {
+		n = math.Min(math.Floor(e.TokenBudget/float64(computed)), math.Max(1, math.Floor(kvPrompts/pp)))
+		tokens = n * float64(computed)
+	} else {
+		chunks, tokens = math.Ceil(float64(computed)/e.TokenBudget), e.TokenBudget
+	}
+	// a cycle runs one batch (or chunk) per micro-batch of the pipeline
+	t, err := cycle(rp.Model, rp.Scenario, rp.Pred, e, 0, 0, tokens*pp, computed)
+	if err != nil {
+		return PrefillStat{}, err
+	}
+	st := PrefillStat{Prompts: n * pp * rp.DP(), StepTime: t.TEst, Prefill: chunks * t.TEst}
+	st.ReqPerS = st.Prompts / (chunks * t.TEst)
+	if t.TEst > 0 {
+		st.Busy = math.Max(0, t.TEst-t.TLatency-t.TComm) / t.TEst
+	}
+	return st, nil
+}
+
+// gpus is the replica's GPU count.
+func (rp Replica) gpus() int64 {
+	return max(rp.Scenario.TP, rp.Scenario.EP) * int64(rp.Engine.stages())
+}
+
+// KVTransfer is the time to send one request's KV cache (its isl prompt tokens, every layer)
+// from a prefill replica to a decode replica: each of the smaller side's GPUs carries its share
+// over its own link, on the scale-up fabric when both replicas sit in one node, else over the
+// scale-out network (the prefill replica's KV layout is re-sharded on the way when the TPs
+// differ; the bytes are the same).
+func KVTransfer(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, isl int64, pre, dec Replica, node int64) float64 {
+	full := s
+	full.TP = 1 // the model's whole per-token KV (an MLA latent once)
+	bytes := float64(isl) * m.KVBytesPerToken(full)
+	streams := float64(min(pre.gpus(), dec.gpus()))
+	tier := kernels.ScaleOut
+	if pre.gpus()+dec.gpus() <= node {
+		tier = kernels.ScaleUp
+	}
+	k := kernels.Kernel{Name: "kv transfer", Category: "disaggregation", Kind: kernels.Collective, Count: 1, Coll: kernels.P2P,
+		Tier: tier, Ranks: 2, Message: bytes / streams, Exposed: 1, Graphed: true}
+	return p.Predict([]kernels.Kernel{k}).TEst
+}
+
+// Disagg describes a disaggregated deployment's prefill side (its decode side is the Config's
+// layout, replicas and steady state).
+type Disagg struct {
+	PrefillTP       int64       `json:"prefill_tp"`
+	PrefillEP       int64       `json:"prefill_ep"`
+	PrefillPP       int64       `json:"prefill_pp"`
+	PrefillReplicas int64       `json:"prefill_replicas"`
+	PrefillGPUs     int64       `json:"prefill_gpus"` // all prefill replicas
+	DecodeGPUs      int64       `json:"decode_gpus"`  // all decode replicas
+	Prefill         PrefillStat `json:"prefill_replica"`
+	// KVTransfer is each request's KV cache on its way to the decode pool, QueueWait the
+	// prompt's wait for a prefill step (M/D/1 at the pool's utilisation; 0 offline), both in
+	// the TTFT.
+	KVTransfer  float64 `json:"kv_transfer_s"`
+	QueueWait   float64 `json:"prefill_queue_s"`
+	Utilization float64 `json:"prefill_utilization"`
+}
+
+// Layout says the prefill side's layout.
+func (d Disagg) Layout() string { return LayoutName(d.PrefillTP, d.PrefillEP, d.PrefillPP) }
+
+// prefillQueue is the mean wait of a prompt arriving at a pool of servers each completing a
+// step of prompts every step seconds at utilisation rho: M/D/1's rho/(2(1-rho)) steps, plus
+// half a step until the next one starts (prompts join at step boundaries).
+func prefillQueue(rho, step float64) float64 {
+	if rho >= 1 {
+		return math.Inf(1)
+	}
+	return step * (0.5 + rho/(2*(1-rho)))
+}
+
+// disaggConfig is the deployment of x prefill and y decode replicas carrying reqRate requests/s
+// (0: as many as the smaller side completes, the offline steady state).
+func (o PlanOptions) disaggConfig(tg Target, pre Replica, ps PrefillStat, dec Replica, r Result, x, y int64, reqRate float64) Config {
+	return o.disaggConfigT(tg, pre, ps, dec, r, x, y, reqRate, KVTransfer(dec.Model, dec.Scenario, dec.Pred, o.ISL, pre, dec, tg.MaxTP))
+}
+
+// disaggConfigT is disaggConfig with the KV transfer time given.
+func (o PlanOptions) disaggConfigT(tg Target, pre Replica, ps PrefillStat, dec Replica, r Result, x, y int64, reqRate, transfer float64) Config {
+	osl := float64(o.OSL)
+	decRate := r.OutputTokS / osl // requests/s one decode replica completes
+	capRate := math.Min(float64(x)*ps.ReqPerS, float64(y)*decRate)
+	offline := reqRate == 0
+	if offline {
+		reqRate = capRate
+	}
+	d := &Disagg{PrefillTP: pre.Scenario.TP, PrefillEP: pre.Scenario.EP, PrefillPP: int64(pre.Engine.stages()), PrefillReplicas: x,
+		PrefillGPUs: x * pre.gpus(), DecodeGPUs: y * dec.gpus(), Prefill: ps}
+	d.KVTransfer = transfer
+	d.Utilization = reqRate / (float64(x) * ps.ReqPerS)
+	if !offline {
+		d.QueueWait = prefillQueue(d.Utilization, ps.StepTime)
+	}
+	c := tg.config(dec, r, y, r.Concurrency)
+	c.GPUs = d.PrefillGPUs + d.DecodeGPUs
+	c.Disagg = d
+	c.Result.TTFT = ps.Prefill + d.KVTransfer + d.QueueWait
+	c.Result.QueueWait = d.QueueWait
+	c.Result.E2E = c.Result.TTFT + float64(o.OSL-1)*c.Result.TPOT
+	c.TokS = reqRate * osl
+	c.TokSPerGPU = c.TokS / float64(c.GPUs)
+	// power: each pool at its own busy share
+	w := float64(d.PrefillGPUs)*tg.Power.Watts(ps.Busy) + float64(d.DecodeGPUs)*tg.Power.Watts(r.Busy)
+	c.Watts = w / float64(c.GPUs)
+	c.JPerTok, c.USDPerMTok = 0, 0
+	if c.TokS > 0 {
+		c.JPerTok = w / c.TokS
+		if tg.PriceUSDPerGPUHour > 0 {
+			c.USDPerMTok = tg.PriceUSDPerGPUHour * float64(c.GPUs) / 3600 / c.TokS * 1e6
+		}
+	}
+	o.judge(&c)
+	if !offline && reqRate > capRate*(1+1e-9) {
+		c.MeetsSLO, c.Miss = false, fmt.Sprintf("%.3g requests/s is more than the pools complete (%.3g/s)", reqRate, capRate)
+	}
+	return c
+}
+
+// maxPoolReplicas bounds each pool's replica count where no GPU count is given offline: the
+// balance of two small pools is what the offline answer is about.
+const maxPoolReplicas = 8
+
+// disagg searches disaggregated deployments of one chip: every prefill layout that fits beside
+// every decode layout, with the pools' replica counts balanced for the load (or, offline, for
+// the most tokens/s per GPU over the decode batch caps).
+func (o PlanOptions) disagg(tg Target, reps []Replica) ([]Config, error) {
+	type pre struct {
+		rp Replica
+		st PrefillStat
+	}
+	var pres []pre
+	for _, rp := range reps {
+		st, err := rp.Prefill(o.ISL)
+		if err != nil {
+			continue // does not fit as a prefill replica
+		}
+		pres = append(pres, pre{rp, st})
+	}
+	var out []Config
+	for _, rp := range reps {
+		dec := rp
+		dec.Engine.DecodeOnly = true
+		limit := dec.Limit(o.ISL, o.OSL)
+		if limit < 1 || len(pres) == 0 {
+			continue
+		}
+		if o.Users > 0 || o.Rate > 0 {
+			y, r, ok, err := o.decodePool(dec, limit)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			for _, p := range pres {
+				if c, ok := o.prefillPool(tg, p.rp, p.st, dec, r, y); ok {
+					out = append(out, c)
+				}
+			}
+			continue
+		}
+		cs := caps(limit)
+		if o.TPOT > 0 {
+			if edge, ok, err := o.largestDecodeCap(dec, limit); err != nil {
+				return nil, err
+			} else if ok {
+				cs = append(cs, edge)
+			}
+		}
+		for _, cap := range cs {
+			r, err := dec.At(o.ISL, o.OSL, cap)
+			if err != nil {
+				return nil, err
+			}
+			if o.TPOT > 0 && r.TPOT > o.TPOT {
+				continue
+			}
+			for _, p := range pres {
+				if c, ok := o.balance(tg, p.rp, p.st, dec, r); ok {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// largestDecodeCap bisects the largest decode batch whose TPOT meets the SLO.
+func (o PlanOptions) largestDecodeCap(dec Replica, limit float64) (float64, bool, error) {
+	meets := func(cap float64) (bool, error) {
+		r, err := dec.At(o.ISL, o.OSL, cap)
+		return err == nil && r.TPOT <= o.TPOT, err
+	}
+	if ok, err := meets(1); err != nil || !ok {
+		return 0, false, err
+	}
+	if ok, err := meets(limit); err != nil || ok {
+		return limit, err == nil, err
+	}
+	lo, hi := 1.0, limit
+	for hi-lo > 1 {
+		mid := math.Floor((lo + hi) / 2)
+		ok, err := meets(mid)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, true, nil
+}
+
+// fits says whether a deployment of gpus is within --gpus and --max-gpus.
+func (o PlanOptions) fits(gpus int64) bool {
+	return (o.GPUs == 0 || gpus <= o.GPUs) && (o.MaxGPUs == 0 || gpus <= o.MaxGPUs)
+}
+
+// balance picks, offline, the pools' replica counts for one prefill and one decode replica at
+// the decode batch r: the pair (within --gpus, or each pool up to maxPoolReplicas) with the most
+// tokens/s per GPU, trying for each decode pool the prefill pool that keeps it busy and one
+// replica fewer.
+func (o PlanOptions) balance(tg Target, pre Replica, ps PrefillStat, dec Replica, r Result) (Config, bool) {
+	gp, gd := pre.gpus(), dec.gpus()
+	decRate := r.OutputTokS / float64(o.OSL)
+	transfer := KVTransfer(dec.Model, dec.Scenario, dec.Pred, o.ISL, pre, dec, tg.MaxTP)
+	var best Config
+	found := false
+	for y := int64(1); y <= maxPoolReplicas || o.GPUs > 0 && y*gd < o.GPUs; y++ {
+		x := max(1, int64(math.Ceil(float64(y)*decRate/ps.ReqPerS)))
+		for _, xx := range []int64{x - 1, x} {
+			if xx < 1 || xx > maxPoolReplicas && o.GPUs == 0 || !o.fits(xx*gp+y*gd) {
+				continue
+			}
+			c := o.disaggConfigT(tg, pre, ps, dec, r, xx, y, 0, transfer)
+			if c.Result.Bound == "load" {
+				c.Result.Bound = "batch-cap"
+			}
+			if o.GPUs > 0 { // a sized deployment: its throughput over all the GPUs given
+				c.GPUs = o.GPUs
+				c.TokSPerGPU = c.TokS / float64(o.GPUs)
+			}
+			if c.MeetsSLO && (!found || c.TokSPerGPU > best.TokSPerGPU) {
+				best, found = c, true
+			}
+		}
+	}
+	return best, found
+}
+
+// decodePool is the fewest decode replicas that carry the load within the TPOT SLO (bisection:
+// more replicas only lighten each), with one replica's steady state: the users' closed loop, or
+// the rate's concurrency by Little's law, per replica.
+func (o PlanOptions) decodePool(dec Replica, limit float64) (int64, Result, bool, error) {
+	eval := func(y int64) (Result, bool, error) {
+		var r Result
+		var err error
+		if o.Users > 0 {
+			per := o.Users / float64(y)
+			if per > limit {
+				return r, false, nil
+			}
+			r, err = dec.Users(o.ISL, o.OSL, per)
+		} else {
+			r, err = dec.Rate(o.ISL, o.OSL, o.Rate/float64(y))
+			if errors.Is(err, ErrOverloaded) {
+				return r, false, nil
+			}
+		}
+		if err != nil {
+			return r, false, err
+		}
+		return r, o.TPOT == 0 || r.TPOT <= o.TPOT, nil
+	}
+	hi := int64(math.Ceil(math.Max(o.Users, 1)))
+	if o.Rate > 0 {
+		hi = 1 << 20
+	}
+	if o.MaxGPUs > 0 {
+		hi = min(hi, o.MaxGPUs/dec.gpus())
+	}
+	if o.GPUs > 0 {
+		hi = min(hi, o.GPUs/dec.gpus())
+	}
+	if hi < 1 {
+		return 0, Result{}, false, nil
+	}
+	best, ok, err := eval(hi)
+	if err != nil || !ok {
+		return 0, best, false, err
+	}
+	lo := int64(1)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		r, good, err := eval(mid)
+		if err != nil {
+			return 0, r, false, err
+		}
+		if good {
+			hi, best = mid, r
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi, best, true, nil
+}
+
+// prefillPool is the fewest prefill replicas that keep up with the load's request rate within
+// the TTFT SLO, beside y decode replicas at r: the queue shrinks as replicas are added, so the
+// answer is found by bisection between the first pool that keeps up and one that waits no more
+// than half a step.
+func (o PlanOptions) prefillPool(tg Target, pre Replica, ps PrefillStat, dec Replica, r Result, y int64) (Config, bool) {
+	rate := o.Rate
+	if o.Users > 0 { // the closed loop: each user's request prefills, moves, then decodes
+		rate = o.Users / (ps.Prefill + float64(o.OSL-1)*r.TPOT + r.QueueWait)
+	}
+	transfer := KVTransfer(dec.Model, dec.Scenario, dec.Pred, o.ISL, pre, dec, tg.MaxTP)
+	if o.TTFT > 0 && ps.Prefill+transfer+prefillQueue(0, ps.StepTime) > o.TTFT {
+		return Config{}, false // no prefill pool gets under the TTFT
+	}
+	lo := max(1, int64(math.Floor(rate/ps.ReqPerS))+1) // utilisation below 1
+	meets := func(x int64) (Config, bool) {
+		c := o.disaggConfigT(tg, pre, ps, dec, r, x, y, rate, transfer)
+		return c, c.MeetsSLO && o.fits(c.GPUs)
+	}
+	c, ok := meets(lo)
+	if ok {
+		return c, true
+	}
+	if c.Miss != "" && !strings.HasPrefix(c.Miss, "TTFT") {
+		return Config{}, false // the decode pool misses, not the queue
+	}
+	// a pool at a tenth of its capacity waits ~0.56 steps: past it, more replicas barely help
+	hi := max(lo+1, int64(math.Ceil(10*rate/ps.ReqPerS)))
+	if c, ok = meets(hi); !ok {
+		return Config{}, false
+	}
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if mc, good := meets(mid); good {
+			hi, c = mid, mc
+		} else {
+			lo = mid
+		}
+	}
+	return c, true
+}

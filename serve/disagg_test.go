@@ -1,0 +1,122 @@
+package serve
+
+import (
+	"math"
+	"testing"
+)
+
+// The KV cache a prefill replica sends, by hand: Llama-3.1-70B keeps 80 layers x 8 KV heads x
+// 128 x 2 (K, V) = 163,840 FP8 bytes per token, so a 2,000-token prompt is 327.68 MB; inside
+// one node it crosses NVLink at 450 GB/s per direction x 0.83 achievable plus 10 us, split over
+// the smaller replica's GPUs; across nodes it takes the scale-out network.
+func TestKVTransferByHand(t *testing.T) {
+	m := model(t, "Llama-3.1-70B-Instruct")
+	pre, dec := replica(t, m, "H100", 1), replica(t, m, "H100", 4)
+	chip := target(t, "H100").Chip
+	eff := chip.Efficiency
+	bytes := 2000.0 * 163840
+	want := eff.ScaleUpLatencyUs*1e-6 + bytes/(chip.ScaleUpGBps/2*1e9*eff.ScaleUpFrac)
+	near(t, "KV transfer in a node", KVTransfer(m, dec.Scenario, dec.Pred, 2000, pre, dec, 8), want, 1e-9)
+	pre4 := replica(t, m, "H100", 4)
+	wantOut := eff.ScaleOutLatencyUs*1e-6 + bytes/4/(chip.ScaleOutGBps*1e9*eff.ScaleOutFrac)
+	near(t, "KV transfer across nodes", KVTransfer(m, dec.Scenario, dec.Pred, 2000, pre4, dec, 4), wantOut, 1e-9)
+}
+
+// A decode replica of a disaggregated deployment steps through decode tokens only: its TPOT is
+// the plain decode step at that batch, shorter than the aggregated engine's step that also
+// carries the prompts' chunks; a prefill replica runs whole prompts to the token budget.
+func TestDisaggregatedPools(t *testing.T) {
+	m := model(t, "Llama-3.1-70B-Instruct")
+	agg := replica(t, m, "H100", 4)
+	dec := agg
+	dec.Engine.DecodeOnly = true
+	const isl, osl = 2000, 500
+	rd, err := dec.At(isl, osl, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := mixedStep(m, dec.Scenario, dec.Pred, 128, isl+osl/2, 0, isl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "decode-only TPOT", rd.TPOT, plain.TEst, 1e-12)
+	ra, err := agg.At(isl, osl, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rd.TPOT < ra.TPOT) || rd.PrefillTok != 0 {
+		t.Errorf("decode-only TPOT %.2f ms (prefill %g tokens), aggregated %.2f ms", rd.TPOT*1e3, rd.PrefillTok, ra.TPOT*1e3)
+	}
+	ps, err := agg.Prefill(isl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.Prompts != 4 { // 8,192 / 2,000
+		t.Errorf("%g prompts per prefill step, want 4", ps.Prompts)
+	}
+	step, err := mixedStep(m, agg.Scenario, agg.Pred, 0, 0, 4*isl, isl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "prefill step", ps.StepTime, step.TEst, 1e-12)
+	near(t, "prefill requests/s", ps.ReqPerS, 4/step.TEst, 1e-12)
+}
+
+// The search with disaggregation is a superset: it never answers worse than without; its
+// disaggregated answers add up (tokens/s = the smaller pool's requests/s x OSL, GPUs = both
+// pools, TTFT = prefill + transfer + wait); and under a load they carry every user within the
+// SLOs with the prefill pool below saturation.
+func TestPlanDisaggregated(t *testing.T) {
+	m := model(t, "Llama-3.1-70B-Instruct")
+	tg := target(t, "H100")
+	for _, o := range []PlanOptions{
+		{ISL: 2000, OSL: 500, GPUs: 8, TPOT: 0.03, Scenario: fp8()},
+		{ISL: 2000, OSL: 500, Users: 100, TPOT: 0.03, TTFT: 0.5, Scenario: fp8()},
+		{ISL: 2000, OSL: 500, Rate: 10, TPOT: 0.03, TTFT: 1, Scenario: fp8()},
+	} {
+		without, err := PlanServe(m, []Target{tg}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Disagg = true
+		with, err := PlanServe(m, []Target{tg}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(with.Best) == 0 || len(without.Best) == 0 {
+			t.Fatalf("%+v: nothing meets it", o)
+		}
+		if with.better(without.Best[0], with.Best[0]) {
+			t.Errorf("%s: with disaggregation %s answers worse than without (%s)", with.Mode, with.Best[0].Layout(), without.Best[0].Layout())
+		}
+		n := 0
+		for _, c := range with.Best {
+			d := c.Disagg
+			if d == nil {
+				continue
+			}
+			n++
+			if c.GPUs < d.PrefillGPUs+d.DecodeGPUs || !c.MeetsSLO || c.Result.TPOT > o.TPOT {
+				t.Errorf("%s: %d GPUs, meets %v, TPOT %g", c.Layout(), c.GPUs, c.MeetsSLO, c.Result.TPOT)
+			}
+			near(t, c.Layout()+" TTFT", c.Result.TTFT, d.Prefill.Prefill+d.KVTransfer+d.QueueWait, 1e-12)
+			decRate := float64(c.Replicas) * c.Result.OutputTokS / float64(o.OSL)
+			switch with.Mode {
+			case "offline":
+				near(t, c.Layout()+" tokens/s", c.TokS, math.Min(float64(d.PrefillReplicas)*d.Prefill.ReqPerS, decRate)*float64(o.OSL), 1e-9)
+			case "users":
+				if float64(c.Replicas)*c.Result.Concurrency < o.Users*(1-1e-9) || d.Utilization >= 1 {
+					t.Errorf("%s: %g sequences for %g users, prefill at %.0f%%", c.Layout(), float64(c.Replicas)*c.Result.Concurrency, o.Users, 100*d.Utilization)
+				}
+			case "rate":
+				near(t, c.Layout()+" tokens/s", c.TokS, o.Rate*float64(o.OSL), 1e-9)
+				if d.Utilization >= 1 || decRate < o.Rate*(1-1e-9) {
+					t.Errorf("%s: prefill at %.0f%%, decode completes %g of %g requests/s", c.Layout(), 100*d.Utilization, decRate, o.Rate)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no disaggregated deployment among the best", with.Mode)
+		}
+	}
+}
