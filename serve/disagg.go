@@ -39,7 +39,7 @@ func (rp Replica) Prefill(isl int64) (PrefillStat, error) {
 	e := rp.Engine
 	e.DecodeOnly, e.SpecTokens = false, 0
 	computed := e.computed(isl)
-	kvPrompts := math.Floor(KVTokens(rp.Model, rp.Scenario, rp.MemBytes, e) / float64(2*isl))
+	kvPrompts := math.Floor(KVTokens(rp.Model, rp.Scenario, rp.MemBytes, e) / float64(2*e.reserved(isl)))
 	if kvPrompts < 1 {
 		return PrefillStat{}, fmt.Errorf("not two %d-token prompts fit in the KV cache next to the weights", isl)
 	}

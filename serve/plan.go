@@ -115,6 +115,8 @@ func (o PlanOptions) validate() error {
 		return fmt.Errorf("SLOs must not be negative: %w", ErrBadWorkload)
 	case o.GPUs < 0 || o.MaxGPUs < 0:
 		return fmt.Errorf("gpus must not be negative: %w", ErrBadWorkload)
+	case o.Engine.KVBlock < 0 || o.Engine.KVBlock > 4096:
+		return fmt.Errorf("KV block %d tokens: want 0 (contiguous) to 4096: %w", o.Engine.KVBlock, ErrBadWorkload)
 	case !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1):
 		return fmt.Errorf("prefix hit rate %g must be in [0, 1): %w", o.Engine.PrefixHit, ErrBadWorkload)
 	}

@@ -25,6 +25,10 @@ type Engine struct {
 	TokenBudget float64
 	// MaxBatch caps concurrent sequences (trtllm-bench max batch 8192... its scheduler).
 	MaxBatch float64
+	// KVBlock is the paged KV cache's tokens per block: a sequence holds whole blocks, so it
+	// reserves its context rounded up to a block (TensorRT-LLM's KvCacheConfig.tokens_per_block
+	// 32; vLLM's block_size 16). 0: contiguous, no rounding.
+	KVBlock int64
 	// PrefixHit is the share of each prompt found in the prefix cache (0: none): those tokens
 	// are not prefilled. Their KV is still reserved per sequence (shared blocks are not
 	// deduplicated: conservative), and the new tokens' attention over the cached prefix is
@@ -66,6 +70,14 @@ func (e Engine) SpecTokensPerStep() float64 {
 	return (1 - math.Pow(a, k+1)) / (1 - a)
 }
 
+// reserved is the KV cache a sequence of n tokens holds: whole blocks.
+func (e Engine) reserved(n int64) int64 {
+	if e.KVBlock <= 1 {
+		return n
+	}
+	return (n + e.KVBlock - 1) / e.KVBlock * e.KVBlock
+}
+
 // computed is how many of a prompt's isl tokens are prefilled (at least one: the last token
 // is always computed to produce the first output).
 func (e Engine) computed(isl int64) int64 {
@@ -74,7 +86,7 @@ func (e Engine) computed(isl int64) int64 {
 
 // DefaultEngine is TensorRT-LLM's defaults as the measured runs used them.
 func DefaultEngine() Engine {
-	return Engine{KVFraction: 0.9, ReserveBytes: 3 * (1 << 30), TokenBudget: 8192, MaxBatch: 8192}
+	return Engine{KVFraction: 0.9, ReserveBytes: 3 * (1 << 30), TokenBudget: 8192, MaxBatch: 8192, KVBlock: 32}
 }
 
 // KVTokens is how many tokens of KV cache one GPU holds next to its share of the weights (with
@@ -123,7 +135,7 @@ func Offline(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memByt
 // isl/(osl-1) prompt tokens per step beside its decode token) and the batch cap, the last two
 // per micro-batch with PP stages (TensorRT-LLM's max_num_tokens and max_batch_size are).
 func Capacity(m *analyzer.Model, s analyzer.Scenario, memBytes float64, isl, osl int64, e Engine) (maxByKV, limit float64, bound string) {
-	maxByKV = math.Floor(KVTokens(m, s, memBytes, e) / float64(isl+osl))
+	maxByKV = math.Floor(KVTokens(m, s, memBytes, e) / float64(e.reserved(isl+osl)))
 	limit, bound = maxByKV, "kv-cache"
 	perDecode := float64(e.computed(isl)) / math.Max(float64(osl-1), 1)
 	if e.DecodeOnly {

@@ -42,6 +42,13 @@ func TestKVCapacity(t *testing.T) {
 	ds := model(t, "DeepSeek-V3")
 	s.TP = 8
 	near(t, "DeepSeek-V3 KV per token", ds.KVBytesPerToken(s), 61*576, 0)
+	// paged: a 2,000 + 500-token sequence holds 79 blocks of 32 tokens (2,528), not 2,500
+	s.TP = 1
+	maxKV, _, _ := Capacity(m, s, mem, 2000, 500, e)
+	near(t, "8B sequences in 32-token blocks", maxKV, math.Floor(KVTokens(m, s, mem, e)/2528), 0)
+	e.KVBlock = 0
+	maxKV, _, _ = Capacity(m, s, mem, 2000, 500, e)
+	near(t, "8B sequences, contiguous", maxKV, math.Floor(KVTokens(m, s, mem, e)/2500), 0)
 }
 
 // More KV memory never lowers throughput; the steady state obeys Little's law: concurrency =

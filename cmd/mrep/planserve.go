@@ -28,6 +28,7 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
 			&cli.StringFlag{Name: "workload", Usage: "CSV `FILE` of isl,osl (one request per line) or isl,osl,count (a histogram): the mix's mean lengths replace --isl/--osl"},
 			&cli.Float64Flag{Name: "prefix-hit", Usage: "share of each prompt served from the prefix cache, 0 to <1 (default 0)"},
+			&cli.Int64Flag{Name: "kv-block", Value: 32, Usage: "paged KV cache tokens per block: each sequence reserves whole blocks (TensorRT-LLM 32, vLLM 16; 0: contiguous)"},
 			&cli.BoolFlag{Name: "disagg", Usage: "also search disaggregated deployments: a prefill pool and a decode pool of any two layouts, balanced for the load, each request's KV cache sent between them"},
 			&cli.IntFlag{Name: "spec-tokens", Usage: "speculative decoding / MTP: draft tokens proposed per step (default 0: none)"},
 			&cli.Float64Flag{Name: "spec-accept", Value: 0.7, Usage: "with --spec-tokens: probability each draft token is accepted"},
@@ -160,6 +161,10 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		return o, nil, nil, fmt.Errorf("--spec-draft-cost %g: a share of a decode step, 0 to 10", o.Engine.SpecDraftCost)
 	}
 	o.Disagg = c.Bool("disagg")
+	o.Engine.KVBlock = c.Int64("kv-block")
+	if o.Engine.KVBlock < 0 || o.Engine.KVBlock > 4096 {
+		return o, nil, nil, fmt.Errorf("--kv-block %d: want 0 (contiguous) to 4096 tokens per block", o.Engine.KVBlock)
+	}
 	o.Engine.PrefixHit = c.Float64("prefix-hit")
 	if !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1) {
 		return o, nil, nil, fmt.Errorf("--prefix-hit %g: must be in [0, 1)", o.Engine.PrefixHit)

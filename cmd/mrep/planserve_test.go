@@ -89,6 +89,7 @@ func TestPlanServeRefuses(t *testing.T) {
 		{[]string{"--kv-fraction", "1.5"}, "--kv-fraction 1.5"},
 		{[]string{"--tpot", "1ms"}, "TPOT >="},
 		{[]string{"--prefix-hit", "1"}, "--prefix-hit 1"},
+		{[]string{"--kv-block", "-16"}, "--kv-block -16"},
 		{[]string{"--workload", bad}, "bad.csv:3: osl -3"},
 		{[]string{"--workload", good, "--isl", "5"}, "not both"},
 	} {
