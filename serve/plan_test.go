@@ -214,13 +214,15 @@ func relaxedTPOT(s string) (float64, error) {
 // largest batch under the SLO (DeepSeek-V3, MoE: TP and EP layouts).
 func BenchmarkPlanServe(b *testing.B) {
 	for _, c := range []struct {
-		model string
-		o     PlanOptions
+		name, model string
+		o           PlanOptions
 	}{
-		{"Llama-3.1-70B-Instruct", PlanOptions{ISL: 2000, OSL: 500, Users: 100, TPOT: 0.05}},
-		{"DeepSeek-V3", PlanOptions{ISL: 2000, OSL: 500, TPOT: 0.05, GPUs: 8}},
+		{"70B-users", "Llama-3.1-70B-Instruct", PlanOptions{ISL: 2000, OSL: 500, Users: 100, TPOT: 0.05}},
+		{"70B-users-disagg", "Llama-3.1-70B-Instruct", PlanOptions{ISL: 2000, OSL: 500, Users: 100, TPOT: 0.05, TTFT: 1, Disagg: true}},
+		{"DeepSeek-V3-offline", "DeepSeek-V3", PlanOptions{ISL: 2000, OSL: 500, TPOT: 0.05, GPUs: 8}},
+		{"DeepSeek-V3-offline-disagg", "DeepSeek-V3", PlanOptions{ISL: 2000, OSL: 500, TPOT: 0.05, GPUs: 16, Disagg: true}},
 	} {
-		b.Run(c.model, func(b *testing.B) {
+		b.Run(c.name, func(b *testing.B) {
 			m := model(b, c.model)
 			ts := []Target{target(b, "H100"), target(b, "H200"), target(b, "B200")}
 			c.o.Scenario = fp8()
