@@ -261,8 +261,9 @@ func TestFitOnPartPredictsServing(t *testing.T) {
 
 // The out-of-sample serving set (other chips, models, MoE and TP sizes, published by NVIDIA
 // and never fitted to except the L40S link fraction) stays predicted at median |err| <= 15%
-// with nothing beyond the roofline, and its dense-model groups each within 20% median: the
-// per-chip parameters generalise. MoE groups are reported, not bounded (see the README).
+// with nothing beyond the roofline, and every group but Mixtral's within 20% median: the
+// per-chip parameters generalise. Mixtral's are reported, not bounded (too fast at high TP,
+// see the README).
 func TestExtendedSetGeneralises(t *testing.T) {
 	rows := Extended()
 	if len(rows) < 300 {
@@ -282,7 +283,7 @@ func TestExtendedSetGeneralises(t *testing.T) {
 	}
 	dense := 0
 	for _, g := range rep.Groups {
-		if strings.Contains(g.Group, "Mixtral") || strings.Contains(g.Group, "Scout") {
+		if strings.Contains(g.Group, "Mixtral") {
 			continue
 		}
 		dense++
