@@ -109,14 +109,15 @@ type Disagg struct {
 // Layout says the prefill side's layout.
 func (d Disagg) Layout() string { return LayoutName(d.PrefillTP, d.PrefillEP, d.PrefillPP) }
 
-// prefillQueue is the mean wait of a prompt arriving at a pool of servers each completing a
-// step of prompts every step seconds at utilisation rho: M/D/1's rho/(2(1-rho)) steps, plus
-// half a step until the next one starts (prompts join at step boundaries).
-func prefillQueue(rho, step float64) float64 {
+// prefillQueue is the mean wait of a prompt for its prefill at a replica that starts a step of
+// up to n prompts every step seconds, at utilisation rho: half a step until the next step
+// begins, plus the queue ahead of it, M/D/1's rho/(2(1-rho)) services of step/n each (each
+// prompt's share of a step; a bulk server's queue is shorter than one serving the whole step).
+func prefillQueue(rho, step, n float64) float64 {
 	if rho >= 1 {
 		return math.Inf(1)
 	}
-	return step * (0.5 + rho/(2*(1-rho)))
+	return step/2 + rho/(2*(1-rho))*step/math.Max(n, 1)
 }
 
 // disaggConfig is the deployment of x prefill and y decode replicas carrying reqRate requests/s
@@ -139,7 +140,7 @@ func (o PlanOptions) disaggConfigT(tg Target, pre Replica, ps PrefillStat, dec R
 	d.KVTransfer = transfer
 	d.Utilization = reqRate / (float64(x) * ps.ReqPerS)
 	if !offline {
-		d.QueueWait = prefillQueue(d.Utilization, ps.StepTime)
+		d.QueueWait = prefillQueue(d.Utilization, ps.StepTime, ps.Prompts)
 	}
 	c := tg.config(dec, r, y, r.Concurrency)
 	c.GPUs = d.PrefillGPUs + d.DecodeGPUs
@@ -367,7 +368,7 @@ func (o PlanOptions) prefillPool(tg Target, pre Replica, ps PrefillStat, dec Rep
 		rate = o.Users / (ps.Prefill + float64(o.OSL-1)*r.TPOT + r.QueueWait)
 	}
 	transfer := KVTransfer(dec.Model, dec.Scenario, dec.Pred, o.ISL, pre, dec, tg.MaxTP)
-	if o.TTFT > 0 && ps.Prefill+transfer+prefillQueue(0, ps.StepTime) > o.TTFT {
+	if o.TTFT > 0 && ps.Prefill+transfer+prefillQueue(0, ps.StepTime, ps.Prompts) > o.TTFT {
 		return Config{}, false // no prefill pool gets under the TTFT
 	}
 	lo := max(1, int64(math.Floor(rate/ps.ReqPerS))+1) // utilisation below 1
@@ -382,7 +383,8 @@ func (o PlanOptions) prefillPool(tg Target, pre Replica, ps PrefillStat, dec Rep
 	if c.Miss != "" && !strings.HasPrefix(c.Miss, "TTFT") {
 		return Config{}, false // the decode pool misses, not the queue
 	}
-	// a pool at a tenth of its capacity waits ~0.56 steps: past it, more replicas barely help
+	// a pool at a tenth of its capacity waits little more than half a step: past it, more
+	// replicas barely help
 	hi := max(lo+1, int64(math.Ceil(10*rate/ps.ReqPerS)))
 	if c, ok = meets(hi); !ok {
 		return Config{}, false

@@ -120,3 +120,21 @@ func TestPlanDisaggregated(t *testing.T) {
 		}
 	}
 }
+
+// The prefill queue: half a step to the next step's start when idle, longer as the pool fills
+// (M/D/1 by hand at 50%: 0.5 + 0.5 x step/4), unbounded at saturation.
+func TestPrefillQueue(t *testing.T) {
+	near(t, "idle", prefillQueue(0, 0.4, 4), 0.2, 1e-12)
+	near(t, "half full", prefillQueue(0.5, 0.4, 4), 0.2+0.5*0.1, 1e-12)
+	prev := 0.0
+	for _, rho := range []float64{0, 0.3, 0.6, 0.9, 0.99} {
+		w := prefillQueue(rho, 0.4, 4)
+		if w < prev {
+			t.Errorf("wait %g at %g below %g", w, rho, prev)
+		}
+		prev = w
+	}
+	if !math.IsInf(prefillQueue(1, 0.4, 4), 1) {
+		t.Error("a saturated pool must wait forever")
+	}
+}
