@@ -104,6 +104,17 @@ type Disagg struct {
 	KVTransfer  float64 `json:"kv_transfer_s"`
 	QueueWait   float64 `json:"prefill_queue_s"`
 	Utilization float64 `json:"prefill_utilization"`
+	pre         Replica // to time other prompts (not serialized)
+}
+
+// PromptTTFT is the time to first token of a prompt of n tokens in this deployment's steady
+// state, queueing aside: the prefill steps it spans (a step carries up to the token budget of
+// prompts, so a prompt within the budget takes one step of the steady state's length) and its
+// KV transfer.
+func (d Disagg) PromptTTFT(n int64, dec Replica, node int64) float64 {
+	e := d.pre.Engine
+	chunks := math.Max(1, math.Ceil(float64(e.computed(n))/e.TokenBudget))
+	return chunks*d.Prefill.StepTime + KVTransfer(dec.Model, dec.Scenario, dec.Pred, n, d.pre, dec, node)
 }
 
 // Layout says the prefill side's layout.
@@ -136,7 +147,7 @@ func (o PlanOptions) disaggConfigT(tg Target, pre Replica, ps PrefillStat, dec R
 		reqRate = capRate
 	}
 	d := &Disagg{PrefillTP: pre.Scenario.TP, PrefillEP: pre.Scenario.EP, PrefillPP: int64(pre.Engine.stages()), PrefillReplicas: x,
-		PrefillGPUs: x * pre.gpus(), DecodeGPUs: y * dec.gpus(), Prefill: ps}
+		PrefillGPUs: x * pre.gpus(), DecodeGPUs: y * dec.gpus(), Prefill: ps, pre: pre}
 	d.KVTransfer = transfer
 	d.Utilization = reqRate / (float64(x) * ps.ReqPerS)
 	if !offline {

@@ -138,3 +138,35 @@ func TestPrefillQueue(t *testing.T) {
 		t.Error("a saturated pool must wait forever")
 	}
 }
+
+// A disaggregated deployment reports the TTFT of the workload's quantile prompts too: one
+// prefill step for prompts within the token budget, more for longer ones, plus each prompt's
+// KV transfer; the mean prompt's equals the table's TTFT less the prefill wait.
+func TestDisaggTTFTQuantiles(t *testing.T) {
+	m := model(t, "Llama-3.1-8B")
+	o := PlanOptions{ISL: 1850, OSL: 290, Rate: 5, Scenario: fp8(), Top: 20, Disagg: true,
+		Prompts: []int64{500, 1850, 30000}, PromptQuantiles: []float64{0.5, 0.75, 0.99}}
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range pl.Best {
+		d := c.Disagg
+		if d == nil {
+			continue
+		}
+		n++
+		q := c.TTFTQuantiles
+		if len(q) != 3 || !(q[0].TTFT <= q[1].TTFT && q[1].TTFT < q[2].TTFT) {
+			t.Fatalf("%s: TTFT by prompt length: %+v", c.Layout(), q)
+		}
+		near(t, c.Layout()+" mean prompt's TTFT", q[1].TTFT, c.Result.TTFT-d.QueueWait, 1e-9)
+		if q[2].TTFT < 3*d.Prefill.StepTime { // 30,000 tokens: four steps of 8,192
+			t.Errorf("%s: a 30k-token prompt in %g s, steps of %g s", c.Layout(), q[2].TTFT, d.Prefill.StepTime)
+		}
+	}
+	if n == 0 {
+		t.Error("no disaggregated deployment among the best")
+	}
+}

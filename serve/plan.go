@@ -297,8 +297,17 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	pl.Best = dedupe(pl.Best, o.Top)
 	for i := range pl.Best {
 		c := &pl.Best[i]
-		if c.Disagg != nil {
-			continue // a prefill replica's TTFT does not depend on the mix's other prompts
+		if d := c.Disagg; d != nil {
+			node := int64(8)
+			for _, tg := range targets {
+				if tg.Chip.Name == c.Chip {
+					node = tg.MaxTP
+				}
+			}
+			for k, x := range o.Prompts {
+				c.TTFTQuantiles = append(c.TTFTQuantiles, QuantileTTFT{Quantile: o.PromptQuantiles[k], Prompt: x, TTFT: d.PromptTTFT(x, c.rp, node)})
+			}
+			continue
 		}
 		for k, x := range o.Prompts {
 			rp := c.rp
