@@ -17,6 +17,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/load"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -201,9 +202,16 @@ func ingestCommand(env Env) *cli.Command {
 			opt := ingest.Options{MaxBytes: maxBytes}
 			// One pass: each dump is stored while it is decoded, in one transaction (a rejected
 			// dump stores nothing, or with --keep-going only itself); memory holds one dump.
-			done, bads, err := ingestFiles(c, env, c.String("db"), paths, opt)
+			done, bads, err := load.Files(c.Context, c.String("db"), paths, load.Options{Ingest: opt, KeepGoing: c.Bool("keep-going"),
+				Store: store.Options{Now: env.Now, IntegrityCheck: c.Bool("integrity-check")},
+				Rejected: func(_ string, err error) {
+					fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
+				}})
+			var oe *load.OpenError
 			switch {
-			case errors.Is(err, errRejected):
+			case errors.As(err, &oe):
+				return cli.Exit(oe.Error(), exitFailure)
+			case errors.Is(err, load.ErrRejected):
 				return cli.Exit(fmt.Sprintf("ingest: %d of %d dumps rejected (%s); nothing was stored", len(bads), len(paths), render.Visible(strings.Join(bads, ", "))), exitFailure)
 			case err != nil:
 				var ec cli.ExitCoder
