@@ -273,7 +273,13 @@ func TestExtendedSetGeneralises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := rep.Summary["serving"]; s.Rows != len(rows) || s.MedianAbsErr > 0.15 {
+	serving := 0
+	for _, r := range rows {
+		if r.Kind == KindServing {
+			serving++
+		}
+	}
+	if s := rep.Summary["serving"]; s.Rows != serving || s.MedianAbsErr > 0.15 {
 		t.Errorf("extended serving: %+v", s)
 	}
 	for _, r := range rep.Rows {
@@ -283,8 +289,8 @@ func TestExtendedSetGeneralises(t *testing.T) {
 	}
 	dense := 0
 	for _, g := range rep.Groups {
-		if strings.Contains(g.Group, "Mixtral") {
-			continue
+		if strings.Contains(g.Group, "Mixtral") || g.Phase != "serving" {
+			continue // the 2023 static and TTFT rows are reported, not bounded (see the README)
 		}
 		dense++
 		if g.MedianAbsErr > 0.20 {
