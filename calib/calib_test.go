@@ -323,7 +323,7 @@ func TestTRTLLMBenchLimits(t *testing.T) {
 		t.Fatalf("hand estimate %g requests", requests)
 	}
 	for _, c := range []struct {
-		isl, osl          int64
+		isl, osl         int64
 		batch, maxTokens float64
 	}{{128, 2048, 640, 2048}, {2048, 128, 640, 9216}} {
 		r := Row{Model: "Llama-3.1-8B", Chip: "H100", DType: "fp8", KVDType: "fp8", TP: 1, ISL: c.isl, OSL: c.osl}
