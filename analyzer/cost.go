@@ -332,6 +332,7 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	c.fwdK = gemmKernel(op, s.ComputeDType, mEff, out, in, groups, f, w+p.ActFusion*act)
 	c.bwdK[0] = gemmKernel(op, s.ComputeDType, mEff, in, out, groups, f, w+p.ActFusion*act)
 	c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, mEff, groups, f, gTouched+p.ActFusion*act)
+	c.fwdK.Grouped, c.bwdK[0].Grouped, c.bwdK[1].Grouped = true, true, true
 	c.nBwd = 2
 	if s.lowPrecisionTraining(ph) {
 		c.castK = castKernel(op, assignments*(in+out), held*perExpert/tp, s)

@@ -261,10 +261,9 @@ func TestFitOnPartPredictsServing(t *testing.T) {
 }
 
 // The out-of-sample serving set (other chips, models, MoE and TP sizes, published by NVIDIA
-// and never fitted to except the L40S link fraction) stays predicted at median |err| <= 15%
-// with nothing beyond the roofline, and every group but Mixtral's within 20% median: the
-// per-chip parameters generalise. Mixtral's are reported, not bounded (too fast at high TP,
-// see the README).
+// and never fitted to but for the L40S link fraction and the grouped-GEMM fraction, each on a
+// stated part) stays predicted at median |err| <= 15% with nothing beyond the roofline, every
+// serving group within 20% median (Mixtral's within 25%: TP8 over NVLink stays ~1.2x fast).
 func TestExtendedSetGeneralises(t *testing.T) {
 	rows := Extended()
 	if len(rows) < 300 {
@@ -290,11 +289,16 @@ func TestExtendedSetGeneralises(t *testing.T) {
 	}
 	dense := 0
 	for _, g := range rep.Groups {
-		if strings.Contains(g.Group, "Mixtral") || g.Phase != "serving" {
+		if g.Phase != "serving" {
 			continue // the 2023 static and TTFT rows are reported, not bounded (see the README)
 		}
-		dense++
-		if g.MedianAbsErr > 0.20 {
+		bound := 0.20
+		if strings.Contains(g.Group, "Mixtral") {
+			bound = 0.25 // TP8 over NVLink stays ~1.2x fast (see the README)
+		} else {
+			dense++
+		}
+		if g.MedianAbsErr > bound {
 			t.Errorf("%s: median |err| %.1f%%, median ratio %.3f", g.Group, 100*g.MedianAbsErr, g.MedianRatio)
 		}
 	}
@@ -331,5 +335,45 @@ func TestTRTLLMBenchLimits(t *testing.T) {
 		if b != c.batch || tok != c.maxTokens {
 			t.Errorf("%d/%d: max batch %g, max tokens %g; want %g, %g", c.isl, c.osl, b, tok, c.batch, c.maxTokens)
 		}
+	}
+}
+
+// The grouped-GEMM fraction is fitted on part of the MoE rows and predicts the rest: refitting
+// it to the 18 Mixtral rows on H100 at TP2 and TP4 lands on the shipped figure, and the other
+// 99 Mixtral rows (other chips, TP1 and TP8) are then predicted at median |err| <= 10%
+// (18% with dense-GEMM efficiency).
+func TestGroupedGEMMFitPredictsTheOtherMoERows(t *testing.T) {
+	var fitRows, heldOut []Row
+	for _, r := range Extended() {
+		switch {
+		case !strings.Contains(r.Model, "Mixtral"):
+		case r.Chip == "H100-SXM" && (r.TP == 2 || r.TP == 4):
+			fitRows = append(fitRows, r)
+		default:
+			heldOut = append(heldOut, r)
+		}
+	}
+	if len(fitRows) != 18 || len(heldOut) != 99 {
+		t.Fatalf("%d rows to fit, %d held out", len(fitRows), len(heldOut))
+	}
+	ps := prepared(t, fitRows)
+	for i := range ps {
+		ps[i].Chip.Efficiency.GroupedGEMMFrac = 1
+	}
+	fits, err := Calibrate(ps, []string{"grouped_gemm_frac"}, "Mixtral on H100 at TP2 and TP4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fits[0].Params["grouped_gemm_frac"]
+	shipped, _ := chips.Default().Lookup("H100-SXM")
+	if math.Abs(got-shipped.Efficiency.GroupedGEMMFrac) > 0.01 {
+		t.Errorf("refit %.3f, shipped %.3f", got, shipped.Efficiency.GroupedGEMMFrac)
+	}
+	rep, err := Validate(prepared(t, heldOut), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Summary["serving"]; s.Rows != 99 || s.MedianAbsErr > 0.10 {
+		t.Errorf("held-out Mixtral rows: %+v", s)
 	}
 }

@@ -44,6 +44,8 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 			out = append(out, frac(n, 0.3, 1, func(e *chips.Efficiency) *float64 { return &e.HBMFrac }))
 		case "attn_frac":
 			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.AttnFrac }))
+		case "grouped_gemm_frac":
+			out = append(out, frac(n, 0.2, 1, func(e *chips.Efficiency) *float64 { return &e.GroupedGEMMFrac }))
 		case "kernel_latency_us":
 			out = append(out, frac(n, 0, 50, func(e *chips.Efficiency) *float64 { return &e.KernelLatencyUs }))
 		case "host_launch_us":
@@ -57,7 +59,7 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 				out = append(out, gemmParam(d))
 				continue
 			}
-			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us or scale_up_frac", n)
+			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us or scale_up_frac", n)
 		}
 	}
 	return out, nil

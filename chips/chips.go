@@ -59,6 +59,9 @@ type Efficiency struct {
 	// GEMMFrac is the fraction of the dense peak a large, well-shaped GEMM reaches, by dtype
 	// (a missing dtype uses bf16's). Tile and wave quantization come on top, from SMs.
 	GEMMFrac map[string]float64 `json:"gemm_frac,omitempty"`
+	// GroupedGEMMFrac is the share of the dense GEMM fraction a grouped GEMM (a MoE layer's
+	// experts, one launch over ragged per-expert token groups) achieves when compute-bound.
+	GroupedGEMMFrac float64 `json:"grouped_gemm_frac,omitempty"`
 	// GEMMTiles are the output tile shapes [M, N] the chip's GEMM kernels choose from.
 	GEMMTiles [][2]int `json:"gemm_tiles,omitempty"`
 	// AttnFrac and AttnBwdFrac: fused (flash) attention forward and backward, fraction of the
@@ -103,6 +106,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 			*dst = v
 		}
 	}
+	setF(&out.GroupedGEMMFrac, o.GroupedGEMMFrac)
 	setF(&out.AttnFrac, o.AttnFrac)
 	setF(&out.AttnBwdFrac, o.AttnBwdFrac)
 	setF(&out.HBMFrac, o.HBMFrac)
@@ -129,7 +133,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 // validate checks a resolved efficiency: fractions in (0, 1], latencies non-negative, a source
 // for every figure.
 func (e Efficiency) validate() error {
-	fracs := map[string]float64{"attn_frac": e.AttnFrac, "attn_bwd_frac": e.AttnBwdFrac, "hbm_frac": e.HBMFrac,
+	fracs := map[string]float64{"attn_frac": e.AttnFrac, "attn_bwd_frac": e.AttnBwdFrac, "hbm_frac": e.HBMFrac, "grouped_gemm_frac": e.GroupedGEMMFrac,
 		"scale_up_frac": e.ScaleUpFrac, "scale_out_frac": e.ScaleOutFrac}
 	for d, v := range e.GEMMFrac {
 		fracs["gemm_frac."+d] = v
@@ -156,7 +160,7 @@ func (e Efficiency) validate() error {
 	if e.ScaleUpDomain < 1 {
 		return errors.New("efficiency.scale_up_domain must be >= 1")
 	}
-	for _, k := range []string{"gemm_frac", "attn_frac", "hbm_frac", "kernel_latency_us", "host_launch_us", "step_overhead_us", "scale_up_frac", "scale_out_frac"} {
+	for _, k := range []string{"gemm_frac", "grouped_gemm_frac", "attn_frac", "hbm_frac", "kernel_latency_us", "host_launch_us", "step_overhead_us", "scale_up_frac", "scale_out_frac"} {
 		if e.Sources[k] == "" {
 			return fmt.Errorf("efficiency.sources.%s: every efficiency figure needs a source", k)
 		}

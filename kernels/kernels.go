@@ -80,6 +80,9 @@ type Kernel struct {
 
 	// GEMM: Groups independent problems of [M,K]x[K,N] per launch (routed experts touched).
 	M, N, K, Groups float64
+	// Grouped: one launch over the experts' ragged token groups (a MoE layer), which reaches a
+	// lower share of peak than a dense GEMM of the same work.
+	Grouped bool
 	// VaryingM: M is the mean of a row count that varies from step to step (a serving engine's
 	// mix of decode tokens and prefill chunks), so tile quantization is averaged over it.
 	VaryingM bool

@@ -116,8 +116,12 @@ func (m *Model) WaveEfficiency(M, N, K, groups float64) float64 {
 // the M values it meets, not of one: the time is averaged over M spread evenly across one
 // period of the tallest tile, so the prediction does not jump as the mean crosses a tile edge.
 func (m *Model) GEMMEta(k kernels.Kernel) float64 {
+	frac := m.GEMMFrac(k.DType)
+	if k.Grouped && m.Eff.GroupedGEMMFrac > 0 {
+		frac *= m.Eff.GroupedGEMMFrac
+	}
 	if !k.VaryingM || len(m.tiles) == 0 || k.M <= 0 {
-		return m.GEMMFrac(k.DType) * m.WaveEfficiency(k.M, k.N, k.K, k.Groups)
+		return frac * m.WaveEfficiency(k.M, k.N, k.K, k.Groups)
 	}
 	period := 0.0
 	for _, t := range m.tiles {
@@ -129,7 +133,7 @@ func (m *Model) GEMMEta(k kernels.Kernel) float64 {
 		mi := math.Max(1, k.M+period*((float64(i)+0.5)/samples-0.5))
 		t += mi / m.WaveEfficiency(mi, k.N, k.K, k.Groups)
 	}
-	return m.GEMMFrac(k.DType) * k.M * samples / t
+	return frac * k.M * samples / t
 }
 
 // KernelTime is one kernel's prediction.
