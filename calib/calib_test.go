@@ -377,3 +377,43 @@ func TestGroupedGEMMFitPredictsTheOtherMoERows(t *testing.T) {
 		t.Errorf("held-out Mixtral rows: %+v", s)
 	}
 }
+
+// Blackwell's FP4 GEMM fraction is fitted on the B200's Llama-3.3-70B TP1 rows alone and
+// predicts the 405B TP4 rows on B200 and every GB200 row (the same GPU) within 10% median.
+func TestBlackwellFP4FitPredictsTheRest(t *testing.T) {
+	var fitRows, heldOut []Row
+	for _, r := range Extended() {
+		switch {
+		case r.DType != "fp4":
+		case r.Chip == "B200" && r.TP == 1:
+			fitRows = append(fitRows, r)
+		default:
+			heldOut = append(heldOut, r)
+		}
+	}
+	if len(fitRows) != 10 || len(heldOut) != 30 {
+		t.Fatalf("%d rows to fit, %d held out", len(fitRows), len(heldOut))
+	}
+	ps := prepared(t, fitRows)
+	for i := range ps { // start from the H100 figure the B200 carried before
+		e := ps[i].Chip.Efficiency
+		e.GEMMFrac = map[string]float64{"bf16": e.GEMMFrac["bf16"], "fp4": 0.51}
+		ps[i].Chip.Efficiency = e
+	}
+	fits, err := Calibrate(ps, []string{"gemm_frac.fp4"}, "B200 70B TP1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fits[0].Params["gemm_frac.fp4"]
+	shipped, _ := chips.Default().Lookup("B200")
+	if math.Abs(got-shipped.Efficiency.GEMMFrac["fp4"]) > 0.01 {
+		t.Errorf("refit %.3f, shipped %.3f", got, shipped.Efficiency.GEMMFrac["fp4"])
+	}
+	rep, err := Validate(prepared(t, heldOut), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Summary["serving"]; s.Rows != 30 || s.MedianAbsErr > 0.10 {
+		t.Errorf("held-out Blackwell FP4 rows: %+v", s)
+	}
+}
