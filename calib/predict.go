@@ -211,6 +211,15 @@ func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 	e.KVFraction = 0.95
 	e.PP = max(r.PP, 1)
 	e.MaxBatch, e.TokenBudget = trtllmBenchLimits(m, r, chip)
+	if r.MaxBatch > 0 {
+		e.MaxBatch = float64(r.MaxBatch)
+	}
+	if r.MaxNumTokens > 0 {
+		e.TokenBudget = float64(r.MaxNumTokens)
+	}
+	if r.KVFraction > 0 {
+		e.KVFraction = r.KVFraction
+	}
 	return e
 }
 
@@ -284,7 +293,11 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 			s.ETP = 1 // experts over EP ranks, unsplit (EP > TP: the attention data-parallel)
 		}
 		rp := serve.Replica{Model: m, Scenario: s, Pred: tm, MemBytes: chip.MemoryBytes(), Engine: benchEngine(m, p.Row, chip)}
-		res, err := rp.At(p.Row.ISL, p.Row.OSL, math.Inf(1))
+		want := math.Inf(1)
+		if p.Row.Concurrency > 0 {
+			want = float64(p.Row.Concurrency)
+		}
+		res, err := rp.At(p.Row.ISL, p.Row.OSL, want)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -62,6 +62,14 @@ type Row struct {
 	Seq   int64 `json:"seq,omitempty"` // training sequence length
 	GBS   int64 `json:"gbs,omitempty"`
 	MBS   int64 `json:"mbs,omitempty"`
+	// Serving runs that set the engine themselves (0: trtllm-bench's own choices): requests kept
+	// in flight (a closed loop of that many; 0: all queued), the max batch and max tokens per
+	// step of one rank (one attention group with the attention data-parallel), and the share of
+	// free memory given to the KV cache.
+	Concurrency  int64   `json:"concurrency,omitempty"`
+	MaxBatch     int64   `json:"max_batch,omitempty"`
+	MaxNumTokens int64   `json:"max_num_tokens,omitempty"`
+	KVFraction   float64 `json:"kv_fraction,omitempty"`
 	// Measured value, in the kind's unit.
 	Measured float64 `json:"measured"`
 	Unit     string  `json:"unit"`
@@ -167,8 +175,11 @@ func (r Row) validate() error {
 		return fmt.Errorf("measured must be a positive number, got %g", r.Measured)
 	case r.Unit != unit:
 		return fmt.Errorf("unit %q: a %s row is measured in %q", r.Unit, r.Kind, unit)
-	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0:
+	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
+		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0:
 		return errors.New("layout and workload sizes must be >= 0")
+	case !(r.KVFraction >= 0 && r.KVFraction <= 1):
+		return fmt.Errorf("kv_fraction %g: want a share in (0, 1]", r.KVFraction)
 	}
 	switch r.Kind {
 	case KindTTFT, KindDecodeStep:

@@ -38,7 +38,9 @@ func (rp Replica) Limit(isl, osl int64) float64 {
 // its attention groups: each group is one At; the replica carries DP of them.
 func (rp Replica) At(isl, osl int64, want float64) (Result, error) {
 	dp := rp.DP()
-	r, err := At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, isl, osl, rp.Engine, math.Max(1, want/dp))
+	e := rp.Engine
+	e.dp = dp
+	r, err := At(rp.Model, rp.Scenario, rp.Pred, rp.MemBytes, isl, osl, e, math.Max(1, want/dp))
 	if dp == 1 {
 		return r, err
 	}

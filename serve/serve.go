@@ -50,6 +50,8 @@ type Engine struct {
 	// none), and PPTier the link between stages (scale-out when the stages span nodes).
 	PP     int64
 	PPTier kernels.Tier
+	// dp is the attention data-parallel groups sharing the experts (set by Replica.At).
+	dp float64
 	// DecodeOnly is a decode instance of a disaggregated deployment: prompts arrive with their
 	// KV cache from the prefill pool, so steps carry decode tokens only (no TTFT of its own).
 	DecodeOnly bool
@@ -180,7 +182,8 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if osl == 1 {
 		r.PrefillTok, d = math.Min(e.TokenBudget, d*float64(isl)), 0
 	}
-	st, err := cycle(m, s, p, e, d, ctx, r.PrefillTok, isl)
+	lump := math.Min(float64(isl), math.Max(e.TokenBudget-d, 1)) // a prompt's share of a step
+	st, err := lumpyStep(m, s, p, e, math.Max(e.dp, 1), d, ctx, r.PrefillTok, lump, isl)
 	if err != nil {
 		return r, err
 	}
