@@ -215,7 +215,14 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if chunk <= r.PrefillTok/e.stages() {
 		r.TTFT = math.Ceil(float64(prompt)*e.stages()/math.Max(r.PrefillTok, 1)) * st.TEst
 	} else {
-		ct, err := cycle(m, s, p, e, d, ctx, chunk*e.stages(), prompt)
+		var ct kernels.Time
+		var err error
+		if e.dp > 1 && e.stages() == 1 && e.SpecTokens == 0 {
+			// one attention group prefills the prompt; the experts see the mean
+			ct, err = skewedStep(m, s, p, d, ctx, chunk, math.Max(r.PrefillTok, chunk/e.dp), prompt)
+		} else {
+			ct, err = cycle(m, s, p, e, d, ctx, chunk*e.stages(), prompt)
+		}
 		if err != nil {
 			return r, err
 		}
