@@ -52,6 +52,8 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 			out = append(out, frac(n, 0, 100, func(e *chips.Efficiency) *float64 { return &e.HostLaunchUs }))
 		case "step_overhead_us":
 			out = append(out, frac(n, 0, 20000, func(e *chips.Efficiency) *float64 { return &e.StepOverheadUs }))
+		case "pp_step_us":
+			out = append(out, frac(n, 0, 50000, func(e *chips.Efficiency) *float64 { return &e.PPStepUs }))
 		case "scale_up_frac":
 			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.ScaleUpFrac }))
 		default:
@@ -59,7 +61,7 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 				out = append(out, gemmParam(d))
 				continue
 			}
-			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us or scale_up_frac", n)
+			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us or scale_up_frac", n)
 		}
 	}
 	return out, nil

@@ -77,6 +77,10 @@ type Efficiency struct {
 	HostLaunchUs float64 `json:"host_launch_us,omitempty"`
 	// StepOverheadUs is the fixed cost of one engine step (scheduling, sampling, host sync).
 	StepOverheadUs float64 `json:"step_overhead_us,omitempty"`
+	// PPStepUs is the fixed cost of each micro-batch step of a pipeline stage beyond its
+	// kernels: the stages' hand-off (the send/recv handshake and the next stage's scheduling),
+	// paid PP times a cycle where a single-stage engine pays none of it.
+	PPStepUs float64 `json:"pp_step_us,omitempty"`
 	// Links: achievable share of the per-direction bandwidth and the fixed latency of one
 	// collective, for the scale-up fabric and the scale-out network.
 	ScaleUpFrac       float64 `json:"scale_up_frac,omitempty"`
@@ -112,6 +116,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)
+	setF(&out.PPStepUs, o.PPStepUs)
 	setF(&out.HostLaunchUs, o.HostLaunchUs)
 	setF(&out.ScaleUpFrac, o.ScaleUpFrac)
 	setF(&out.ScaleUpLatencyUs, o.ScaleUpLatencyUs)
@@ -143,7 +148,7 @@ func (e Efficiency) validate() error {
 			return fmt.Errorf("efficiency.%s must be in (0, 1], got %g", k, v)
 		}
 	}
-	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs,
+	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
 		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)

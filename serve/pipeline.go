@@ -46,6 +46,23 @@ func cycle(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, e Engine
 	tokens := math.Max(d/pp, 0) + prefill/pp
 	send := kernels.Kernel{Name: "pipeline send", Category: "pipeline", Kind: kernels.Collective, Count: 1, Coll: kernels.P2P,
 		Tier: e.PPTier, Ranks: 2, Message: tokens * float64(m.Fingerprint.Hidden) * s.ActBytes, Exposed: 1, Graphed: true}
-	t := micro.Add(p.Predict(edge).Scale(pp - 1))
-	return t.Add(p.Predict([]kernels.Kernel{send}).Scale(pp)), nil
+	t := micro.Add(noStepOverhead(p.Predict(edge)).Scale(pp - 1))
+	t = t.Add(noStepOverhead(p.Predict([]kernels.Kernel{send})).Scale(pp))
+	// each stage's micro-batch step pays the hand-off beyond its kernels, and the engine's
+	// per-step overhead PP times a cycle where one step pays it once
+	if ps, ok := p.(interface{ PipelineStepOverhead() float64 }); ok {
+		h := ps.PipelineStepOverhead()*pp + micro.TOverhead*(pp-1)
+		t.TEst += h
+		t.TLatency += h
+		t.TOverhead += h
+	}
+	return t, nil
+}
+
+// noStepOverhead is t without the per-step overhead a Predict call adds: a part of a step.
+func noStepOverhead(t kernels.Time) kernels.Time {
+	t.TEst -= t.TOverhead
+	t.TLatency -= t.TOverhead
+	t.TOverhead = 0
+	return t
 }

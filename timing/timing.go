@@ -228,6 +228,10 @@ func (m *Model) idealNet(k kernels.Kernel) float64 {
 	return k.Count * factor * k.Message / bw
 }
 
+// PipelineStepOverhead is the fixed cost of one micro-batch step of a pipeline stage beyond
+// its kernels, in seconds (serve's pipelines ask for it).
+func (m *Model) PipelineStepOverhead() float64 { return m.Eff.PPStepUs * 1e-6 }
+
 // Predict times a step: kernels run one after another on the GPU (a kernel overlaps its own
 // memory and math, not its neighbour's), collectives add their exposed share, and every step
 // pays the per-step overhead once.
