@@ -64,11 +64,6 @@ func (rp Replica) Prefill(isl int64) (PrefillStat, error) {
 	return st, nil
 }
 
-// gpus is the replica's GPU count.
-func (rp Replica) gpus() int64 {
-	return max(rp.Scenario.TP, rp.Scenario.EP) * int64(rp.Engine.stages())
-}
-
 // KVTransfer is the time to send one request's KV cache (its isl prompt tokens, every layer)
 // from a prefill replica to a decode replica: each of the smaller side's GPUs carries its share
 // over its own link, on the scale-up fabric when both replicas sit in one node, else over the
@@ -132,13 +127,9 @@ func prefillQueue(rho, step, n float64) float64 {
 }
 
 // disaggConfig is the deployment of x prefill and y decode replicas carrying reqRate requests/s
-// (0: as many as the smaller side completes, the offline steady state).
-func (o PlanOptions) disaggConfig(tg Target, pre Replica, ps PrefillStat, dec Replica, r Result, x, y int64, reqRate float64) Config {
-	return o.disaggConfigT(tg, pre, ps, dec, r, x, y, reqRate, KVTransfer(dec.Model, dec.Scenario, dec.Pred, o.ISL, pre, dec, tg.MaxTP))
-}
-
-// disaggConfigT is disaggConfig with the KV transfer time given.
-func (o PlanOptions) disaggConfigT(tg Target, pre Replica, ps PrefillStat, dec Replica, r Result, x, y int64, reqRate, transfer float64) Config {
+// (0: as many as the smaller side completes, the offline steady state), each request's KV cache
+// taking transfer seconds to reach the decode pool.
+func (o PlanOptions) disaggConfig(tg Target, pre Replica, ps PrefillStat, dec Replica, r Result, x, y int64, reqRate, transfer float64) Config {
 	osl := float64(o.OSL)
 	decRate := r.OutputTokS / osl // requests/s one decode replica completes
 	capRate := math.Min(float64(x)*ps.ReqPerS, float64(y)*decRate)
@@ -253,26 +244,7 @@ func (o PlanOptions) largestDecodeCap(dec Replica, limit float64) (float64, bool
 		r, err := dec.At(o.ISL, o.OSL, cap)
 		return err == nil && r.TPOT <= o.TPOT, err
 	}
-	if ok, err := meets(1); err != nil || !ok {
-		return 0, false, err
-	}
-	if ok, err := meets(limit); err != nil || ok {
-		return limit, err == nil, err
-	}
-	lo, hi := 1.0, limit
-	for hi-lo > 1 {
-		mid := math.Floor((lo + hi) / 2)
-		ok, err := meets(mid)
-		if err != nil {
-			return 0, false, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, true, nil
+	return largestMeeting(limit, meets)
 }
 
 // fits says whether a deployment of gpus is within --gpus and --max-gpus.
@@ -296,7 +268,7 @@ func (o PlanOptions) balance(tg Target, pre Replica, ps PrefillStat, dec Replica
 			if xx < 1 || xx > maxPoolReplicas && o.GPUs == 0 || !o.fits(xx*gp+y*gd) {
 				continue
 			}
-			c := o.disaggConfigT(tg, pre, ps, dec, r, xx, y, 0, transfer)
+			c := o.disaggConfig(tg, pre, ps, dec, r, xx, y, 0, transfer)
 			if c.Result.Bound == "load" {
 				c.Result.Bound = "batch-cap"
 			}
@@ -384,7 +356,7 @@ func (o PlanOptions) prefillPool(tg Target, pre Replica, ps PrefillStat, dec Rep
 	}
 	lo := max(1, int64(math.Floor(rate/ps.ReqPerS))+1) // utilisation below 1
 	meets := func(x int64) (Config, bool) {
-		c := o.disaggConfigT(tg, pre, ps, dec, r, x, y, rate, transfer)
+		c := o.disaggConfig(tg, pre, ps, dec, r, x, y, rate, transfer)
 		return c, c.MeetsSLO && o.fits(c.GPUs)
 	}
 	c, ok := meets(lo)

@@ -28,6 +28,11 @@ func (rp Replica) DP() float64 {
 	return 1
 }
 
+// gpus is the replica's GPU count: its TP (or EP) group times its pipeline stages.
+func (rp Replica) gpus() int64 {
+	return max(rp.Scenario.TP, rp.Scenario.EP) * int64(rp.Engine.stages())
+}
+
 // Limit is how many sequences the replica runs at once (all its attention groups).
 func (rp Replica) Limit(isl, osl int64) float64 {
 	_, limit, _ := Capacity(rp.Model, rp.Scenario, rp.MemBytes, isl, osl, rp.Engine)
@@ -50,7 +55,7 @@ func (rp Replica) At(isl, osl int64, want float64) (Result, error) {
 	r.OutputTokS *= dp
 	r.RooflineTokS *= dp
 	r.TotalTokS *= dp
-	r.GPUs = rp.Scenario.TP * int64(dp) * int64(rp.Engine.stages())
+	r.GPUs = rp.gpus()
 	return r, err
 }
 

@@ -337,6 +337,12 @@ func (o PlanOptions) largestCap(tg Target, rp Replica, limit float64) (float64, 
 		o.judge(&c)
 		return c.MeetsSLO, nil
 	}
+	return largestMeeting(limit, meets)
+}
+
+// largestMeeting is the largest whole batch in [1, limit] that meets, by bisection (meeting
+// is monotone: a larger batch only lengthens the steps); false when even one sequence misses.
+func largestMeeting(limit float64, meets func(float64) (bool, error)) (float64, bool, error) {
 	if ok, err := meets(1); err != nil || !ok {
 		return 0, false, err
 	}
@@ -400,7 +406,7 @@ func (o PlanOptions) judge(c *Config) {
 // loaded sizes one layout for the load: the fewest replicas (binary search; more replicas
 // only lighten each one) whose steady state meets the SLOs, within the GPU limits.
 func (o PlanOptions) loaded(tg Target, rp Replica, limit float64) (Config, bool, error) {
-	tp := max(rp.Scenario.TP, rp.Scenario.EP) * int64(rp.Engine.stages()) // GPUs per replica
+	tp := rp.gpus()
 	eval := func(reps int64) (Config, bool, error) {
 		var r Result
 		var err error
