@@ -2,7 +2,7 @@
 // H200 FP8, 1-byte weights, activations and KV, B=8, S=L=255, TP=EP=1) next to the example's own
 // tables, read from the seed file, and says why they differ where they differ by more than 10%.
 //
-//	go run ./internal/seedcompare -seed ../shared/seeds/001_b6df426337b36c6f.txt \
+//	go run ./internal/seedcompare -seed internal/seedcompare/testdata/seed001_tables.md \
 //	    -dump examples/dumps/DeepSeek-V3.json.gz -o examples/reports/COMPARISON.md
 package main
 
@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	seed := flag.String("seed", "../shared/seeds/001_b6df426337b36c6f.txt", "the seed example report")
+	seed := flag.String("seed", "internal/seedcompare/testdata/seed001_tables.md", "the seed example report's tables")
 	dump := flag.String("dump", "examples/dumps/DeepSeek-V3.json.gz", "DeepSeek-V3 dump")
 	out := flag.String("o", "examples/reports/COMPARISON.md", "output markdown")
 	flag.Parse()
@@ -265,7 +265,7 @@ func (c *Comparison) Write(out io.Writer) error {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	s := c.Scenario
 	p("# mrep beside the seed example report\n\n")
-	p("The seed's example (`../shared/seeds/001_…`) analyzes DeepSeek-V3 on `H200_SXM_FP8` with 1-byte parameters, activations and KV, `B=%d`, `S=L=%d`, `TP=EP=1`, naive and efficient. Below, its tables (read from the seed file by `go run ./internal/seedcompare`) sit beside mrep's for the same settings; every mrep number is computed, and every difference above 10%% is explained.\n\n", s.Batch, s.Seq)
+	p("The seed's example (the founding documents' example report; its tables are carried in `internal/seedcompare/testdata/seed001_tables.md`) analyzes DeepSeek-V3 on `H200_SXM_FP8` with 1-byte parameters, activations and KV, `B=%d`, `S=L=%d`, `TP=EP=1`, naive and efficient. Below, its tables (read from the seed file by `go run ./internal/seedcompare`) sit beside mrep's for the same settings; every mrep number is computed, and every difference above 10%% is explained.\n\n", s.Batch, s.Seq)
 	p("**Units.** The seed labels sizes GB and TB but means GiB and TiB: its parameter memory of 639,940.65 MB is 671,026,404,352 one-byte parameters divided by 2^20 (= %.2f). Seed sizes are converted with binary multipliers; both columns below are in binary units. mrep's own reports use SI for traffic (GB = 1e9 B) and IEC for capacity.\n\n", c.SeedParamBinaryMB)
 	p("**Peak.** The seed uses 1979.0 TFLOP/s; mrep's chip database has NVIDIA's dense FP8 figure 1978.9 (`OI_knee` %.3f vs the seed's 412.292).\n\n", c.Target.Knee)
 

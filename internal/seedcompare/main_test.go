@@ -7,15 +7,11 @@ import (
 	"testing"
 )
 
-// The comparison reads the seed example's tables and mrep's results; it fails loudly if the
-// seed file or its tables are missing (shared/ sits beside the repository in CI).
+// The comparison reads the seed example's tables (carried in testdata, so nothing outside the
+// repository is needed) and mrep's results; it fails loudly if a table is missing.
 func TestComparisonAgainstTheSeed(t *testing.T) {
-	seeds, _ := filepath.Glob("../../../shared/seeds/001_*.txt")
-	if len(seeds) != 1 {
-		t.Fatalf("seed example not found beside the repository: %v", seeds)
-	}
 	out := filepath.Join(t.TempDir(), "c.md")
-	if err := run(seeds[0], "../../examples/dumps/DeepSeek-V3.json.gz", out); err != nil {
+	if err := run("testdata/seed001_tables.md", "../../examples/dumps/DeepSeek-V3.json.gz", out); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(out)
