@@ -138,17 +138,17 @@ func (p *Prepared) count(m *analyzer.Model) error {
 	switch r.Kind {
 	case KindTTFT:
 		s.Batch, s.Seq = max(r.Batch, 1), r.ISL
-		fit.Batch, fit.KVLen = s.Batch, r.ISL+1
+		fit.Batch, fit.Seq, fit.KVLen = s.Batch, r.ISL, r.ISL+1
 		err = add(analyzer.Prefill, s, 1)
 		p.value = func(t float64) float64 { return t }
 	case KindDecodeStep:
 		s.Batch, s.KVLen = max(r.Batch, 1), r.ISL
-		fit.Batch, fit.KVLen = s.Batch, r.ISL+1
+		fit.Batch, fit.Seq, fit.KVLen = s.Batch, 1, r.ISL+1
 		err = add(analyzer.Decode, s, 1)
 		p.value = func(t float64) float64 { return t }
 	case KindStatic:
 		s.Batch, s.Seq = r.Batch, r.ISL
-		fit.Batch, fit.KVLen = r.Batch, r.ISL+r.OSL
+		fit.Batch, fit.Seq, fit.KVLen = r.Batch, r.ISL, r.ISL+r.OSL
 		if err = add(analyzer.Prefill, s, 1); err != nil {
 			return err
 		}
@@ -172,13 +172,11 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		p.FitNote = "KV cache holds at least one sequence"
 		return nil
 	case KindTrainStep:
-		mbs := max(r.MBS, 1)
 		l := r.Layout()
 		if err := l.Validate(m.Fingerprint); err != nil {
 			return err
 		}
 		p.train = &trainRow{m: m, s: s, l: l}
-		fit.Batch, fit.Seq, fit.KVLen, fit.TP = mbs, r.Seq, 1, l.TP
 		p.value = func(t float64) float64 { return t }
 	default:
 		return fmt.Errorf("kind %s is not predictable", r.Kind)
@@ -186,18 +184,13 @@ func (p *Prepared) count(m *analyzer.Model) error {
 	if err != nil {
 		return err
 	}
+	var f layout.Fit
 	if p.train != nil {
-		mem := layout.MemoryPerGPU(m, p.train.l)
-		p.Fits = mem.Total <= p.Chip.MemoryBytes()
-		p.FitNote = fmt.Sprintf("%.1f GiB per GPU of %.0f GiB", mem.Total/(1<<30), p.Chip.MemoryGiB)
-		return nil
+		f = layout.Check("training", layout.TrainingMemory(m, p.train.l), p.Chip.MemoryBytes())
+	} else {
+		f = layout.Check("inference", layout.InferenceMemory(m, fit, 1, 0), p.Chip.MemoryBytes())
 	}
-	tg, err := analyzer.NewTarget(p.Chip, s.ComputeDType, nil)
-	if err != nil {
-		return err
-	}
-	f := analyzer.FitFor(m, fit, tg)
-	p.Fits, p.FitNote = f.InferenceFits, f.Verdict
+	p.Fits, p.FitNote = f.Fits, f.Verdict()
 	return nil
 }
 

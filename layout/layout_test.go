@@ -24,13 +24,13 @@ func TestModelStatesMatchZeRO(t *testing.T) {
 	m.Fingerprint.Layers, m.Fingerprint.Hidden = 1, 1
 	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 1, GBS: 64, Seq: 2}
 	states := func(mem Memory) float64 { return mem.Weights + mem.Gradients + mem.Optimizer }
-	near(t, "stage 0", states(MemoryPerGPU(m, l)), 120e9, 1e-9)
+	near(t, "stage 0", states(TrainingMemory(m, l)), 120e9, 1e-9)
 	l.DistOptimizer = true
-	near(t, "stage 1", states(MemoryPerGPU(m, l)), 31.40625e9, 1e-9)
+	near(t, "stage 1", states(TrainingMemory(m, l)), 31.40625e9, 1e-9)
 	l.ZeRO = 2
-	near(t, "stage 2", states(MemoryPerGPU(m, l)), 16.640625e9, 1e-9)
+	near(t, "stage 2", states(TrainingMemory(m, l)), 16.640625e9, 1e-9)
 	l.ZeRO = 3
-	near(t, "stage 3", states(MemoryPerGPU(m, l)), 1.875e9, 1e-9)
+	near(t, "stage 3", states(TrainingMemory(m, l)), 1.875e9, 1e-9)
 }
 
 // Korthikanti et al. 2022, Table 2: tensor + sequence parallel keeps (s·b·h/t)·34 bytes per
@@ -105,9 +105,9 @@ func TestActivationsWithoutSequenceParallel(t *testing.T) {
 	m := &analyzer.Model{Params: map[analyzer.Category]int64{analyzer.CatDenseFFN: 1}}
 	m.Fingerprint.Layers, m.Fingerprint.Hidden = 8, 4096
 	l := Layout{TP: 8, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 2, GBS: 2, Seq: 4096}
-	sp := MemoryPerGPU(m, l).Activations
+	sp := TrainingMemory(m, l).Activations
 	l.NoSP = true
-	noSP := MemoryPerGPU(m, l).Activations
+	noSP := TrainingMemory(m, l).Activations
 	near(t, "with SP", sp, 8*34*4096*2*4096/8.0, 1e-12)
 	near(t, "without SP", noSP, 8*4096*2*4096*(10+24/8.0), 1e-12)
 }
@@ -153,7 +153,7 @@ func TestPartialRecompute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mem = append(mem, MemoryPerGPU(m, l).Activations)
+		mem = append(mem, TrainingMemory(m, l).Activations)
 		tm = append(tm, st.Microbatch)
 	}
 	if !(mem[0] > mem[1] && mem[1] > mem[2]) || !(tm[0] < tm[1] && tm[1] < tm[2]) {

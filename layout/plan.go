@@ -88,7 +88,7 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 			return nil
 		}
 		plan.Evaluated++
-		mem := MemoryPerGPU(tr.m, l)
+		mem := TrainingMemory(tr.m, l)
 		c := Candidate{Memory: mem, Step: Step{Layout: l}}
 		if smallest == nil || mem.Total < smallest.Memory.Total {
 			cc := c

@@ -87,7 +87,7 @@ func TestMemoryAndTimeMoveTheRightWay(t *testing.T) {
 	for z := 0; z <= 3; z++ {
 		l := base
 		l.ZeRO, l.DistOptimizer = z, z >= 1
-		if mem := MemoryPerGPU(m, l).Total; mem > prev {
+		if mem := TrainingMemory(m, l).Total; mem > prev {
 			t.Errorf("ZeRO-%d needs more memory than ZeRO-%d", z, z-1)
 		} else {
 			prev = mem
@@ -95,7 +95,7 @@ func TestMemoryAndTimeMoveTheRightWay(t *testing.T) {
 	}
 	full := base
 	full.Recompute = "full"
-	if MemoryPerGPU(m, full).Activations >= MemoryPerGPU(m, base).Activations {
+	if TrainingMemory(m, full).Activations >= TrainingMemory(m, base).Activations {
 		t.Error("full recompute must keep fewer activations")
 	}
 	a, err := tr.Train(base)

@@ -10,6 +10,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/internal/units"
+	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/model"
 )
 
@@ -57,7 +58,7 @@ func pct(part, whole float64) string {
 
 // WriteAnalysis renders `mrep analyze`: fingerprint, parameters, per-target KPI matrix with
 // the physics check beside each row, byte decomposition and training terms.
-func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTable, laid []LayoutResult) error {
+func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTable, laid []LayoutResult, fits []layout.Fit) error {
 	w := &errWriter{w: out}
 	m := a.Model
 	fp := m.Fingerprint
@@ -68,7 +69,7 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 	if err := WriteLayouts(out, laid); err != nil {
 		return err
 	}
-	writeFit(w, a)
+	writeFit(w, a, fits)
 
 	w.printf("## Fingerprint\n\n")
 	moe := "no"
@@ -182,11 +183,15 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 	return w.err
 }
 
-// writeFit puts the memory verdict first: does the scenario fit on each target at all?
-func writeFit(w *errWriter, a analyzer.Analysis) {
-	for _, t := range a.Targets {
-		f := analyzer.FitFor(a.Model, a.Scenario, t)
-		w.printf("**Fit on %s:** %s\n\n", t.Label(), f.Verdict)
+// writeFit puts the memory verdict first, one per target (fits[i] is a.Targets[i]'s). Without
+// a training layout the verdict is the scenario's inference; training memory depends on how
+// the step is spread, so the line says how to ask for it.
+func writeFit(w *errWriter, a analyzer.Analysis, fits []layout.Fit) {
+	for i, f := range fits {
+		if i >= len(a.Targets) {
+			break
+		}
+		w.printf("**Memory on %s:** %s. Training memory depends on the layout: give `--dp`, `--zero`, `--pp` (or run `mrep plan train`).\n\n", a.Targets[i].Label(), f.Verdict())
 	}
 }
 

@@ -59,6 +59,7 @@ type LayoutResult struct {
 	Step         layout.Step   `json:"step"`
 	Memory       layout.Memory `json:"memory_per_gpu"`
 	MemoryBudget float64       `json:"memory_budget"`
+	Fits         bool          `json:"fits"` // the memory model's verdict (layout.Check)
 }
 
 // WriteLayouts puts the training layout's verdict first: does it fit, how long is a step,
@@ -68,7 +69,7 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 	for _, r := range rs {
 		l, s, m := r.Step.Layout, r.Step, r.Memory
 		fit := "fits"
-		if m.Total > r.MemoryBudget {
+		if !r.Fits {
 			fit = "does NOT fit"
 		}
 		w.printf("**Training on %d GPUs of %s (%s, MBS %d, GBS %d, GA %d, recompute %s):** memory per GPU %s, %.1f GiB of %.1f GiB (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, margin %.1f GiB). Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",

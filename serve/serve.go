@@ -10,6 +10,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/kernels"
+	memory "github.com/mrep-dev/mrep/layout" // the one memory model (serve has a layout type of its own)
 )
 
 // Engine is the serving engine's memory and scheduling knobs (defaults: TensorRT-LLM's).
@@ -91,16 +92,11 @@ func DefaultEngine() Engine {
 	return Engine{KVFraction: 0.9, ReserveBytes: 3 * (1 << 30), TokenBudget: 8192, MaxBatch: 8192, KVBlock: 32}
 }
 
-// KVTokens is how many tokens of KV cache one GPU holds next to its share of the weights (with
-// PP stages, each GPU holds its stage's layers of every token).
+// KVTokens is how many tokens of KV cache one GPU holds next to its share of the weights and
+// the engine's reserve, at its KV fraction: the memory model's (layout.KVTokens), so a plan's
+// capacity and analyze's verdict come from one place.
 func KVTokens(m *analyzer.Model, s analyzer.Scenario, memBytes float64, e Engine) float64 {
-	weights := m.ParamsPerGPU(s.TP, int64(e.stages()), s.EP, s.ETP) * s.WeightBytes
-	free := memBytes - weights - e.ReserveBytes
-	per := m.KVBytesPerToken(s) / e.stages()
-	if free <= 0 || per <= 0 {
-		return 0
-	}
-	return e.KVFraction * free / per
+	return memory.KVTokens(m, s, int64(e.stages()), memBytes, e.ReserveBytes, e.KVFraction)
 }
 
 // Result is a steady state of the engine.

@@ -106,9 +106,26 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 		if err != nil {
 			return nil, cli.Exit("layout: "+err.Error(), exitFailure)
 		}
-		out = append(out, render.LayoutResult{Target: t.Label(), Step: st, Memory: layout.MemoryPerGPU(m, *o.layout), MemoryBudget: t.Chip.MemoryBytes()})
+		f := layout.Check("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
+		out = append(out, render.LayoutResult{Target: t.Label(), Step: st, Memory: f.Memory, MemoryBudget: f.Capacity, Fits: f.Fits})
 	}
 	return out, nil
+}
+
+// memoryFits is one memory verdict per target: the training layout's when one is given (its
+// line leads the analysis, so nothing here), otherwise the scenario served as analysed (weights,
+// the KV cache of B sequences of L tokens, a prefill step's activations).
+func memoryFits(m *analyzer.Model, o scenarioOptions) []layout.Fit {
+	if o.layout != nil {
+		return nil
+	}
+	s := o.scenario
+	what := fmt.Sprintf("inference (B=%d, S=%d, L=%d)", s.Batch, s.Seq, s.KVLen)
+	var out []layout.Fit
+	for _, t := range o.targets {
+		out = append(out, layout.Check(what, layout.InferenceMemory(m, s, 1, 0), t.Chip.MemoryBytes()))
+	}
+	return out
 }
 
 // readLayout is the training layout the flags describe, nil when none was asked for.
@@ -298,6 +315,7 @@ func analyzeCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			fits := memoryFits(m, o)
 			trace, err := analyzer.TraceCheck(d, 3)
 			if err != nil {
 				return err
@@ -306,11 +324,12 @@ func analyzeCommand(env Env) *cli.Command {
 				return writeJSON(c.App.Writer, struct {
 					Analysis  analyzer.Analysis       `json:"analysis"`
 					Layouts   []render.LayoutResult   `json:"training_layout,omitempty"`
+					Memory    []layout.Fit            `json:"memory,omitempty"`
 					Operators *analyzer.OperatorTable `json:"operators,omitempty"`
 					Trace     []analyzer.TraceRow     `json:"trace_check,omitempty"`
-				}{a, laid, ops, trace})
+				}{a, laid, fits, ops, trace})
 			}
-			if err := render.WriteAnalysis(c.App.Writer, a, ops, laid); err != nil {
+			if err := render.WriteAnalysis(c.App.Writer, a, ops, laid, fits); err != nil {
 				return err
 			}
 			if render.NotATransformer(m.Fingerprint) {

@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -451,5 +452,34 @@ func TestSixteenProcessesIntoANewDatabase(t *testing.T) {
 		if got := strings.Count(mustRun(t, db, "runs", "--json"), `"content_hash"`); got != want {
 			t.Fatalf("round %d: %d runs stored, want %d", round, got, want)
 		}
+	}
+}
+
+// One verdict per target: with a training layout the layout's memory is the verdict (the
+// issue's new user saw "fits" and "does NOT fit" for the same run), without one the scenario's
+// inference; and the verdict agrees with the memory model it reports.
+func TestAnalyzePrintsOneMemoryVerdictPerTarget(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "a.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
+	verdicts := func(out string) int {
+		return strings.Count(out, " fits, ") + strings.Count(out, " does NOT fit, ")
+	}
+	laid := mustRun(t, db, "analyze", "Llama-3.1-70B-Instruct", "--chip", "H100", "--chip", "H200", "--tp", "8", "--pp", "4",
+		"--gpus", "1024", "--zero", "1", "-s", "8192", "--phase", "training")
+	if n := verdicts(laid); n != 2 || strings.Contains(laid, "inference") {
+		t.Errorf("with a layout: %d verdicts for 2 targets, or an inference verdict beside it:\n%s", n, laid[:min(len(laid), 1500)])
+	}
+	bare := mustRun(t, db, "analyze", "Llama-3.1-70B-Instruct", "--chip", "H100", "-b", "8", "--phase", "decode")
+	if n := verdicts(bare); n != 1 || !strings.Contains(bare, "inference (B=8, S=2048, L=2048) does NOT fit") {
+		t.Errorf("without a layout: %d verdicts, want the inference one:\n%s", n, bare[:min(len(bare), 1500)])
+	}
+	var got struct {
+		Memory []layout.Fit `json:"memory"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "analyze", "Llama-3.1-70B-Instruct", "--chip", "H100", "-b", "8", "--phase", "decode", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Memory) != 1 || got.Memory[0].Fits || got.Memory[0].Memory.Weights < 130*(1<<30) {
+		t.Errorf("analyze --json memory: %+v", got.Memory)
 	}
 }
