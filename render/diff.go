@@ -11,25 +11,26 @@ import (
 	"github.com/wcharczuk/go-chart/v2/drawing"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/compare"
 )
 
 // DiffData is everything `mrep diff` shows.
 type DiffData struct {
-	RunA       analyzer.RunInfo        `json:"run_a"`
-	RunB       analyzer.RunInfo        `json:"run_b"`
-	Config     []analyzer.ConfigChange `json:"config_changes"`
-	Categories []analyzer.CountDelta   `json:"params_by_category"`
-	Patterns   []analyzer.CountDelta   `json:"params_by_pattern"`
-	MetricsA   analyzer.RunMetrics     `json:"metrics_a"`
-	MetricsB   analyzer.RunMetrics     `json:"metrics_b"`
+	RunA       analyzer.RunInfo       `json:"run_a"`
+	RunB       analyzer.RunInfo       `json:"run_b"`
+	Config     []compare.ConfigChange `json:"config_changes"`
+	Categories []compare.CountDelta   `json:"params_by_category"`
+	Patterns   []compare.CountDelta   `json:"params_by_pattern"`
+	MetricsA   compare.RunMetrics     `json:"metrics_a"`
+	MetricsB   compare.RunMetrics     `json:"metrics_b"`
 	// ScenarioA and ScenarioB: a diff of one run under two scenarios (the flags of each);
 	// phases are then paired by position (the targets may differ).
-	ScenarioA string           `json:"scenario_a,omitempty"`
-	ScenarioB string           `json:"scenario_b,omitempty"`
-	Why       []string         `json:"why"`
-	Drift     []analyzer.Drift `json:"weight_drift,omitempty"`
-	DriftNote string           `json:"drift_note,omitempty"`
-	ChartName string           `json:"-"`
+	ScenarioA string          `json:"scenario_a,omitempty"`
+	ScenarioB string          `json:"scenario_b,omitempty"`
+	Why       []string        `json:"why"`
+	Drift     []compare.Drift `json:"weight_drift,omitempty"`
+	DriftNote string          `json:"drift_note,omitempty"`
+	ChartName string          `json:"-"`
 }
 
 func runName(r analyzer.RunInfo) string {
@@ -62,17 +63,17 @@ func relPct(a, b float64) string {
 
 // DiffPairs pairs the two sides' phase metrics: by target, phase and profile for two runs, by
 // position for one run under two scenarios.
-func DiffPairs(d DiffData) [][2]analyzer.PhaseMetrics {
-	var out [][2]analyzer.PhaseMetrics
+func DiffPairs(d DiffData) [][2]compare.PhaseMetrics {
+	var out [][2]compare.PhaseMetrics
 	for i, pa := range d.MetricsA.Phases {
 		if d.ScenarioA != "" {
 			if i < len(d.MetricsB.Phases) {
-				out = append(out, [2]analyzer.PhaseMetrics{pa, d.MetricsB.Phases[i]})
+				out = append(out, [2]compare.PhaseMetrics{pa, d.MetricsB.Phases[i]})
 			}
 			continue
 		}
 		if pb, ok := d.MetricsB.Find(pa.Target, pa.Phase, pa.Profile); ok {
-			out = append(out, [2]analyzer.PhaseMetrics{pa, pb})
+			out = append(out, [2]compare.PhaseMetrics{pa, pb})
 		}
 	}
 	return out
@@ -89,7 +90,7 @@ func DiffWhy(d DiffData) []string {
 	var out []string
 	for _, p := range pairs {
 		if p[0].Target == target && p[0].Profile == profile {
-			if s := analyzer.Why(p[0], p[1]); s != "" {
+			if s := compare.Why(p[0], p[1]); s != "" {
 				out = append(out, s)
 			}
 		}
@@ -202,9 +203,9 @@ func writeDiffPerformance(w *errWriter, d DiffData) error {
 }
 
 // isMatrix: the weights whose drift is ranked first; norms and biases are shown apart.
-func isMatrix(x analyzer.Drift) bool { return x.Kind != "norm" && x.Kind != "bias" }
+func isMatrix(x compare.Drift) bool { return x.Kind != "norm" && x.Kind != "bias" }
 
-func driftMethods(ds []analyzer.Drift) string {
+func driftMethods(ds []compare.Drift) string {
 	n := map[string]int{}
 	for _, x := range ds {
 		n[x.Method]++
@@ -222,7 +223,7 @@ func driftMethods(ds []analyzer.Drift) string {
 	return strings.Join(parts, "; ")
 }
 
-func writeDrift(w *errWriter, ds []analyzer.Drift) {
+func writeDrift(w *errWriter, ds []compare.Drift) {
 	w.printf("%d tensors compared: %s.", len(ds), driftMethods(ds))
 	for _, x := range ds {
 		if x.Method != "stats" {
@@ -232,12 +233,12 @@ func writeDrift(w *errWriter, ds []analyzer.Drift) {
 	}
 	w.printf("\n\n")
 	var rows [][]string
-	for _, s := range analyzer.DriftByKind(ds) {
+	for _, s := range compare.DriftByKind(ds) {
 		rows = append(rows, []string{code(s.Group), Comma(int64(s.Tensors)), fmt.Sprintf("%.4g", s.Rel), fmt.Sprintf("%.4g", s.Max), code(s.MaxName)})
 	}
 	table(w, []string{"Kind", "Tensors", "Relative change (as one vector)", "Largest", "Largest tensor"}, "lrrrl", rows)
 
-	section := func(title string, keep func(analyzer.Drift) bool, n int) {
+	section := func(title string, keep func(compare.Drift) bool, n int) {
 		rows = nil
 		for _, x := range ds {
 			if !keep(x) || x.ZeroBaseline {
@@ -257,7 +258,7 @@ func writeDrift(w *errWriter, ds []analyzer.Drift) {
 	}
 	section("**Weights** (top movers; numbered as in the chart):", isMatrix, 20)
 	section("**Norms and biases**, apart (a gain near 1 or a bias near 0 changes on another scale than a matrix, and would crowd the ranking):",
-		func(x analyzer.Drift) bool { return !isMatrix(x) }, 10)
+		func(x compare.Drift) bool { return !isMatrix(x) }, 10)
 	rows = nil
 	for _, x := range ds {
 		if x.ZeroBaseline {
@@ -272,7 +273,7 @@ func writeDrift(w *errWriter, ds []analyzer.Drift) {
 
 // DriftChart is a bar chart of the weight matrices' top movers (norms and biases are apart in
 // the table), each bar named by its tensor.
-func DriftChart(title string, ds []analyzer.Drift, n int) chart.BarChart {
+func DriftChart(title string, ds []compare.Drift, n int) chart.BarChart {
 	var vs []chart.Value
 	top := 0.0
 	for _, d := range ds {

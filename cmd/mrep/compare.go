@@ -14,6 +14,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/calib"
+	"github.com/mrep-dev/mrep/compare"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -22,7 +23,7 @@ import (
 // scenarioKey is the cache key of an analysis: the scenario, and the --set overrides, which
 // change what the analyzer reads.
 func scenarioKey(ctx context.Context, o scenarioOptions) string {
-	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	key := compare.ScenarioKey(o.scenario, o.targets, o.profiles)
 	if s := setsFrom(ctx).String(); s != "" {
 		key += " set " + s
 	}
@@ -31,12 +32,12 @@ func scenarioKey(ctx context.Context, o scenarioOptions) string {
 
 // metricsFor returns a run's analysis metrics for the scenario, from the cache when an entry
 // for (run, scenario, analyzer version) exists, else computed and cached.
-func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, d *model.Dump) (analyzer.RunMetrics, error) {
+func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, d *model.Dump) (compare.RunMetrics, error) {
 	key := scenarioKey(ctx, o)
 	if b, ok, err := db.CachedResult(ctx, id, key, analyzer.Version); err != nil {
-		return analyzer.RunMetrics{}, err
+		return compare.RunMetrics{}, err
 	} else if ok {
-		var m analyzer.RunMetrics
+		var m compare.RunMetrics
 		// entries cached before the phases carried their terms are recomputed (diff's "why")
 		if err := json.Unmarshal(b, &m); err == nil && (len(m.Phases) == 0 || m.Phases[0].Terms != nil) {
 			return m, nil
@@ -46,15 +47,15 @@ func metricsFor(ctx context.Context, db *store.DB, id int64, o scenarioOptions, 
 	if d == nil {
 		var err error
 		if d, err = db.LoadDump(ctx, id); err != nil {
-			return analyzer.RunMetrics{}, err
+			return compare.RunMetrics{}, err
 		}
 		setsFrom(ctx).apply(d)
 	}
 	a, err := analyzer.Run(analyzer.NewModel(d), o.scenario, o.targets, o.profiles, analyzer.Phases)
 	if err != nil {
-		return analyzer.RunMetrics{}, err
+		return compare.RunMetrics{}, err
 	}
-	m := analyzer.Metrics(a)
+	m := compare.Metrics(a)
 	b, err := json.Marshal(m)
 	if err != nil {
 		return m, err
@@ -102,7 +103,7 @@ func diffCommand(env Env) *cli.Command {
 			defer db.Close()
 			var runs [2]store.Run
 			var dumps [2]*model.Dump
-			var metrics [2]analyzer.RunMetrics
+			var metrics [2]compare.RunMetrics
 			for i, sel := range c.Args().Slice() {
 				if runs[i], dumps[i], err = loadRun(c.Context, db, sel); err != nil {
 					return err
@@ -112,12 +113,12 @@ func diffCommand(env Env) *cli.Command {
 				}
 			}
 			ma, mb := analyzer.NewModel(dumps[0]), analyzer.NewModel(dumps[1])
-			cats, pats := analyzer.ParamDeltas(dumps[0], dumps[1], ma, mb)
+			cats, pats := compare.ParamDeltas(dumps[0], dumps[1], ma, mb)
 			d := render.DiffData{RunA: runInfo(runs[0]), RunB: runInfo(runs[1]),
-				Config: analyzer.ConfigDiff(dumps[0].Config, dumps[1].Config), Categories: cats, Patterns: pats,
+				Config: compare.ConfigDiff(dumps[0].Config, dumps[1].Config), Categories: cats, Patterns: pats,
 				MetricsA: metrics[0], MetricsB: metrics[1]}
 			switch {
-			case !analyzer.SameArchitecture(dumps[0], dumps[1]):
+			case !compare.SameArchitecture(dumps[0], dumps[1]):
 				d.DriftNote = "Weight drift is compared only between runs of the same architecture (checkpoints); these module trees differ."
 			case !runs[0].HasStats || !runs[1].HasStats:
 				d.DriftNote = "Weight drift needs real weight statistics in both runs; at least one was dumped without values (meta device)."
@@ -126,7 +127,7 @@ func diffCommand(env Env) *cli.Command {
 				if err != nil {
 					return err
 				}
-				d.Drift = analyzer.WeightDrift(stats[runs[0].ID], stats[runs[1].ID])
+				d.Drift = compare.WeightDrift(stats[runs[0].ID], stats[runs[1].ID])
 			}
 			d.Why = render.DiffWhy(d)
 			if dir := c.String("output"); dir != "" {
@@ -165,14 +166,14 @@ func historyCommand(env Env) *cli.Command {
 		Usage:     "one metric across runs, ordered by training step (or ingestion time)",
 		ArgsUsage: "[MODEL | MODEL@LABEL]  (default: the latest run's model and label)",
 		Flags: append(scenarioFlags(),
-			&cli.StringFlag{Name: "metric", Value: "params", Usage: "one of " + analyzer.MetricNames},
+			&cli.StringFlag{Name: "metric", Value: "params", Usage: "one of " + compare.MetricNames},
 			&cli.StringFlag{Name: "by", Value: "step", Usage: "order by step or time"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write history.md, history.json and a line chart to `DIR`"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		),
 		Action: func(c *cli.Context) error {
 			metric := c.String("metric")
-			kind, args, err := analyzer.ParseMetric(metric)
+			kind, args, err := compare.ParseMetric(metric)
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
 			}
@@ -368,7 +369,7 @@ func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind str
 			}
 			switch kind {
 			case "drift":
-				pts[i].Value, _ = analyzer.PatternDrift(analyzer.WeightDrift(base, stats[r.ID]), pattern)
+				pts[i].Value, _ = compare.PatternDrift(compare.WeightDrift(base, stats[r.ID]), pattern)
 			default:
 				pts[i].Value = meanStat(stats[r.ID], pattern, kind)
 			}
@@ -391,7 +392,7 @@ func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind str
 	}
 	target := o.targets[0].Label()
 	for i, r := range runs {
-		var m analyzer.RunMetrics
+		var m compare.RunMetrics
 		b, ok := cached[r.ID]
 		if !ok || json.Unmarshal(b, &m) != nil {
 			if m, err = metricsFor(ctx, db, r.ID, o, nil); err != nil {
@@ -404,7 +405,7 @@ func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind str
 		case "kv_bytes_per_token":
 			pts[i].Value = m.KVBytesPerTok
 		default:
-			v, ok := analyzer.PhaseValue(m, kind, target, analyzer.Phase(args[0]), profile)
+			v, ok := compare.PhaseValue(m, kind, target, analyzer.Phase(args[0]), profile)
 			if !ok {
 				return nil, cli.Exit(fmt.Sprintf("history: no %s/%s result for %s (profiles: --exec)", args[0], profile, target), exitFailure)
 			}
@@ -418,7 +419,7 @@ func historyPoints(ctx context.Context, db *store.DB, runs []store.Run, kind str
 func meanStat(stats []model.TensorStat, pattern, kind string) float64 {
 	var sum, n float64
 	for _, s := range stats {
-		if !analyzer.MatchPattern(pattern, s.Name) {
+		if !compare.MatchPattern(pattern, s.Name) {
 			continue
 		}
 		v := s.Mean
