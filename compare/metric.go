@@ -56,3 +56,17 @@ func PhaseValue(r RunMetrics, kind, target string, ph analyzer.Phase, profile st
 	}
 	return 0, false
 }
+
+// MetricLabel is a history metric with its unit.
+func MetricLabel(metric string) string {
+	kind, _, _ := strings.Cut(metric, ":")
+	switch kind {
+	case "step_time", "T_est":
+		return metric + " (ms)"
+	case "mfu_measured", "MFU":
+		return metric + " (%)"
+	case "tokens_per_s":
+		return metric + " (per GPU)"
+	}
+	return metric
+}

@@ -1,12 +1,76 @@
 package compare
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/store"
 )
+
+// Scenario is what a run is analysed under: the analyzer's inputs, and the config overrides
+// (`--set`) that change what the analyzer reads.
+type Scenario struct {
+	Scenario analyzer.Scenario
+	Targets  []analyzer.Target
+	Profiles []analyzer.ExecProfile
+	// Sets is the overrides as one line ("" for none): part of the cache key.
+	Sets string
+	// Apply writes the overrides into a dump loaded from the database; nil when there are none.
+	Apply func(*model.Dump)
+}
+
+// cacheKey is the cache key of an analysis: the scenario, and the overrides.
+func (s Scenario) cacheKey() string {
+	key := ScenarioKey(s.Scenario, s.Targets, s.Profiles)
+	if s.Sets != "" {
+		key += " set " + s.Sets
+	}
+	return key
+}
+
+// MetricsFor returns a run's analysis metrics under s, from the cache when an entry for (run,
+// scenario, analyzer version) exists, else computed and cached (unless the database is
+// read-only). d is the run's dump with the overrides applied; nil loads it.
+func MetricsFor(ctx context.Context, db *store.DB, id int64, s Scenario, d *model.Dump) (RunMetrics, error) {
+	key := s.cacheKey()
+	if b, ok, err := db.CachedResult(ctx, id, key, analyzer.Version); err != nil {
+		return RunMetrics{}, err
+	} else if ok {
+		var m RunMetrics
+		// entries cached before the phases carried their terms are recomputed (diff's "why")
+		if err := json.Unmarshal(b, &m); err == nil && (len(m.Phases) == 0 || m.Phases[0].Terms != nil) {
+			return m, nil
+		}
+		// an unreadable entry is recomputed and replaced below
+	}
+	if d == nil {
+		var err error
+		if d, err = db.LoadDump(ctx, id); err != nil {
+			return RunMetrics{}, err
+		}
+		if s.Apply != nil {
+			s.Apply(d)
+		}
+	}
+	a, err := analyzer.Run(analyzer.NewModel(d), s.Scenario, s.Targets, s.Profiles, analyzer.Phases)
+	if err != nil {
+		return RunMetrics{}, err
+	}
+	m := Metrics(a)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m, err
+	}
+	if err := db.PutResult(ctx, id, key, analyzer.Version, b); err != nil && !errors.Is(err, store.ErrReadOnly) {
+		return m, err
+	}
+	return m, nil
+}
 
 // ScenarioKey identifies what an analysis depends on besides the run: the scenario, every
 // target's figures (a changed chips file is a new key) and the profiles. The analyzer version
