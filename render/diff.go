@@ -11,26 +11,8 @@ import (
 	"github.com/wcharczuk/go-chart/v2/drawing"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/compare"
 )
-
-// DiffData is everything `mrep diff` shows.
-type DiffData struct {
-	RunA       analyzer.RunInfo        `json:"run_a"`
-	RunB       analyzer.RunInfo        `json:"run_b"`
-	Config     []analyzer.ConfigChange `json:"config_changes"`
-	Categories []analyzer.CountDelta   `json:"params_by_category"`
-	Patterns   []analyzer.CountDelta   `json:"params_by_pattern"`
-	MetricsA   analyzer.RunMetrics     `json:"metrics_a"`
-	MetricsB   analyzer.RunMetrics     `json:"metrics_b"`
-	// ScenarioA and ScenarioB: a diff of one run under two scenarios (the flags of each);
-	// phases are then paired by position (the targets may differ).
-	ScenarioA string           `json:"scenario_a,omitempty"`
-	ScenarioB string           `json:"scenario_b,omitempty"`
-	Why       []string         `json:"why"`
-	Drift     []analyzer.Drift `json:"weight_drift,omitempty"`
-	DriftNote string           `json:"drift_note,omitempty"`
-	ChartName string           `json:"-"`
-}
 
 func runName(r analyzer.RunInfo) string {
 	s := fmt.Sprintf("run %d `%s`", r.ID, r.Name)
@@ -60,45 +42,9 @@ func relPct(a, b float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*(b-a)/math.Abs(a))
 }
 
-// DiffPairs pairs the two sides' phase metrics: by target, phase and profile for two runs, by
-// position for one run under two scenarios.
-func DiffPairs(d DiffData) [][2]analyzer.PhaseMetrics {
-	var out [][2]analyzer.PhaseMetrics
-	for i, pa := range d.MetricsA.Phases {
-		if d.ScenarioA != "" {
-			if i < len(d.MetricsB.Phases) {
-				out = append(out, [2]analyzer.PhaseMetrics{pa, d.MetricsB.Phases[i]})
-			}
-			continue
-		}
-		if pb, ok := d.MetricsB.Find(pa.Target, pa.Phase, pa.Profile); ok {
-			out = append(out, [2]analyzer.PhaseMetrics{pa, pb})
-		}
-	}
-	return out
-}
-
-// DiffWhy is the diff's opening paragraph: for each phase on the first target under the last
-// profile, what moved the time.
-func DiffWhy(d DiffData) []string {
-	pairs := DiffPairs(d)
-	if len(pairs) == 0 {
-		return nil
-	}
-	target, profile := pairs[0][0].Target, pairs[len(pairs)-1][0].Profile
-	var out []string
-	for _, p := range pairs {
-		if p[0].Target == target && p[0].Profile == profile {
-			if s := analyzer.Why(p[0], p[1]); s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-// WriteDiff renders a comparison of two runs, or of one run under two scenarios.
-func WriteDiff(out io.Writer, d DiffData) error {
+// WriteDiff renders a comparison of two runs, or of one run under two scenarios; chartName,
+// when set, is the drift chart's file, linked below the drift tables.
+func WriteDiff(out io.Writer, d compare.Diff, chartName string) error {
 	w := &errWriter{w: out}
 	if d.ScenarioA != "" {
 		w.printf("# Diff: %s under two scenarios\n\nA: `%s`\n\nB: `%s`\n\n", runName(d.RunA), d.ScenarioA, d.ScenarioB)
@@ -158,17 +104,17 @@ func WriteDiff(out io.Writer, d DiffData) error {
 		return w.err
 	}
 	writeDrift(w, d.Drift)
-	if d.ChartName != "" {
-		w.printf("\n![weight drift](%s)\n", d.ChartName)
+	if chartName != "" {
+		w.printf("\n![weight drift](%s)\n", chartName)
 	}
 	return w.err
 }
 
-func writeDiffPerformance(w *errWriter, d DiffData) error {
+func writeDiffPerformance(w *errWriter, d compare.Diff) error {
 	w.printf("## Performance model\n\nPer phase and exec profile on each target; ⚠ marks results below the compulsory HBM traffic in either run.\n\n")
 	var rows [][]string
 	var changes []string
-	for _, pair := range DiffPairs(d) {
+	for _, pair := range d.Pairs() {
 		pa, pb := pair[0], pair[1]
 		target := code(pa.Target)
 		if pa.Target != pb.Target {
@@ -202,9 +148,9 @@ func writeDiffPerformance(w *errWriter, d DiffData) error {
 }
 
 // isMatrix: the weights whose drift is ranked first; norms and biases are shown apart.
-func isMatrix(x analyzer.Drift) bool { return x.Kind != "norm" && x.Kind != "bias" }
+func isMatrix(x compare.Drift) bool { return x.Kind != "norm" && x.Kind != "bias" }
 
-func driftMethods(ds []analyzer.Drift) string {
+func driftMethods(ds []compare.Drift) string {
 	n := map[string]int{}
 	for _, x := range ds {
 		n[x.Method]++
@@ -222,7 +168,7 @@ func driftMethods(ds []analyzer.Drift) string {
 	return strings.Join(parts, "; ")
 }
 
-func writeDrift(w *errWriter, ds []analyzer.Drift) {
+func writeDrift(w *errWriter, ds []compare.Drift) {
 	w.printf("%d tensors compared: %s.", len(ds), driftMethods(ds))
 	for _, x := range ds {
 		if x.Method != "stats" {
@@ -232,12 +178,12 @@ func writeDrift(w *errWriter, ds []analyzer.Drift) {
 	}
 	w.printf("\n\n")
 	var rows [][]string
-	for _, s := range analyzer.DriftByKind(ds) {
+	for _, s := range compare.DriftByKind(ds) {
 		rows = append(rows, []string{code(s.Group), Comma(int64(s.Tensors)), fmt.Sprintf("%.4g", s.Rel), fmt.Sprintf("%.4g", s.Max), code(s.MaxName)})
 	}
 	table(w, []string{"Kind", "Tensors", "Relative change (as one vector)", "Largest", "Largest tensor"}, "lrrrl", rows)
 
-	section := func(title string, keep func(analyzer.Drift) bool, n int) {
+	section := func(title string, keep func(compare.Drift) bool, n int) {
 		rows = nil
 		for _, x := range ds {
 			if !keep(x) || x.ZeroBaseline {
@@ -257,7 +203,7 @@ func writeDrift(w *errWriter, ds []analyzer.Drift) {
 	}
 	section("**Weights** (top movers; numbered as in the chart):", isMatrix, 20)
 	section("**Norms and biases**, apart (a gain near 1 or a bias near 0 changes on another scale than a matrix, and would crowd the ranking):",
-		func(x analyzer.Drift) bool { return !isMatrix(x) }, 10)
+		func(x compare.Drift) bool { return !isMatrix(x) }, 10)
 	rows = nil
 	for _, x := range ds {
 		if x.ZeroBaseline {
@@ -272,7 +218,7 @@ func writeDrift(w *errWriter, ds []analyzer.Drift) {
 
 // DriftChart is a bar chart of the weight matrices' top movers (norms and biases are apart in
 // the table), each bar named by its tensor.
-func DriftChart(title string, ds []analyzer.Drift, n int) chart.BarChart {
+func DriftChart(title string, ds []compare.Drift, n int) chart.BarChart {
 	var vs []chart.Value
 	top := 0.0
 	for _, d := range ds {
@@ -315,19 +261,11 @@ func shortTensor(name string) string {
 	return strings.Join(parts, " ")
 }
 
-// HistoryPoint is one run's value of a metric.
-type HistoryPoint struct {
-	Run   analyzer.RunInfo `json:"run"`
-	X     float64          `json:"x"` // step, or run order when steps are missing
-	Value float64          `json:"value"`
-	// Predicted is mrep's prediction of a measured value (step_time, mfu_measured), 0 if none.
-	Predicted float64 `json:"predicted,omitempty"`
-}
-
-// WriteHistory renders a metric across runs.
-func WriteHistory(out io.Writer, metric, xLabel string, pts []HistoryPoint, chartName string) error {
+// WriteHistory renders a metric across runs; chartName, when set, is the chart's file.
+func WriteHistory(out io.Writer, h compare.History, chartName string) error {
 	w := &errWriter{w: out}
-	series := historySeries(pts)
+	metric, xLabel, pts := h.Metric, h.XLabel, h.Points
+	series := h.Series()
 	w.printf("# History: `%s`\n\n%d runs, ordered by %s", metric, len(pts), xLabel)
 	if len(series) > 1 {
 		w.printf(", in %d series (one per label: different training runs are not one line)", len(series))
@@ -354,7 +292,7 @@ func WriteHistory(out io.Writer, metric, xLabel string, pts []HistoryPoint, char
 		}
 		rows = append(rows, row)
 	}
-	head, align := []string{"Run", "Model", "Label", "Step", MetricLabel(metric), "Δ vs previous"}, "rllrrr"
+	head, align := []string{"Run", "Model", "Label", "Step", compare.MetricLabel(metric), "Δ vs previous"}, "rllrrr"
 	if predicted {
 		head, align = append(head, "predicted", "measured / predicted"), align+"rr"
 	}
@@ -363,32 +301,6 @@ func WriteHistory(out io.Writer, metric, xLabel string, pts []HistoryPoint, char
 		w.printf("\n![%s](%s)\n", metric, chartName)
 	}
 	return w.err
-}
-
-// MetricLabel is a history metric with its unit.
-func MetricLabel(metric string) string {
-	kind, _, _ := strings.Cut(metric, ":")
-	switch kind {
-	case "step_time", "T_est":
-		return metric + " (ms)"
-	case "mfu_measured", "MFU":
-		return metric + " (%)"
-	case "tokens_per_s":
-		return metric + " (per GPU)"
-	}
-	return metric
-}
-
-// historySeries splits points into runs of one label, in order.
-func historySeries(pts []HistoryPoint) [][]HistoryPoint {
-	var out [][]HistoryPoint
-	for i, p := range pts {
-		if i == 0 || pts[i-1].Run.Label != p.Run.Label {
-			out = append(out, nil)
-		}
-		out[len(out)-1] = append(out[len(out)-1], p)
-	}
-	return out
 }
 
 func orDashS(s string) string {
@@ -400,12 +312,13 @@ func orDashS(s string) string {
 
 // HistoryChart is a line chart of the metric against the x axis: one line per label, with a
 // legend when there are several.
-func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
+func HistoryChart(h compare.History) chart.Chart {
+	metric, xLabel, pts := h.Metric, h.XLabel, h.Points
 	var series []chart.Series
 	predicted := false
 	seen := map[float64]bool{}
 	var ticks []chart.Tick
-	groups := historySeries(pts)
+	groups := h.Series()
 	for gi, g := range groups {
 		var xs, ys []float64
 		for _, p := range g {
@@ -456,7 +369,7 @@ func HistoryChart(metric, xLabel string, pts []HistoryPoint) chart.Chart {
 		Title: metric, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 520,
 		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
 		XAxis:      chart.XAxis{Name: xLabel, Ticks: ticks, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
-		YAxis:      niceAxis(MetricLabel(metric), math.Min(0, lo), hi*1.05),
+		YAxis:      niceAxis(compare.MetricLabel(metric), math.Min(0, lo), hi*1.05),
 		// unused secondary axis: hidden, or go-chart draws its empty range at NaN positions
 		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
 		Series:         series,

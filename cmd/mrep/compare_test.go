@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/compare"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -20,12 +21,12 @@ func TestDiffTwoConfigsOfOneFamily(t *testing.T) {
 	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz", "../../examples/dumps/Llama-3.1-8B-mha.json.gz",
 		"../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
 	var d struct {
-		Config     []analyzer.ConfigChange `json:"config_changes"`
-		Categories []analyzer.CountDelta   `json:"params_by_category"`
-		Patterns   []analyzer.CountDelta   `json:"params_by_pattern"`
-		A          analyzer.RunMetrics     `json:"metrics_a"`
-		B          analyzer.RunMetrics     `json:"metrics_b"`
-		Note       string                  `json:"drift_note"`
+		Config     []compare.ConfigChange `json:"config_changes"`
+		Categories []compare.CountDelta   `json:"params_by_category"`
+		Patterns   []compare.CountDelta   `json:"params_by_pattern"`
+		A          compare.RunMetrics     `json:"metrics_a"`
+		B          compare.RunMetrics     `json:"metrics_b"`
+		Note       string                 `json:"drift_note"`
 	}
 	out := mustRun(t, db, "diff", "Llama-3.1-8B@base", "Llama-3.1-8B@mha", "--json", "--chip", "H100")
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
@@ -127,13 +128,13 @@ func TestAnalysisCache(t *testing.T) {
 		t.Fatal("an empty key matched cache rows")
 	}
 	o := scenarioForTest(t, "H100")
-	key := analyzer.ScenarioKey(o.scenario, o.targets, o.profiles)
+	key := compare.ScenarioKey(o.scenario, o.targets, o.profiles)
 	got, err := db.CachedResults(ctx, []int64{1, 2, 3, 4}, key, analyzer.Version)
 	if err != nil || len(got) != 4 {
 		t.Fatalf("cached rows for the scenario: %d, %v", len(got), err)
 	}
 	// Poison the current rows: history must read them (proving it does not recompute)...
-	var m analyzer.RunMetrics
+	var m compare.RunMetrics
 	json.Unmarshal(got[1], &m)
 	for i := range m.Phases {
 		m.Phases[i].TEst = 42
@@ -154,7 +155,7 @@ func TestAnalysisCache(t *testing.T) {
 	}
 	mustRun(t, path, "history", "--metric", "T_est:decode", "--chip", "H200", "--json")
 	o2 := scenarioForTest(t, "H200")
-	if got, _ := db.CachedResults(ctx, []int64{1, 2, 3, 4}, analyzer.ScenarioKey(o2.scenario, o2.targets, o2.profiles), analyzer.Version); len(got) != 4 {
+	if got, _ := db.CachedResults(ctx, []int64{1, 2, 3, 4}, compare.ScenarioKey(o2.scenario, o2.targets, o2.profiles), analyzer.Version); len(got) != 4 {
 		t.Fatalf("a new scenario should be cached under its own key: %d rows", len(got))
 	}
 }
