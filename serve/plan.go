@@ -8,6 +8,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
@@ -75,13 +76,11 @@ type Config struct {
 	TokSPerGPU  float64 `json:"output_tokens_per_s_per_gpu"`
 	TokSPerUser float64 `json:"output_tokens_per_s_per_user"`
 	TokS        float64 `json:"output_tokens_per_s"`
-	// USDPerMTok is the estimate of $ per 1M output tokens (0: no price); JPerTok joules per
-	// output token, node share included.
-	USDPerMTok float64 `json:"usd_per_1m_output_tokens,omitempty"`
-	JPerTok    float64 `json:"joules_per_output_token"`
-	Watts      float64 `json:"watts_per_gpu"`
-	MeetsSLO   bool    `json:"meets_slo"`
-	Miss       string  `json:"miss,omitempty"` // which SLO or load it misses
+	// ServingCost is the estimate of $ per 1M output tokens (0: no price) and joules per
+	// output token, node share included, from econ (its fields sit in this JSON object).
+	econ.ServingCost
+	MeetsSLO bool   `json:"meets_slo"`
+	Miss     string `json:"miss,omitempty"` // which SLO or load it misses
 }
 
 // Plan is the answer: the best configurations, the Pareto front and what was searched.
@@ -382,13 +381,7 @@ func (tg Target) config(rp Replica, r Result, replicas int64, cap float64) Confi
 	if r.TPOT > 0 {
 		c.TokSPerUser = 1 / r.TPOT
 	}
-	c.Watts = tg.Power.Watts(r.Busy)
-	if c.TokS > 0 {
-		c.JPerTok = c.Watts * float64(c.GPUs) / c.TokS
-		if tg.PriceUSDPerGPUHour > 0 {
-			c.USDPerMTok = tg.PriceUSDPerGPUHour * float64(c.GPUs) / 3600 / c.TokS * 1e6
-		}
-	}
+	c.ServingCost = econ.Serving(c.TokS, c.GPUs, r.Busy, tg.PriceUSDPerGPUHour, tg.Power)
 	return c
 }
 
