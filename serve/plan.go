@@ -10,12 +10,15 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/kernels"
-	"github.com/mrep-dev/mrep/timing"
 )
 
-// Target is one chip the planner may use, with its price and power.
+// Target is one chip the planner may use, with its kernel timing, price and power.
 type Target struct {
 	Chip chips.Chip
+	// Pred times kernels on Chip at the scenario's compute dtype (timing.New(Chip, dtype)):
+	// the caller builds it, as for layout, so the planner depends on the Predictor interface
+	// and not on one time model.
+	Pred kernels.Predictor
 	// PriceUSDPerGPUHour: 0 when unknown (no cost is shown).
 	PriceUSDPerGPUHour float64
 	PriceSource        string
@@ -101,6 +104,9 @@ type Plan struct {
 
 // ErrBadWorkload: the workload or load cannot be served by any engine (ISL or OSL < 1...).
 var ErrBadWorkload = errors.New("bad workload")
+
+// ErrNoPredictor: a target came without the kernel timing to plan on.
+var ErrNoPredictor = errors.New("no kernel predictor")
 
 func (o PlanOptions) validate() error {
 	switch {
@@ -200,9 +206,9 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	var minTPOT, minTTFT *Config
 	var fitErrs []string
 	for _, tg := range targets {
-		pred, err := timing.New(tg.Chip, o.Scenario.ComputeDType)
-		if err != nil {
-			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, err)
+		pred := tg.Pred
+		if pred == nil {
+			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, ErrNoPredictor)
 		}
 		var fitting []Replica // for the disaggregated search
 		for _, lay := range layouts(m, tg.MaxTP) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/serve"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 func planServeCommand(env Env) *cli.Command {
@@ -216,7 +217,12 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if err != nil {
 			return o, nil, nil, fmt.Errorf("--chip: %w", err)
 		}
-		t := serve.Target{Chip: chip, Power: db.PowerOf(chip), MaxTP: 8}
+		// the planner times kernels with the achievable model, built here as for plan train
+		pred, err := timing.New(chip, s.ComputeDType)
+		if err != nil {
+			return o, nil, nil, fmt.Errorf("plan serve: chip %s: %w", chip.Name, err)
+		}
+		t := serve.Target{Chip: chip, Pred: pred, Power: db.PowerOf(chip), MaxTP: 8}
 		t.PriceUSDPerGPUHour, t.PriceSource = prices.For(chip)
 		if d := int64(chip.Efficiency.ScaleUpDomain); d > 0 && d < t.MaxTP {
 			t.MaxTP = d
