@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/model"
@@ -307,37 +306,6 @@ func TestExtendedSetGeneralises(t *testing.T) {
 	}
 	if dense < 15 {
 		t.Errorf("%d dense groups", dense)
-	}
-}
-
-// trtllm-bench's engine limits by hand for Llama-3.1-8B FP8 on one H100: its KV estimate is
-// 0.95 x (80 GiB - 8.03e9 weight bytes) / (2 x 32 layers x 8 KV heads x 128 x 1 B) / 2,176
-// tokens = 518.8 requests, so max batch 640 (rounded up to 128s); tokens per step
-// 518.8 x (1 + 128/2048) = 551 -> the 2,048 floor at 128/2048, 518.8 x 17 = 8,820 -> 9,216 at
-// 2048/128.
-func TestTRTLLMBenchLimits(t *testing.T) {
-	d, err := bundled("Llama-3.1-8B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := analyzer.NewModel(d)
-	chip, err := chips.Default().Lookup("H100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests := 0.95 * (80*(1<<30) - float64(m.TotalParams)) / (2 * 32 * 8 * 128) / 2176
-	if math.Abs(requests-518.8) > 0.5 {
-		t.Fatalf("hand estimate %g requests", requests)
-	}
-	for _, c := range []struct {
-		isl, osl         int64
-		batch, maxTokens float64
-	}{{128, 2048, 640, 2048}, {2048, 128, 640, 9216}} {
-		r := Row{Model: "Llama-3.1-8B", Chip: "H100", DType: "fp8", KVDType: "fp8", TP: 1, ISL: c.isl, OSL: c.osl}
-		b, tok := trtllmBenchLimits(m, r, chip)
-		if b != c.batch || tok != c.maxTokens {
-			t.Errorf("%d/%d: max batch %g, max tokens %g; want %g, %g", c.isl, c.osl, b, tok, c.batch, c.maxTokens)
-		}
 	}
 }
 

@@ -194,16 +194,14 @@ func (p *Prepared) count(m *analyzer.Model) error {
 	return nil
 }
 
-// benchEngine is the engine the published trtllm-bench runs used: TensorRT-LLM's defaults with
-// the KV cache given 95% of the free memory ("in majority of cases, we also use a higher KV
-// cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95", perf-overview.md, both
-// revisions the rows come from), the row's pipeline stages, and the max batch size and max
-// number of tokens trtllm-bench sets from the model, the layout and the dataset's lengths.
+// benchEngine is the engine a trtllm-bench row ran: serve's preset for its lengths, layout,
+// precisions and chip, with the limits and KV fraction the row states it set itself.
 func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
-	e := serve.DefaultEngine()
-	e.KVFraction = 0.95
-	e.PP = max(r.PP, 1)
-	e.MaxBatch, e.TokenBudget = trtllmBenchLimits(m, r, chip)
+	// the row's dtypes were checked by its Scenario; the preset counts an unknown one as 16-bit
+	weight, _ := dtypeBytes(r.WeightDType, r.DType)
+	kv, _ := dtypeBytes(r.KVDType, r.DType)
+	e := serve.TRTLLMBench(m, serve.BenchRun{ISL: r.ISL, OSL: r.OSL, TP: r.TP, PP: r.PP,
+		WeightBytes: weight, KVBytes: kv, MemBytes: chip.MemoryBytes()})
 	if r.MaxBatch > 0 {
 		e.MaxBatch = float64(r.MaxBatch)
 	}
@@ -214,54 +212,6 @@ func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 		e.KVFraction = r.KVFraction
 	}
 	return e
-}
-
-// trtllmBenchLimits are trtllm-bench's max batch size and max num tokens for a run (NVIDIA
-// TensorRT-LLM tensorrt_llm/bench/build/tuning.py, calc_engine_setting and finetune_setting,
-// the same in the v0.17 and PyTorch-backend revisions): the requests its own estimate of the
-// KV cache holds (the whole TP x PP group's memory less the weights, 95% of it, at 2 x layers x
-// max(TP, KV heads) x head size bytes per token of ISL+OSL), at most 4,096 per pipeline stage,
-// rounded up to 32/128/256; tokens per step that many sequences' decode tokens plus their share
-// of prompt tokens, between 2,048 and 32,768, rounded up to 256/512/1,024.
-func trtllmBenchLimits(m *analyzer.Model, r Row, chip chips.Chip) (maxBatch, maxTokens float64) {
-	fp := m.Fingerprint
-	bytesOf := func(dtype string) float64 {
-		if b, ok := analyzer.DTypeBytes[strings.ToLower(dtype)]; ok && b < 2 {
-			return b // fp8 1, fp4 0.5
-		}
-		return 2
-	}
-	weight := r.WeightDType
-	if weight == "" {
-		weight = r.DType
-	}
-	kv := r.KVDType
-	if kv == "" {
-		kv = r.DType
-	}
-	tp, pp := float64(max(r.TP, 1)), float64(max(r.PP, 1))
-	perToken := 2 * float64(fp.Layers) * math.Max(tp, float64(fp.KVHeads)) * float64(fp.HeadDim) * bytesOf(kv)
-	free := chip.MemoryBytes()*tp*pp - float64(m.TotalParams)*bytesOf(weight)
-	requests := 0.95 * free / perToken / float64(r.ISL+r.OSL)
-	bs := math.Min(requests, 4096) / pp
-	tokens := math.Min(bs*(1+float64(r.ISL)/float64(r.OSL)), 32768)
-	switch {
-	case bs < 256:
-		maxBatch = math.Max(64, 32*math.Ceil(bs/32))
-	case bs < 1024:
-		maxBatch = 128 * math.Ceil(bs/128)
-	default:
-		maxBatch = 256 * math.Ceil(bs/256)
-	}
-	switch {
-	case tokens < 4096:
-		maxTokens = math.Max(2048, 256*math.Ceil(tokens/256))
-	case tokens < 8192:
-		maxTokens = 512 * math.Ceil(tokens/512)
-	default:
-		maxTokens = 1024 * math.Ceil(tokens/1024)
-	}
-	return maxBatch, maxTokens
 }
 
 // Predict times the row's steps with the chip's efficiency replaced by eff: the predicted

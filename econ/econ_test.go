@@ -37,3 +37,36 @@ func TestTrainingByHand(t *testing.T) {
 		}
 	}
 }
+
+// By hand: 8 GPUs at $2 per GPU-hour cost $16 an hour; at 4,000 output tokens/s that is
+// 14.4e6 tokens an hour, $1.111 per million. Fully busy at 1,000 W per GPU (node share
+// included) they draw 8 kW: 2 J per token.
+func TestServingByHand(t *testing.T) {
+	p := chips.Power{TDPW: 800, IdleW: 100, NodeOverheadW: 200}
+	c := Serving(4000, 8, 1, 2, p)
+	for _, x := range []struct {
+		what      string
+		got, want float64
+	}{{"$/1M tokens", c.USDPerMTok, 16 / 14.4}, {"J/token", c.JPerTok, 2}, {"watts", c.WattsPerGPU, 1000}} {
+		if math.Abs(x.got-x.want) > 1e-12*x.want {
+			t.Errorf("%s = %g, want %g", x.what, x.got, x.want)
+		}
+	}
+	// no price: no dollars; no throughput: only the draw (idle floor and node share)
+	if c := Serving(4000, 8, 1, 0, p); c.USDPerMTok != 0 || c.JPerTok != 2 {
+		t.Errorf("unpriced: %+v", c)
+	}
+	if c := Serving(0, 8, 0, 2, p); c.USDPerMTok != 0 || c.JPerTok != 0 || c.WattsPerGPU != 300 {
+		t.Errorf("no throughput: %+v", c)
+	}
+	// two pools: 2 prefill GPUs fully busy (1,000 W) and 6 decode GPUs half busy (650 W) draw
+	// 5,900 W, 737.5 W per GPU on average; the dollars follow all 8 GPUs
+	d := ServingPools(4000, 2, p, Pool{GPUs: 2, Busy: 1}, Pool{GPUs: 6, Busy: 0.5})
+	if d.WattsPerGPU != 737.5 || d.JPerTok != 5900.0/4000 || math.Abs(d.USDPerMTok-16/14.4) > 1e-12 {
+		t.Errorf("pools: %+v", d)
+	}
+	// one pool is Serving
+	if one, s := ServingPools(4000, 2, p, Pool{GPUs: 8, Busy: 0.3}), Serving(4000, 8, 0.3, 2, p); math.Abs(one.WattsPerGPU-s.WattsPerGPU) > 1e-12 || one.JPerTok != s.JPerTok || one.USDPerMTok != s.USDPerMTok {
+		t.Errorf("one pool %+v, Serving %+v", one, s)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/kernels"
 )
 
@@ -153,15 +154,8 @@ func (o PlanOptions) disaggConfig(tg Target, pre Replica, ps PrefillStat, dec Re
 	c.TokS = reqRate * osl
 	c.TokSPerGPU = c.TokS / float64(c.GPUs)
 	// power: each pool at its own busy share
-	w := float64(d.PrefillGPUs)*tg.Power.Watts(ps.Busy) + float64(d.DecodeGPUs)*tg.Power.Watts(r.Busy)
-	c.Watts = w / float64(c.GPUs)
-	c.JPerTok, c.USDPerMTok = 0, 0
-	if c.TokS > 0 {
-		c.JPerTok = w / c.TokS
-		if tg.PriceUSDPerGPUHour > 0 {
-			c.USDPerMTok = tg.PriceUSDPerGPUHour * float64(c.GPUs) / 3600 / c.TokS * 1e6
-		}
-	}
+	c.ServingCost = econ.ServingPools(c.TokS, tg.PriceUSDPerGPUHour, tg.Power,
+		econ.Pool{GPUs: d.PrefillGPUs, Busy: ps.Busy}, econ.Pool{GPUs: d.DecodeGPUs, Busy: r.Busy})
 	o.judge(&c)
 	if !offline && reqRate > capRate*(1+1e-9) {
 		c.MeetsSLO, c.Miss = false, fmt.Sprintf("%.3g requests/s is more than the pools complete (%.3g/s)", reqRate, capRate)

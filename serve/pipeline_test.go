@@ -69,14 +69,14 @@ func TestPlanPipelinesWhatDoesNotFitANode(t *testing.T) {
 	m := model(t, "Llama-3.1-405B")
 	s := fp8()
 	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 2, 2, 2, "bf16"
-	pl, err := PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 2000, OSL: 500, GPUs: 8, Scenario: s})
+	pl, err := PlanServe(m, []Target{targetAt(t, "H100", "bf16")}, PlanOptions{ISL: 2000, OSL: 500, GPUs: 8, Scenario: s})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(pl.Best) != 0 || pl.Fitting != 0 {
 		t.Errorf("405B BF16 on 8 H100s: %d fit, best %+v", pl.Fitting, pl.Best)
 	}
-	pl, err = PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 2000, OSL: 500, GPUs: 16, Scenario: s})
+	pl, err = PlanServe(m, []Target{targetAt(t, "H100", "bf16")}, PlanOptions{ISL: 2000, OSL: 500, GPUs: 16, Scenario: s})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,17 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/kernels"
-	"github.com/mrep-dev/mrep/timing"
 )
 
-// Target is one chip the planner may use, with its price and power.
+// Target is one chip the planner may use, with its kernel timing, price and power.
 type Target struct {
 	Chip chips.Chip
+	// Pred times kernels on Chip at the scenario's compute dtype (timing.New(Chip, dtype)):
+	// the caller builds it, as for layout, so the planner depends on the Predictor interface
+	// and not on one time model.
+	Pred kernels.Predictor
 	// PriceUSDPerGPUHour: 0 when unknown (no cost is shown).
 	PriceUSDPerGPUHour float64
 	PriceSource        string
@@ -75,13 +79,11 @@ type Config struct {
 	TokSPerGPU  float64 `json:"output_tokens_per_s_per_gpu"`
 	TokSPerUser float64 `json:"output_tokens_per_s_per_user"`
 	TokS        float64 `json:"output_tokens_per_s"`
-	// USDPerMTok is the estimate of $ per 1M output tokens (0: no price); JPerTok joules per
-	// output token, node share included.
-	USDPerMTok float64 `json:"usd_per_1m_output_tokens,omitempty"`
-	JPerTok    float64 `json:"joules_per_output_token"`
-	Watts      float64 `json:"watts_per_gpu"`
-	MeetsSLO   bool    `json:"meets_slo"`
-	Miss       string  `json:"miss,omitempty"` // which SLO or load it misses
+	// ServingCost is the estimate of $ per 1M output tokens (0: no price) and joules per
+	// output token, node share included, from econ (its fields sit in this JSON object).
+	econ.ServingCost
+	MeetsSLO bool   `json:"meets_slo"`
+	Miss     string `json:"miss,omitempty"` // which SLO or load it misses
 }
 
 // Plan is the answer: the best configurations, the Pareto front and what was searched.
@@ -102,6 +104,9 @@ type Plan struct {
 
 // ErrBadWorkload: the workload or load cannot be served by any engine (ISL or OSL < 1...).
 var ErrBadWorkload = errors.New("bad workload")
+
+// ErrNoPredictor: a target came without the kernel timing to plan on.
+var ErrNoPredictor = errors.New("no kernel predictor")
 
 func (o PlanOptions) validate() error {
 	switch {
@@ -201,9 +206,9 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	var minTPOT, minTTFT *Config
 	var fitErrs []string
 	for _, tg := range targets {
-		pred, err := timing.New(tg.Chip, o.Scenario.ComputeDType)
-		if err != nil {
-			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, err)
+		pred := tg.Pred
+		if pred == nil {
+			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, ErrNoPredictor)
 		}
 		var fitting []Replica // for the disaggregated search
 		for _, lay := range layouts(m, tg.MaxTP) {
@@ -382,13 +387,7 @@ func (tg Target) config(rp Replica, r Result, replicas int64, cap float64) Confi
 	if r.TPOT > 0 {
 		c.TokSPerUser = 1 / r.TPOT
 	}
-	c.Watts = tg.Power.Watts(r.Busy)
-	if c.TokS > 0 {
-		c.JPerTok = c.Watts * float64(c.GPUs) / c.TokS
-		if tg.PriceUSDPerGPUHour > 0 {
-			c.USDPerMTok = tg.PriceUSDPerGPUHour * float64(c.GPUs) / 3600 / c.TokS * 1e6
-		}
-	}
+	c.ServingCost = econ.Serving(c.TokS, c.GPUs, r.Busy, tg.PriceUSDPerGPUHour, tg.Power)
 	return c
 }
 

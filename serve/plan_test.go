@@ -18,26 +18,30 @@ func fp8() analyzer.Scenario {
 	return s
 }
 
-func target(t testing.TB, name string) Target {
+// target is a chip timed at FP8, the tests' usual scenario (fp8()).
+func target(t testing.TB, name string) Target { return targetAt(t, name, "fp8") }
+
+// targetAt is a chip with the time model for dtype, as the command builds it.
+func targetAt(t testing.TB, name, dtype string) Target {
 	t.Helper()
 	db := chips.Default()
 	c, err := db.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Target{Chip: c, PriceUSDPerGPUHour: c.PriceUSDPerGPUHour, Power: db.PowerOf(c), MaxTP: 8}
+	pred, err := timing.New(c, dtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Target{Chip: c, Pred: pred, PriceUSDPerGPUHour: c.PriceUSDPerGPUHour, Power: db.PowerOf(c), MaxTP: 8}
 }
 
 func replica(t *testing.T, m *analyzer.Model, chip string, tp int64) Replica {
 	t.Helper()
 	tg := target(t, chip)
-	pred, err := timing.New(tg.Chip, "fp8")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := fp8()
 	s.TP = tp
-	return Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: DefaultEngine()}
+	return Replica{Model: m, Scenario: s, Pred: tg.Pred, MemBytes: tg.Chip.MemoryBytes(), Engine: DefaultEngine()}
 }
 
 // Static mode is one prefill of the batch plus OSL-1 decode steps, each at its own KV length:
@@ -195,6 +199,12 @@ func TestPlanSaysWhyNothingMeets(t *testing.T) {
 			t.Errorf("%+v: %v, want a bad-workload error", bad, err)
 		}
 	}
+	// the caller times the kernels: a target without a predictor is refused, naming the chip
+	bare := target(t, "H100")
+	bare.Pred = nil
+	if _, err := PlanServe(m, []Target{bare}, PlanOptions{ISL: 2000, OSL: 500, Scenario: fp8()}); !errors.Is(err, ErrNoPredictor) || !strings.Contains(err.Error(), "H100-SXM") {
+		t.Errorf("no predictor: %v", err)
+	}
 }
 
 // relaxedTPOT reads the "relax --tpot to N ms" figure from the explanation.
@@ -242,14 +252,10 @@ func BenchmarkPlanServe(b *testing.B) {
 func TestAttentionDataParallel(t *testing.T) {
 	m := model(t, "DeepSeek-V3")
 	tg := target(t, "H200")
-	pred, err := timing.New(tg.Chip, "fp8")
-	if err != nil {
-		t.Fatal(err)
-	}
 	mk := func(tp, ep, etp int64) Replica {
 		s := fp8()
 		s.TP, s.EP, s.ETP = tp, ep, etp
-		return Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: DefaultEngine()}
+		return Replica{Model: m, Scenario: s, Pred: tg.Pred, MemBytes: tg.Chip.MemoryBytes(), Engine: DefaultEngine()}
 	}
 	tp8, dp8 := mk(8, 1, 8), mk(1, 8, 1)
 	if a, b := m.KVBytesPerToken(tp8.Scenario), m.KVBytesPerToken(dp8.Scenario); a != b || a != 61*576 {
@@ -270,7 +276,7 @@ func TestAttentionDataParallel(t *testing.T) {
 		t.Errorf("DP8 EP8: %d GPUs, %g tok/s; TP8: %g tok/s", rd.GPUs, rd.OutputTokS, rt.OutputTokS)
 	}
 	// the replica is DP copies of one attention group's steady state
-	one, _ := At(m, dp8.Scenario, pred, dp8.MemBytes, 2000, 500, dp8.Engine, math.Inf(1))
+	one, _ := At(m, dp8.Scenario, tg.Pred, dp8.MemBytes, 2000, 500, dp8.Engine, math.Inf(1))
 	near(t, "DP scaling", rd.OutputTokS, 8*one.OutputTokS, 1e-12)
 }
 

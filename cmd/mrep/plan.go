@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render"
@@ -56,7 +57,7 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
-				prices, err := parsePrices(db, c.StringSlice("price"))
+				prices, err := chips.ParsePrices(db, c.StringSlice("price"))
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
@@ -81,7 +82,7 @@ func planCommand(env Env) *cli.Command {
 				if tokens := c.Float64("tokens"); tokens > 0 && len(plan.Top) > 0 {
 					best := plan.Top[0].Step
 					busy := 1 - best.Bubble/best.StepTime
-					price, source := chipPrice(chip, prices)
+					price, source := prices.For(chip)
 					run, err := econ.Training(tokens, best.TokensPerS, best.Layout.GPUs(), busy, price, source, db.PowerOf(chip))
 					if err != nil {
 						return cli.Exit("--tokens: "+err.Error(), exitFailure)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/serve"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 func planServeCommand(env Env) *cli.Command {
@@ -206,7 +206,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 	if err != nil {
 		return o, nil, nil, err
 	}
-	prices, err := parsePrices(db, c.StringSlice("price"))
+	prices, err := chips.ParsePrices(db, c.StringSlice("price"))
 	if err != nil {
 		return o, nil, nil, err
 	}
@@ -217,8 +217,13 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if err != nil {
 			return o, nil, nil, fmt.Errorf("--chip: %w", err)
 		}
-		t := serve.Target{Chip: chip, Power: db.PowerOf(chip), MaxTP: 8}
-		t.PriceUSDPerGPUHour, t.PriceSource = chipPrice(chip, prices)
+		// the planner times kernels with the achievable model, built here as for plan train
+		pred, err := timing.New(chip, s.ComputeDType)
+		if err != nil {
+			return o, nil, nil, fmt.Errorf("plan serve: chip %s: %w", chip.Name, err)
+		}
+		t := serve.Target{Chip: chip, Pred: pred, Power: db.PowerOf(chip), MaxTP: 8}
+		t.PriceUSDPerGPUHour, t.PriceSource = prices.For(chip)
 		if d := int64(chip.Efficiency.ScaleUpDomain); d > 0 && d < t.MaxTP {
 			t.MaxTP = d
 		}
@@ -243,34 +248,4 @@ func parseSLO(flag, v string) (float64, error) {
 		return 0, fmt.Errorf("--%s %q: want a positive duration with its unit, e.g. 50ms or 1s", flag, v)
 	}
 	return d.Seconds(), nil
-}
-
-// parsePrices reads --price CHIP=USD flags: the chip must be known, the price a finite
-// non-negative number of dollars per GPU-hour.
-func parsePrices(db *chips.DB, flags []string) (map[string]float64, error) {
-	prices := map[string]float64{}
-	for _, p := range flags {
-		name, val, ok := strings.Cut(p, "=")
-		v, perr := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if !ok || perr != nil || !(v >= 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("--price %q: want CHIP=USD per GPU-hour, e.g. H100=2.5", p)
-		}
-		chip, err := db.Lookup(strings.TrimSpace(name))
-		if err != nil {
-			return nil, fmt.Errorf("--price %q: %w", p, err)
-		}
-		prices[chip.Name] = v
-	}
-	return prices, nil
-}
-
-// chipPrice is the price for chip: the flag's, else the database's with its source.
-func chipPrice(chip chips.Chip, prices map[string]float64) (float64, string) {
-	if v, ok := prices[chip.Name]; ok {
-		return v, "--price"
-	}
-	if chip.PriceUSDPerGPUHour > 0 {
-		return chip.PriceUSDPerGPUHour, fmt.Sprintf("%s (%s)", chip.PriceSource, chip.PriceDate)
-	}
-	return 0, ""
 }

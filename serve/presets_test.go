@@ -1,0 +1,52 @@
+package serve
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mrep-dev/mrep/chips"
+)
+
+// trtllm-bench's engine limits by hand for Llama-3.1-8B FP8 on one H100: its KV estimate is
+// 0.95 x (80 GiB - 8.03e9 weight bytes) / (2 x 32 layers x 8 KV heads x 128 x 1 B) / 2,176
+// tokens = 518.8 requests, so max batch 640 (rounded up to 128s); tokens per step
+// 518.8 x (1 + 128/2048) = 551 -> the 2,048 floor at 128/2048, 518.8 x 17 = 8,820 -> 9,216 at
+// 2048/128.
+func TestTRTLLMBenchLimits(t *testing.T) {
+	m := model(t, "Llama-3.1-8B")
+	chip, err := chips.Default().Lookup("H100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := 0.95 * (80*(1<<30) - float64(m.TotalParams)) / (2 * 32 * 8 * 128) / 2176
+	if math.Abs(requests-518.8) > 0.5 {
+		t.Fatalf("hand estimate %g requests", requests)
+	}
+	for _, c := range []struct {
+		isl, osl         int64
+		batch, maxTokens float64
+	}{{128, 2048, 640, 2048}, {2048, 128, 640, 9216}} {
+		r := BenchRun{ISL: c.isl, OSL: c.osl, TP: 1, WeightBytes: 1, KVBytes: 1, MemBytes: chip.MemoryBytes()}
+		b, tok := trtllmBenchLimits(m, r)
+		if b != c.batch || tok != c.maxTokens {
+			t.Errorf("%d/%d: max batch %g, max tokens %g; want %g, %g", c.isl, c.osl, b, tok, c.batch, c.maxTokens)
+		}
+		// the preset carries the limits, the 95% KV fraction and one pipeline stage
+		e := TRTLLMBench(m, r)
+		if e.MaxBatch != c.batch || e.TokenBudget != c.maxTokens || e.KVFraction != 0.95 || e.PP != 1 {
+			t.Errorf("%d/%d: preset %+v", c.isl, c.osl, e)
+		}
+	}
+	// tuning.py sizes an unquantized model as 16-bit whatever its dtype: fp32 weights and KV
+	// give bf16's limits, an unknown (0) precision too
+	bf16 := BenchRun{ISL: 2048, OSL: 128, TP: 1, WeightBytes: 2, KVBytes: 2, MemBytes: chip.MemoryBytes()}
+	fp32, unknown := bf16, bf16
+	fp32.WeightBytes, fp32.KVBytes = 4, 4
+	unknown.WeightBytes, unknown.KVBytes = 0, 0
+	b16, t16 := trtllmBenchLimits(m, bf16)
+	for _, r := range []BenchRun{fp32, unknown} {
+		if b, tok := trtllmBenchLimits(m, r); b != b16 || tok != t16 {
+			t.Errorf("%g-byte weights: %g, %g; want bf16's %g, %g", r.WeightBytes, b, tok, b16, t16)
+		}
+	}
+}
