@@ -289,12 +289,7 @@ func analyzeCommand(env Env) *cli.Command {
 				o.scenario.Batch = int64(len(qs))
 				o.scenario.KVLen = max(1, (kv+int64(len(qs))/2)/int64(len(qs)))
 			}
-			db, err := openDBRead(c, env)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			_, d, err := loadRun(c.Context, db, c.Args().First())
+			d, err := loadArgRun(c, env)
 			if err != nil {
 				return err
 			}
@@ -339,24 +334,6 @@ func analyzeCommand(env Env) *cli.Command {
 				return render.WriteTracedFLOPs(c.App.Writer, d.Trace)
 			}
 			return render.WriteTraceCheck(c.App.Writer, d.Trace, trace)
-		},
-	}
-}
-
-func chipsCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "chips",
-		Usage: "list the chip database (embedded, plus --chips-file)",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "every figure with its sources"}},
-		Action: func(c *cli.Context) error {
-			db, err := chipDB(c)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, db.All())
-			}
-			return render.WriteChips(c.App.Writer, db.All())
 		},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/compare"
+	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
 )
@@ -19,7 +20,7 @@ var runInfo = compare.RunInfo
 
 // comparison is the scenario flags and the --set overrides as compare's inputs.
 func comparison(c *cli.Context, o scenarioOptions) compare.Scenario {
-	sets := setsFrom(c.Context)
+	sets := runSets(c)
 	return compare.Scenario{Scenario: o.scenario, Targets: o.targets, Profiles: o.profiles, Sets: sets.String(), Apply: sets.apply}
 }
 
@@ -60,7 +61,7 @@ func diffCommand(env Env) *cli.Command {
 			defer db.Close()
 			opts := compare.RunsOptions{Scenario: comparison(c, o)}
 			for i, sel := range c.Args().Slice() {
-				if opts.Runs[i], opts.Dumps[i], err = loadRun(c.Context, db, sel); err != nil {
+				if opts.Runs[i], opts.Dumps[i], err = loadRun(c.Context, db, sel, runSets(c)); err != nil {
 					return err
 				}
 			}
@@ -222,22 +223,15 @@ func scenarioDiff(c *cli.Context, env Env) error {
 	if len(oa.targets) != len(ob.targets) || len(oa.profiles) != len(ob.profiles) {
 		return cli.Exit("diff: --scenario-a and --scenario-b must name as many chips and exec profiles (they are compared in order)", exitUsage)
 	}
-	db, err := openDBRead(c, env)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	run, d, err := loadRun(c.Context, db, c.Args().First())
-	if err != nil {
-		return err
-	}
-	dd, err := compare.Scenarios(c.Context, db, compare.ScenariosOptions{Run: run, Dump: d, A: comparison(c, oa), B: comparison(c, ob),
-		FlagsA: c.String("scenario-a"), FlagsB: c.String("scenario-b")})
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return writeJSON(c.App.Writer, dd)
-	}
-	return render.WriteDiff(c.App.Writer, dd, "")
+	return withRun(c, env, func(db *store.DB, run store.Run, d *model.Dump) error {
+		dd, err := compare.Scenarios(c.Context, db, compare.ScenariosOptions{Run: run, Dump: d, A: comparison(c, oa), B: comparison(c, ob),
+			FlagsA: c.String("scenario-a"), FlagsB: c.String("scenario-b")})
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return writeJSON(c.App.Writer, dd)
+		}
+		return render.WriteDiff(c.App.Writer, dd, "")
+	})
 }

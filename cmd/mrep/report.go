@@ -110,7 +110,7 @@ func reportCommand(env Env) *cli.Command {
 				return err
 			}
 			defer db.Close()
-			run, d, err := loadRun(c.Context, db, c.Args().First())
+			run, d, err := loadRun(c.Context, db, c.Args().First(), runSets(c))
 			if err != nil {
 				return err
 			}

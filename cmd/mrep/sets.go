@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -15,9 +14,8 @@ import (
 // --set KEY=VALUE overrides a value of the analysed run's config (its text config for a
 // multimodal wrapper) for this command only; the stored run is not changed. It is how a user
 // supplies what the dump cannot tell, e.g. the head count of a model dumped without a config.
-// The overrides travel in the command's context from the app's Before to every loaded run.
-
-type setsKey struct{}
+// The overrides are read from the flags where a run is loaded and passed to loadRun as a value;
+// the app's Before refuses malformed ones first, with a usage error.
 
 // configSets is one command's overrides, keys sorted (they enter cache keys).
 type configSets struct {
@@ -76,17 +74,16 @@ func (s configSets) apply(d *model.Dump) {
 	}
 }
 
-func setsFrom(ctx context.Context) configSets {
-	s, _ := ctx.Value(setsKey{}).(configSets)
+// runSets is the command's --set overrides (checkSets has refused malformed ones already).
+func runSets(c *cli.Context) configSets {
+	s, _ := parseSets(c.StringSlice("set"))
 	return s
 }
 
-// withSets parses --set into the context every command's runs are loaded with.
-func withSets(c *cli.Context) error {
-	s, err := parseSets(c.StringSlice("set"))
-	if err != nil {
+// checkSets refuses malformed --set pairs before any command runs.
+func checkSets(c *cli.Context) error {
+	if _, err := parseSets(c.StringSlice("set")); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
-	c.Context = context.WithValue(c.Context, setsKey{}, s)
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 
 // bundledModels resolves calibration rows' models from the dumps built into the binary, then
 // from the database's runs of that model name (only if the database already exists).
-func bundledModels(ctx context.Context, dbPath string) calib.Models {
+func bundledModels(ctx context.Context, dbPath string, sets configSets) calib.Models {
 	return func(name string) (*model.Dump, error) {
 		if b, ok := examples.Resolve(name); ok {
 			return examples.Decode(b)
@@ -29,7 +29,7 @@ func bundledModels(ctx context.Context, dbPath string) calib.Models {
 			db, err := store.Open(ctx, dbPath, store.Options{})
 			if err == nil {
 				defer db.Close()
-				if _, d, err := loadRun(ctx, db, name); err == nil {
+				if _, d, err := loadRun(ctx, db, name, sets); err == nil {
 					return d, nil
 				}
 			}
@@ -67,7 +67,7 @@ func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db")))
+	ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db"), runSets(c)))
 	if err != nil {
 		if path != "" && path != extendedRows {
 			return nil, cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
@@ -228,7 +228,7 @@ func measuredRunRows(c *cli.Context) ([]calib.Prepared, error) {
 	if len(rows) == 0 {
 		return nil, cli.Exit("calibrate --from: none of these runs carries a usable measurement", exitFailure)
 	}
-	ps, err := calib.Prepare(rows, cdb, bundledModels(c.Context, c.String("db")))
+	ps, err := calib.Prepare(rows, cdb, bundledModels(c.Context, c.String("db"), runSets(c)))
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
