@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/compare"
+	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -70,23 +71,23 @@ func diffCommand(env Env) *cli.Command {
 				return err
 			}
 			if dir := c.String("output"); dir != "" {
-				files := outputFiles{}
+				files := output.Files{}
 				chartName := ""
 				if len(d.Drift) > 0 {
 					chartName = "weight_drift.png"
-					if err := files.add(chartName, func(w io.Writer) error {
+					if err := files.Add(chartName, func(w io.Writer) error {
 						return render.RenderPNG(render.DriftChart(fmt.Sprintf("Weight drift, run %d -> %d: top movers", d.RunA.ID, d.RunB.ID), d.Drift, 20), w)
 					}); err != nil {
 						return cli.Exit("diff chart: "+err.Error(), exitFailure)
 					}
 				}
-				if err := files.add("diff.json", func(w io.Writer) error { return writeJSON(w, d) }); err != nil {
+				if err := files.Add("diff.json", func(w io.Writer) error { return writeJSON(w, d) }); err != nil {
 					return err
 				}
-				if err := files.add("diff.md", func(w io.Writer) error { return render.WriteDiff(w, d, chartName) }); err != nil {
+				if err := files.Add("diff.md", func(w io.Writer) error { return render.WriteDiff(w, d, chartName) }); err != nil {
 					return err
 				}
-				if err := writeDirAtomic(dir, files); err != nil {
+				if err := output.WriteDir(dir, files); err != nil {
 					return cli.Exit("diff: "+err.Error(), exitFailure)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, "diff.md"))
@@ -139,17 +140,17 @@ func historyCommand(env Env) *cli.Command {
 				return noData(err)
 			}
 			if dir := c.String("output"); dir != "" {
-				files := outputFiles{}
+				files := output.Files{}
 				for name, fn := range map[string]func(io.Writer) error{
 					"history.png":  func(w io.Writer) error { return render.RenderPNG(render.HistoryChart(h), w) },
 					"history.json": func(w io.Writer) error { return writeJSON(w, h.Points) },
 					"history.md":   func(w io.Writer) error { return render.WriteHistory(w, h, "history.png") },
 				} {
-					if err := files.add(name, fn); err != nil {
+					if err := files.Add(name, fn); err != nil {
 						return cli.Exit("history: "+err.Error(), exitFailure)
 					}
 				}
-				if err := writeDirAtomic(dir, files); err != nil {
+				if err := output.WriteDir(dir, files); err != nil {
 					return cli.Exit("history: "+err.Error(), exitFailure)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, "history.md"))

@@ -11,6 +11,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/econ"
+	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render"
 )
@@ -90,18 +91,18 @@ func planCommand(env Env) *cli.Command {
 					out.Cost = &run
 				}
 				if dir := c.String("output"); dir != "" {
-					files := outputFiles{}
+					files := output.Files{}
 					if plan.Feasible > 0 {
-						if err := files.add("plan.png", func(w io.Writer) error {
+						if err := files.Add("plan.png", func(w io.Writer) error {
 							return render.RenderPNG(render.PlanChart(fmt.Sprintf("%s on %d x %s: feasible layouts", d.Model.Name, c.Int64("gpus"), tg.Label()), plan), w)
 						}); err != nil {
 							return cli.Exit("plan chart: "+err.Error(), exitFailure)
 						}
 					}
-					if err := files.add("plan.json", func(w io.Writer) error { return writeJSON(w, out) }); err != nil {
+					if err := files.Add("plan.json", func(w io.Writer) error { return writeJSON(w, out) }); err != nil {
 						return err
 					}
-					if err := files.add("plan.md", func(w io.Writer) error {
+					if err := files.Add("plan.md", func(w io.Writer) error {
 						if err := render.WritePlanPage(w, d.Model.Name, tg.Label(), plan, "plan.png"); err != nil {
 							return err
 						}
@@ -109,7 +110,7 @@ func planCommand(env Env) *cli.Command {
 					}); err != nil {
 						return err
 					}
-					if err := writeDirAtomic(dir, files); err != nil {
+					if err := output.WriteDir(dir, files); err != nil {
 						return cli.Exit("plan: "+err.Error(), exitFailure)
 					}
 				}

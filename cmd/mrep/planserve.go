@@ -12,6 +12,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/serve"
 	"github.com/mrep-dev/mrep/timing"
@@ -67,18 +68,18 @@ func planServeCommand(env Env) *cli.Command {
 				return cli.Exit("plan serve: "+err.Error(), exitFailure)
 			}
 			if dir := c.String("output"); dir != "" {
-				files := outputFiles{}
+				files := output.Files{}
 				if len(plan.Pareto) > 0 {
-					if err := files.add("serve.png", func(w io.Writer) error {
+					if err := files.Add("serve.png", func(w io.Writer) error {
 						return render.RenderPNG(render.ServePlanChart(fmt.Sprintf("%s: %d in / %d out, Pareto front of one replica", d.Model.Name, o.ISL, o.OSL), plan), w)
 					}); err != nil {
 						return cli.Exit("serve chart: "+err.Error(), exitFailure)
 					}
 				}
-				if err := files.add("serve.json", func(w io.Writer) error { return writeJSON(w, plan) }); err != nil {
+				if err := files.Add("serve.json", func(w io.Writer) error { return writeJSON(w, plan) }); err != nil {
 					return err
 				}
-				if err := files.add("serve.md", func(w io.Writer) error {
+				if err := files.Add("serve.md", func(w io.Writer) error {
 					if err := render.WriteServePlan(w, d.Model.Name, plan, inputs); err != nil {
 						return err
 					}
@@ -90,7 +91,7 @@ func planServeCommand(env Env) *cli.Command {
 				}); err != nil {
 					return err
 				}
-				if err := writeDirAtomic(dir, files); err != nil {
+				if err := output.WriteDir(dir, files); err != nil {
 					return cli.Exit("plan serve: "+err.Error(), exitFailure)
 				}
 			}

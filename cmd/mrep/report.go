@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,34 +11,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/render"
 )
-
-// writeFileAtomic writes data via a temp file in the same directory and a rename, so a
-// reader never sees half a report.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
 
 func int64List(c *cli.Context, name string) ([]int64, error) {
 	raw := c.String(name)
@@ -156,7 +129,7 @@ type reportFiles struct {
 // writeReport renders charts into memory first, then writes every file atomically; a chart that
 // fails to render fails the report before anything is replaced.
 func writeReport(dir string, data analyzer.ReportData, f reportFiles) ([]string, error) {
-	out := outputFiles{}
+	out := output.Files{}
 	f.md.Charts = map[string]bool{}
 	f.md.ChartExt = "png"
 	f.md.CSVName = "sensitivity.csv"
@@ -208,7 +181,7 @@ func writeReport(dir string, data analyzer.ReportData, f reportFiles) ([]string,
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if err := writeDirAtomic(dir, out); err != nil {
+	if err := output.WriteDir(dir, out); err != nil {
 		return nil, cli.Exit("report: "+err.Error(), exitFailure)
 	}
 	return names, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -159,7 +160,7 @@ func calibrateCommand() *cli.Command {
 					chip.Efficiency = f.Efficiency
 					list = append(list, chip)
 				}
-				if err := writeFileAtomic(out, func(w io.Writer) error { return chips.Write(w, list) }); err != nil {
+				if err := output.WriteFile(out, func(w io.Writer) error { return chips.Write(w, list) }); err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
 				fmt.Fprintf(c.App.ErrWriter, "wrote %s: use it with --chips-file %s\n", out, out)

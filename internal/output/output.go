@@ -1,4 +1,8 @@
-package main
+// Package output writes what a command produces so that no reader ever sees half of it and
+// nothing a user owns is overwritten: a directory of files is replaced whole (or refused when it
+// holds files mrep does not write), a single file by a temporary file and a rename. It knows
+// nothing of mrep's content; commands render into memory first and hand the bytes here.
+package output
 
 import (
 	"bytes"
@@ -11,11 +15,12 @@ import (
 	"strings"
 )
 
-// outputFiles collects an output directory's files in memory, so nothing touches the disk
-// until everything rendered.
-type outputFiles map[string][]byte
+// Files collects an output directory's files in memory, so nothing touches the disk until
+// everything rendered.
+type Files map[string][]byte
 
-func (o outputFiles) add(name string, write func(io.Writer) error) error {
+// Add renders one file into memory; its error names the file.
+func (o Files) Add(name string, write func(io.Writer) error) error {
 	var b bytes.Buffer
 	if err := write(&b); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -34,12 +39,12 @@ func ownedFile(name string) bool {
 	return false
 }
 
-// writeDirAtomic makes dir hold exactly files, or leaves it as it was: the files go into a
+// WriteDir makes dir hold exactly files, or leaves it as it was: the files go into a
 // temporary sibling directory which is then renamed into place (the previous directory, if
 // any, is moved aside first and removed after). A failure leaves the previous complete output
 // or none, never a mix of two runs' files; a failed write does not create dir. An existing dir
 // holding anything mrep does not write (subdirectories, other file types) is refused.
-func writeDirAtomic(dir string, files outputFiles) error {
+func WriteDir(dir string, files Files) error {
 	dir = filepath.Clean(dir)
 	for name := range files {
 		if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
@@ -117,4 +122,30 @@ func writeSynced(path string, b []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// WriteFile writes data via a temp file in the same directory and a rename, so a
+// reader never sees half a report.
+func WriteFile(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,0 +1,74 @@
+package output
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func files(t *testing.T, content string) Files {
+	t.Helper()
+	f := Files{}
+	if err := f.Add("a.md", func(w io.Writer) error { _, err := io.WriteString(w, content); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// A directory is replaced whole; one holding a user's own file is refused and left as it was;
+// a failed render names its file and writes nothing.
+func TestWriteDirReplacesWholeOrRefuses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := WriteDir(dir, files(t, "one")); err != nil {
+		t.Fatal(err)
+	}
+	two := files(t, "two")
+	two["b.png"] = []byte("png")
+	if err := WriteDir(dir, two); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.md")); string(b) != "two" {
+		t.Errorf("a.md = %q after the second write", b)
+	}
+	mine := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteDir(dir, files(t, "three"))
+	if err == nil || !strings.Contains(err.Error(), `"notes.txt", which mrep does not write`) {
+		t.Fatalf("a directory with a user's file: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.md")); string(b) != "two" {
+		t.Error("a refused write changed the directory")
+	}
+	bad := Files{}
+	err = bad.Add("c.md", func(io.Writer) error { return errors.New("boom") })
+	if err == nil || !strings.Contains(err.Error(), "c.md: boom") {
+		t.Errorf("a failed render: %v", err)
+	}
+	if err := WriteDir(dir, Files{"../x": nil}); err == nil {
+		t.Error("a path as a file name must be refused")
+	}
+}
+
+// A single file appears whole or not at all: a failed write leaves the previous content.
+func TestWriteFileIsAtomic(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "chips.json")
+	if err := WriteFile(p, func(w io.Writer) error { _, err := io.WriteString(w, "old"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteFile(p, func(w io.Writer) error { io.WriteString(w, "half"); return errors.New("disk full") })
+	if err == nil {
+		t.Fatal("the failure must be returned")
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Errorf("after a failed write: %q", b)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	if len(ents) != 1 {
+		t.Errorf("temporary files left behind: %v", ents)
+	}
+}
