@@ -108,22 +108,61 @@ var ErrBadWorkload = errors.New("bad workload")
 // ErrNoPredictor: a target came without the kernel timing to plan on.
 var ErrNoPredictor = errors.New("no kernel predictor")
 
-func (o PlanOptions) validate() error {
+// OptionError is a planner option out of its range. Option is the knob's name as the command
+// line spells it (isl, kv-fraction...), so a command can name its flag; it wraps ErrBadWorkload.
+type OptionError struct {
+	Option string
+	Value  any
+	Want   string
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s %v: %s", e.Option, e.Value, e.Want) }
+
+func (e *OptionError) Unwrap() error { return ErrBadWorkload }
+
+// Validate checks the question and the engine's knobs; the one place their ranges are stated.
+func (o PlanOptions) Validate() error {
+	bad := func(opt string, v any, want string) error { return &OptionError{Option: opt, Value: v, Want: want} }
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
-	case o.ISL < 1 || o.OSL < 1:
-		return fmt.Errorf("isl %d and osl %d must be >= 1: %w", o.ISL, o.OSL, ErrBadWorkload)
-	case o.Users < 0 || o.Rate < 0 || math.IsNaN(o.Users) || math.IsNaN(o.Rate) || math.IsInf(o.Users, 0) || math.IsInf(o.Rate, 0):
-		return fmt.Errorf("users %g and rate %g must be finite and positive: %w", o.Users, o.Rate, ErrBadWorkload)
+	case o.ISL < 1:
+		return bad("isl", o.ISL, "must be at least 1")
+	case o.OSL < 1:
+		return bad("osl", o.OSL, "must be at least 1")
+	case o.Users < 0 || !finite(o.Users):
+		return bad("users", o.Users, "must be positive")
+	case o.Rate < 0 || !finite(o.Rate):
+		return bad("rate", o.Rate, "must be positive (requests/s)")
 	case o.Users > 0 && o.Rate > 0:
-		return fmt.Errorf("give users or a rate, not both: %w", ErrBadWorkload)
-	case o.TTFT < 0 || o.TPOT < 0:
-		return fmt.Errorf("SLOs must not be negative: %w", ErrBadWorkload)
-	case o.GPUs < 0 || o.MaxGPUs < 0:
-		return fmt.Errorf("gpus must not be negative: %w", ErrBadWorkload)
-	case o.Engine.KVBlock < 0 || o.Engine.KVBlock > 4096:
-		return fmt.Errorf("KV block %d tokens: want 0 (contiguous) to 4096: %w", o.Engine.KVBlock, ErrBadWorkload)
-	case !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1):
-		return fmt.Errorf("prefix hit rate %g must be in [0, 1): %w", o.Engine.PrefixHit, ErrBadWorkload)
+		return bad("users", o.Users, "give one load, users or a rate, not both")
+	case o.TTFT < 0 || o.TPOT < 0 || !finite(o.TTFT) || !finite(o.TPOT):
+		return bad("tpot", o.TPOT, "SLOs must be positive durations")
+	case o.GPUs < 0:
+		return bad("gpus", o.GPUs, "must not be negative")
+	case o.MaxGPUs < 0:
+		return bad("max-gpus", o.MaxGPUs, "must not be negative")
+	}
+	return o.Engine.Validate()
+}
+
+// Validate checks the engine's knobs.
+func (e Engine) Validate() error {
+	bad := func(opt string, v any, want string) error { return &OptionError{Option: opt, Value: v, Want: want} }
+	switch {
+	case e.SpecTokens < 0 || e.SpecTokens > 16:
+		return bad("spec-tokens", e.SpecTokens, "want 0 to 16 draft tokens per step")
+	case !(e.SpecAccept >= 0 && e.SpecAccept <= 1):
+		return bad("spec-accept", e.SpecAccept, "a probability, in [0, 1]")
+	case !(e.SpecDraftCost >= 0 && e.SpecDraftCost <= 10):
+		return bad("spec-draft-cost", e.SpecDraftCost, "a share of a decode step, 0 to 10")
+	case e.KVBlock < 0 || e.KVBlock > 4096:
+		return bad("kv-block", e.KVBlock, "want 0 (contiguous) to 4096 tokens per block")
+	case !(e.PrefixHit >= 0 && e.PrefixHit < 1):
+		return bad("prefix-hit", e.PrefixHit, "must be in [0, 1)")
+	case !(e.TokenBudget >= 1) || math.IsInf(e.TokenBudget, 0):
+		return bad("token-budget", e.TokenBudget, "must be at least 1")
+	case !(e.KVFraction > 0 && e.KVFraction <= 1):
+		return bad("kv-fraction", e.KVFraction, "must be in (0, 1]")
 	}
 	return nil
 }
@@ -186,11 +225,11 @@ func layouts(m *analyzer.Model, maxTP int64) []layout {
 // meet the SLOs and carry the load, best first: with a load, the fewest GPUs (then the
 // cheapest); offline, the most tokens/s per GPU.
 func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error) {
-	if err := o.validate(); err != nil {
-		return Plan{}, err
-	}
 	if o.Engine == (Engine{}) {
 		o.Engine = DefaultEngine()
+	}
+	if err := o.Validate(); err != nil {
+		return Plan{}, err
 	}
 	if o.Top <= 0 {
 		o.Top = 10

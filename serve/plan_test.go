@@ -338,3 +338,35 @@ func TestTTFTQuantiles(t *testing.T) {
 		near(t, "the mean prompt's TTFT", q[1].TTFT, c.Result.TTFT, 1e-9)
 	}
 }
+
+// The planner states every option's range once; its error names the option as the command
+// line spells it (the command prefixes "--") and is a bad workload.
+func TestOptionErrorsNameTheOption(t *testing.T) {
+	ok := PlanOptions{ISL: 100, OSL: 10, Engine: DefaultEngine()}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		edit func(*PlanOptions)
+		want string
+	}{
+		{func(o *PlanOptions) { o.ISL = 0 }, "isl 0: must be at least 1"},
+		{func(o *PlanOptions) { o.OSL = -5 }, "osl -5: must be at least 1"},
+		{func(o *PlanOptions) { o.Users, o.Rate = 5, 1 }, "not both"},
+		{func(o *PlanOptions) { o.Rate = math.Inf(1) }, "rate +Inf"},
+		{func(o *PlanOptions) { o.MaxGPUs = -1 }, "max-gpus -1"},
+		{func(o *PlanOptions) { o.Engine.KVFraction = 1.5 }, "kv-fraction 1.5: must be in (0, 1]"},
+		{func(o *PlanOptions) { o.Engine.TokenBudget = math.NaN() }, "token-budget NaN"},
+		{func(o *PlanOptions) { o.Engine.KVBlock = -16 }, "kv-block -16"},
+		{func(o *PlanOptions) { o.Engine.PrefixHit = 1 }, "prefix-hit 1"},
+		{func(o *PlanOptions) { o.Engine.SpecTokens = 17 }, "spec-tokens 17"},
+	} {
+		o := ok
+		c.edit(&o)
+		err := o.Validate()
+		var oe *OptionError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &oe) || !errors.Is(err, ErrBadWorkload) {
+			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -115,19 +116,12 @@ func planServeCommand(env Env) *cli.Command {
 func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []render.ServeInputs, error) {
 	o := serve.PlanOptions{ISL: c.Int64("isl"), OSL: c.Int64("osl"), Users: c.Float64("users"), Rate: c.Float64("rate"),
 		GPUs: c.Int64("gpus"), MaxGPUs: c.Int64("max-gpus"), Top: c.Int("top"), Engine: serve.DefaultEngine()}
+	// 0 is the planner's "no load"; a flag given as 0 asked for a load and got none
 	switch {
-	case o.ISL < 1:
-		return o, nil, nil, fmt.Errorf("--isl %d: must be at least 1", o.ISL)
-	case o.OSL < 1:
-		return o, nil, nil, fmt.Errorf("--osl %d: must be at least 1", o.OSL)
 	case c.IsSet("users") && !(o.Users > 0):
 		return o, nil, nil, fmt.Errorf("--users %g: must be positive", o.Users)
 	case c.IsSet("rate") && !(o.Rate > 0):
 		return o, nil, nil, fmt.Errorf("--rate %g: must be positive (requests/s)", o.Rate)
-	case o.Users > 0 && o.Rate > 0:
-		return o, nil, nil, fmt.Errorf("--users and --rate: give one load, not both")
-	case o.GPUs < 0 || o.MaxGPUs < 0:
-		return o, nil, nil, fmt.Errorf("--gpus and --max-gpus must not be negative")
 	}
 	var err error
 	if path := c.String("workload"); path != "" {
@@ -153,23 +147,9 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
 	}
 	o.Engine.SpecTokens, o.Engine.SpecAccept, o.Engine.SpecDraftCost = c.Int("spec-tokens"), c.Float64("spec-accept"), c.Float64("spec-draft-cost")
-	switch {
-	case o.Engine.SpecTokens < 0 || o.Engine.SpecTokens > 16:
-		return o, nil, nil, fmt.Errorf("--spec-tokens %d: want 0 to 16 draft tokens per step", o.Engine.SpecTokens)
-	case !(o.Engine.SpecAccept >= 0 && o.Engine.SpecAccept <= 1):
-		return o, nil, nil, fmt.Errorf("--spec-accept %g: a probability, in [0, 1]", o.Engine.SpecAccept)
-	case !(o.Engine.SpecDraftCost >= 0 && o.Engine.SpecDraftCost <= 10):
-		return o, nil, nil, fmt.Errorf("--spec-draft-cost %g: a share of a decode step, 0 to 10", o.Engine.SpecDraftCost)
-	}
 	o.Disagg = c.Bool("disagg")
 	o.Engine.KVBlock = c.Int64("kv-block")
-	if o.Engine.KVBlock < 0 || o.Engine.KVBlock > 4096 {
-		return o, nil, nil, fmt.Errorf("--kv-block %d: want 0 (contiguous) to 4096 tokens per block", o.Engine.KVBlock)
-	}
 	o.Engine.PrefixHit = c.Float64("prefix-hit")
-	if !(o.Engine.PrefixHit >= 0 && o.Engine.PrefixHit < 1) {
-		return o, nil, nil, fmt.Errorf("--prefix-hit %g: must be in [0, 1)", o.Engine.PrefixHit)
-	}
 	if o.TTFT, err = parseSLO("ttft", c.String("ttft")); err != nil {
 		return o, nil, nil, err
 	}
@@ -177,11 +157,13 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		return o, nil, nil, err
 	}
 	o.Engine.TokenBudget, o.Engine.KVFraction = c.Float64("token-budget"), c.Float64("kv-fraction")
-	if !(o.Engine.TokenBudget >= 1) || math.IsInf(o.Engine.TokenBudget, 0) {
-		return o, nil, nil, fmt.Errorf("--token-budget %g: must be at least 1", o.Engine.TokenBudget)
-	}
-	if !(o.Engine.KVFraction > 0 && o.Engine.KVFraction <= 1) {
-		return o, nil, nil, fmt.Errorf("--kv-fraction %g: must be in (0, 1]", o.Engine.KVFraction)
+	// the planner states the ranges; its error names the option as the flag is spelled
+	if err := o.Validate(); err != nil {
+		var oe *serve.OptionError
+		if errors.As(err, &oe) {
+			return o, nil, nil, fmt.Errorf("--%w", oe)
+		}
+		return o, nil, nil, err
 	}
 	s := analyzer.DefaultScenario()
 	s.ComputeDType = strings.ToLower(c.String("dtype"))
