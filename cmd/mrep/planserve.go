@@ -166,22 +166,8 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		return o, nil, nil, err
 	}
 	s := analyzer.DefaultScenario()
-	s.ComputeDType = strings.ToLower(c.String("dtype"))
-	if _, err = dtypeBytes("dtype", s.ComputeDType); err != nil {
+	if err := readPrecision(c, &s); err != nil {
 		return o, nil, nil, err
-	}
-	s.ActBytes, _ = dtypeBytes("dtype", s.ComputeDType)
-	for _, x := range []struct {
-		dst  *float64
-		flag string
-	}{{&s.WeightBytes, "weight-dtype"}, {&s.KVBytes, "kv-dtype"}} {
-		v := c.String(x.flag)
-		if v == "" {
-			v = s.ComputeDType
-		}
-		if *x.dst, err = dtypeBytes(x.flag, v); err != nil {
-			return o, nil, nil, err
-		}
 	}
 	o.Scenario = s
 

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/layout"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+// chipDB is the embedded chips plus the user's --chips-file.
+func chipDB(c *cli.Context) (*chips.DB, error) {
+	db := chips.Default()
+	if p := c.String("chips-file"); p != "" {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, cli.Exit(fmt.Sprintf("chips file: %v", err), exitFailure)
+		}
+		defer f.Close()
+		user, err := chips.Parse(p, f)
+		if err != nil {
+			return nil, cli.Exit(err.Error(), exitFailure)
+		}
+		if err := db.Merge(user); err != nil {
+			return nil, cli.Exit(fmt.Sprintf("chips file %s: %v", p, err), exitFailure)
+		}
+	}
+	return db, nil
+}
+
+// newTarget is a chip and precision with the achievable time model.
+func newTarget(chip chips.Chip, dtype string) (analyzer.Target, error) {
+	tm, err := timing.New(chip, dtype)
+	if err != nil {
+		return analyzer.Target{}, err
+	}
+	return analyzer.NewTarget(chip, dtype, tm)
+}
+
+// scenarioFlags are shared by analyze, report and diff.
+func scenarioFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip target(s) from `mrep chips`"},
+		&cli.Int64Flag{Name: "batch", Aliases: []string{"b"}, Value: 1, Usage: "B: sequences per GPU step"},
+		&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Value: 2048, Usage: "S: prefill/training tokens per sequence"},
+		&cli.Int64Flag{Name: "kv-len", Aliases: []string{"l"}, Usage: "L: decode KV length (default: --seq)"},
+		&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "compute precision (chip peak) and default for weights and activations: fp32, tf32, bf16, fp16, fp8, int8, fp4"},
+		&cli.StringFlag{Name: "weight-dtype", Usage: "weight precision (default: --dtype)"},
+		&cli.StringFlag{Name: "act-dtype", Usage: "activation precision (default: --dtype)"},
+		&cli.StringFlag{Name: "kv-dtype", Usage: "KV-cache precision (default: --act-dtype)"},
+		&cli.StringFlag{Name: "grad-dtype", Usage: "weight-gradient precision in training (default: bf16)"},
+		&cli.StringSliceFlag{Name: "exec", Value: cli.NewStringSlice(analyzer.DefaultProfile), Usage: "exec profile(s): achievable (the prediction), naive, efficient (the seed's knobs) or a JSON `FILE` of profiles"},
+		&cli.Int64Flag{Name: "tp", Value: 1, Usage: "tensor parallel size"},
+		&cli.Int64Flag{Name: "ep", Value: 1, Usage: "expert parallel size (DP = EP)"},
+		&cli.Int64Flag{Name: "etp", Usage: "expert tensor parallel: ways each expert is split (default --tp); --tp 8 --ep 8 --etp 1 puts attention TP8 and experts EP8 on the same 8 GPUs"},
+		&cli.StringFlag{Name: "recompute", Value: "none", Usage: "training activation recomputation: none, selective, full"},
+		&cli.Int64Flag{Name: "grad-accum", Value: 1, Usage: "training microbatches per optimizer step"},
+		&cli.BoolFlag{Name: "seed-training", Usage: "the seed's training model: prefill x 3 FLOPs, x 2 bytes"},
+		&cli.StringFlag{Name: "system", Usage: "a system (dgx-h100, gb200-nvl72, ...): its chip, scale-up domain and links become a target"},
+		&cli.Int64Flag{Name: "pp", Value: 1, Usage: "training layout: pipeline parallel stages"},
+		&cli.Int64Flag{Name: "vp", Value: 1, Usage: "training layout: virtual stages per pipeline rank (interleaved 1F1B)"},
+		&cli.Int64Flag{Name: "cp", Value: 1, Usage: "training layout: context parallel"},
+		&cli.Int64Flag{Name: "dp", Value: 1, Usage: "training layout: data parallel (or give --gpus)"},
+		&cli.Int64Flag{Name: "gpus", Usage: "training layout: GPUs in the job (DP = GPUs / (TP x PP x CP))"},
+		&cli.IntFlag{Name: "zero", Value: 1, Usage: "training layout: ZeRO stage over DP (1 = distributed optimizer, 0 = none, 2, 3)"},
+		&cli.Int64Flag{Name: "mbs", Usage: "training layout: micro-batch (default -b)"},
+		&cli.Int64Flag{Name: "gbs", Usage: "training layout: global batch (default mbs x dp x grad-accum)"},
+		&cli.BoolFlag{Name: "no-sp", Usage: "training layout: without Megatron sequence parallel"},
+		&cli.Int64Flag{Name: "recompute-layers", Usage: "training layout: with --recompute full, how many layers of each stage recompute (default all)"},
+	}
+}
+
+// readPrecision reads the precision flags into s, each defaulting as its usage says: weights
+// and activations to --dtype, the KV cache to the activations, weight gradients to bf16. A
+// command without one of the flags gets its default.
+func readPrecision(c *cli.Context, s *analyzer.Scenario) error {
+	s.ComputeDType = strings.ToLower(c.String("dtype"))
+	if _, err := dtypeBytes("dtype", s.ComputeDType); err != nil {
+		return err
+	}
+	act := c.String("act-dtype")
+	if act == "" {
+		act = s.ComputeDType
+	}
+	for _, x := range []struct {
+		dst            *float64
+		flag, fallback string
+	}{{&s.WeightBytes, "weight-dtype", s.ComputeDType}, {&s.ActBytes, "act-dtype", s.ComputeDType},
+		{&s.KVBytes, "kv-dtype", act}, {&s.GradBytes, "grad-dtype", "bf16"}} {
+		v := c.String(x.flag)
+		if v == "" {
+			v = x.fallback
+		}
+		b, err := dtypeBytes(x.flag, v)
+		if err != nil {
+			return err
+		}
+		*x.dst = b
+	}
+	return nil
+}
+
+func dtypeBytes(flag, name string) (float64, error) {
+	b, ok := analyzer.DTypeBytes[strings.ToLower(name)]
+	if !ok {
+		return 0, fmt.Errorf("--%s %q: want one of fp32, tf32, bf16, fp16, fp8, int8, fp4", flag, name)
+	}
+	return b, nil
+}
+
+// scenarioOptions turns the flags into the analyzer's inputs.
+type scenarioOptions struct {
+	scenario analyzer.Scenario
+	targets  []analyzer.Target
+	domains  []int64 // each target's scale-up domain
+	profiles []analyzer.ExecProfile
+	layout   *layout.Layout // a training layout, when one was asked for
+	chips    *chips.DB
+	chip     string // --chip when given explicitly (a measured run's device names its own otherwise)
+}
+
+// readLayout is the training layout the flags describe, nil when none was asked for.
+func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
+	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers")) {
+		return nil, nil
+	}
+	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
+		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp"),
+		RecomputeLayers: c.Int64("recompute-layers")}
+	l.DistOptimizer = l.ZeRO >= 1
+	if l.MBS == 0 {
+		l.MBS = s.Batch
+	}
+	if g := c.Int64("gpus"); g > 0 {
+		per := l.TP * max(l.PP, 1) * max(l.CP, 1)
+		if g%per != 0 {
+			return nil, fmt.Errorf("--gpus %d is not a multiple of TP x PP x CP = %d x %d x %d", g, l.TP, l.PP, l.CP)
+		}
+		l.DP = g / per
+	}
+	if l.GBS == 0 {
+		l.GBS = l.MBS * l.DP * s.GradAccum
+	}
+	return &l, nil
+}
+
+func readScenario(c *cli.Context) (scenarioOptions, error) {
+	var o scenarioOptions
+	s := analyzer.DefaultScenario()
+	s.Batch, s.Seq, s.KVLen = c.Int64("batch"), c.Int64("seq"), c.Int64("kv-len")
+	if s.KVLen == 0 {
+		s.KVLen = s.Seq
+	}
+	var err error
+	if err = readPrecision(c, &s); err != nil {
+		return o, cli.Exit(err.Error(), exitFailure)
+	}
+	s.TP, s.EP, s.ETP = c.Int64("tp"), c.Int64("ep"), c.Int64("etp")
+	s.Recompute, s.GradAccum, s.SeedTraining = c.String("recompute"), c.Int64("grad-accum"), c.Bool("seed-training")
+	if err := s.Validate(); err != nil {
+		return o, cli.Exit("scenario: "+err.Error(), exitFailure)
+	}
+	o.scenario = s
+
+	if o.layout, err = readLayout(c, s); err != nil {
+		return o, cli.Exit(err.Error(), exitFailure)
+	}
+	db, err := chipDB(c)
+	if err != nil {
+		return o, err
+	}
+	o.chips = db
+	if c.IsSet("chip") {
+		o.chip = c.StringSlice("chip")[0]
+	}
+	var chipList []chips.Chip
+	if sys := c.String("system"); sys != "" {
+		_, chip, err := db.System(sys)
+		if err != nil {
+			return o, cli.Exit(err.Error(), exitFailure)
+		}
+		chipList = append(chipList, chip)
+	}
+	if len(chipList) == 0 || c.IsSet("chip") {
+		for _, name := range c.StringSlice("chip") {
+			chip, err := db.Lookup(name)
+			if err != nil {
+				return o, cli.Exit(err.Error(), exitFailure)
+			}
+			chipList = append(chipList, chip)
+		}
+	}
+	for _, chip := range chipList {
+		t, err := newTarget(chip, s.ComputeDType)
+		if err != nil {
+			return o, cli.Exit(err.Error(), exitFailure)
+		}
+		o.targets = append(o.targets, t)
+		o.domains = append(o.domains, int64(chip.Efficiency.ScaleUpDomain))
+	}
+	for _, e := range c.StringSlice("exec") {
+		if p, ok := analyzer.Profiles[e]; ok {
+			o.profiles = append(o.profiles, p)
+			continue
+		}
+		f, err := os.Open(e)
+		if err != nil {
+			return o, cli.Exit(fmt.Sprintf("--exec %s: not naive or efficient, and not a readable profile file: %v", e, err), exitFailure)
+		}
+		ps, err := analyzer.ParseProfiles(e, f)
+		f.Close()
+		if err != nil {
+			return o, cli.Exit(err.Error(), exitFailure)
+		}
+		o.profiles = append(o.profiles, ps...)
+	}
+	return o, nil
+}
