@@ -4,16 +4,13 @@ import (
 	"context"
 
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/calib"
-	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
-	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -109,129 +106,4 @@ func validateCommand() *cli.Command {
 			return render.WriteValidation(c.App.Writer, rep)
 		},
 	}
-}
-
-func calibrateCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "calibrate",
-		Usage:     "fit a chip's efficiency parameters to your measured runs and write a chips file for --chips-file",
-		ArgsUsage: "ROWS.json|ROWS.csv  (or --from MODEL@LABEL)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "chips `FILE` to write (JSON, for --chips-file)"},
-			&cli.StringSliceFlag{Name: "from", Usage: "use the training steps measured by the exporter's hook in these runs (MODEL, MODEL@LABEL; repeatable) as the measured rows"},
-			&cli.StringFlag{Name: "chip", Usage: "with --from: the chip the runs ran on (default: the one each run's device names)"},
-			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac"},
-			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
-		},
-		Action: func(c *cli.Context) error {
-			path := c.Args().First()
-			var ps []calib.Prepared
-			var err error
-			switch {
-			case len(c.StringSlice("from")) > 0 && path != "":
-				return cli.Exit("calibrate: give a rows file or --from runs, not both", exitUsage)
-			case len(c.StringSlice("from")) > 0:
-				if ps, err = measuredRunRows(c); err != nil {
-					return err
-				}
-				path = "runs " + strings.Join(c.StringSlice("from"), ", ")
-			case path == "":
-				return cli.Exit("calibrate: give a file of measured rows (JSON or CSV, the shape of `mrep validate --json`'s input; see README), or --from MODEL@LABEL", exitFailure)
-			default:
-				if ps, err = preparedRows(c, path); err != nil {
-					return err
-				}
-			}
-			fits, err := calib.Calibrate(ps, c.StringSlice("fit"), path)
-			if err != nil {
-				return cli.Exit(err.Error(), exitFailure)
-			}
-			if out := c.String("output"); out != "" {
-				db, err := chipDB(c)
-				if err != nil {
-					return err
-				}
-				var list []chips.Chip
-				for _, f := range fits {
-					chip, err := db.Lookup(f.Chip)
-					if err != nil {
-						return err
-					}
-					chip.Efficiency = f.Efficiency
-					list = append(list, chip)
-				}
-				if err := output.WriteFile(out, func(w io.Writer) error { return chips.Write(w, list) }); err != nil {
-					return cli.Exit(err.Error(), exitFailure)
-				}
-				fmt.Fprintf(c.App.ErrWriter, "wrote %s: use it with --chips-file %s\n", out, out)
-			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, fits)
-			}
-			return render.WriteCalibration(c.App.Writer, fits)
-		},
-	}
-}
-
-// measuredRunRows turns the runs --from selects into calibration rows: one training step per
-// checkpoint that carries the hook's measurement (tokens and sequence length included).
-func measuredRunRows(c *cli.Context) ([]calib.Prepared, error) {
-	cdb, err := chipDB(c)
-	if err != nil {
-		return nil, err
-	}
-	db, err := openDBRead(c, Env{})
-	if err != nil {
-		return nil, err
-	}
-	var rows []calib.Row
-	var skipped []string
-	for _, sel := range c.StringSlice("from") {
-		name, label, _ := strings.Cut(sel, "@")
-		runs, err := db.ListRuns(c.Context, store.Filter{Model: name, Label: label})
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
-		if len(runs) == 0 {
-			db.Close()
-			return nil, cli.Exit(fmt.Sprintf("calibrate --from %s: no such runs (see `mrep runs`)", sel), exitFailure)
-		}
-		for _, r := range runs {
-			d, err := db.LoadDump(c.Context, r.ID)
-			if err != nil {
-				db.Close()
-				return nil, err
-			}
-			chip := c.String("chip")
-			if chip == "" && d.Measurement != nil {
-				if ch, ok := cdb.ForDevice(d.Measurement.Device); ok {
-					chip = ch.Name
-				}
-			}
-			sel := fmt.Sprintf("id:%d", r.ID)
-			if chip == "" && d.Measurement != nil {
-				skipped = append(skipped, fmt.Sprintf("run %d (device %q names no chip: give --chip)", r.ID, d.Measurement.Device))
-				continue
-			}
-			row, err := calib.FromMeasurement(sel, d, chip)
-			if err != nil {
-				skipped = append(skipped, err.Error())
-				continue
-			}
-			rows = append(rows, row)
-		}
-	}
-	db.Close()
-	for _, s := range skipped {
-		fmt.Fprintf(c.App.ErrWriter, "note: skipped %s\n", render.Visible(s))
-	}
-	if len(rows) == 0 {
-		return nil, cli.Exit("calibrate --from: none of these runs carries a usable measurement", exitFailure)
-	}
-	ps, err := calib.Prepare(rows, cdb, bundledModels(c.Context, c.String("db"), runSets(c)))
-	if err != nil {
-		return nil, cli.Exit(err.Error(), exitFailure)
-	}
-	return ps, nil
 }
