@@ -135,64 +135,6 @@ func ExploreDecode(m *Model, s Scenario, t Target, p ExecProfile, eps, lens []in
 	return out, nil
 }
 
-// MemoryRow is one line of the memory feasibility table.
-type MemoryRow struct {
-	Item  string  `json:"item"`
-	Bytes float64 `json:"bytes"`
-}
-
-// Feasibility is the resident-bytes check per GPU.
-type Feasibility struct {
-	Rows            []MemoryRow `json:"rows"`
-	InferenceTotal  float64     `json:"inference_total"`
-	TrainingTotal   float64     `json:"training_total"`
-	HBMBudget       float64     `json:"hbm_budget"`
-	InferenceFits   bool        `json:"inference_fits"`
-	TrainingFits    bool        `json:"training_fits"`
-	SavedActivation float64     `json:"saved_activations"`
-}
-
-// Memory estimates resident bytes per GPU: parameters (TP splits all, EP splits experts),
-// the KV cache for B sequences of L tokens, and for training gradients, optimizer state and
-// saved activations (the forward's activation writes, a coarse stand-in for what backward keeps).
-func Memory(m *Model, s Scenario, t Target) (Feasibility, error) {
-	tp, ep := float64(s.TP), float64(s.EP)
-	var params float64
-	for c, n := range m.Params {
-		if c == CatRoutedExperts {
-			params += float64(n) / tp / ep
-		} else {
-			params += float64(n) / tp
-		}
-	}
-	f := Feasibility{HBMBudget: t.Chip.MemoryBytes()}
-	kv := float64(s.Batch*s.KVLen) * kvElems(m.Fingerprint, s) * s.KVBytes * float64(m.Fingerprint.Layers)
-	if !m.Fingerprint.Transformer {
-		kv = 0
-	}
-	st, err := m.AnalyzeTotals(Training, s, Naive)
-	if err != nil {
-		return f, err
-	}
-	saved := st.Terms[0].Cost.BytesActivations / 2 // forward: half of in+out traffic is writes
-	f.SavedActivation = saved
-	w := params * s.WeightBytes
-	g := params * s.GradBytes
-	o := params * s.OptimizerStateBytes
-	f.Rows = []MemoryRow{
-		{"Parameters (assumed dtype)", w},
-		{fmt.Sprintf("KV cache (B=%d, L=%d)", s.Batch, s.KVLen), kv},
-		{"Training gradients", g},
-		{"Training optimizer state (fp32 master, m, v)", o},
-		{"Training saved activations (coarse)", saved},
-	}
-	f.InferenceTotal = w + kv
-	f.TrainingTotal = w + g + o + saved
-	f.InferenceFits = f.InferenceTotal <= f.HBMBudget
-	f.TrainingFits = f.TrainingTotal <= f.HBMBudget
-	return f, nil
-}
-
 // EnvelopeRow is the communication envelope of one phase.
 type EnvelopeRow struct {
 	Phase      Phase   `json:"phase"`
@@ -221,30 +163,4 @@ func Envelope(m *Model, s Scenario, t Target) []EnvelopeRow {
 		out = append(out, r)
 	}
 	return out
-}
-
-// Fit is the memory verdict of a scenario on a target, for the top of every analysis.
-type Fit struct {
-	Feasibility
-	Verdict string `json:"verdict"`
-}
-
-// FitFor checks whether the scenario's resident bytes fit in one GPU's memory: inference
-// (weights + KV cache) and training (weights, gradients, optimizer state, saved activations,
-// split only by TP/EP: no ZeRO, pipeline or data-parallel sharding yet).
-func FitFor(m *Model, s Scenario, t Target) Fit {
-	f, err := Memory(m, s, t)
-	if err != nil {
-		return Fit{Verdict: "memory not estimated: " + err.Error()}
-	}
-	gib := func(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }
-	say := func(what string, total float64, fits bool) string {
-		if fits {
-			return fmt.Sprintf("%s fits, %s of %s (headroom %s)", what, gib(total), gib(f.HBMBudget), gib(f.HBMBudget-total))
-		}
-		return fmt.Sprintf("%s does NOT fit, %s of %s (%.2fx the memory)", what, gib(total), gib(f.HBMBudget), total/f.HBMBudget)
-	}
-	v := say(fmt.Sprintf("inference (weights %s + KV cache %s)", gib(f.Rows[0].Bytes), gib(f.Rows[1].Bytes)), f.InferenceTotal, f.InferenceFits)
-	v += "; " + say("training (weights, gradients, Adam state, saved activations; TP/EP sharding only)", f.TrainingTotal, f.TrainingFits)
-	return Fit{Feasibility: f, Verdict: v + "."}
 }

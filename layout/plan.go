@@ -2,6 +2,7 @@ package layout
 
 import (
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -28,6 +29,8 @@ type Plan struct {
 	Top        []Candidate `json:"top"`
 	NoFit      string      `json:"no_fit,omitempty"` // when nothing fits: what is short
 	Considered []Candidate `json:"-"`
+	// Pareto is the front of Considered: no layout is both faster and smaller.
+	Pareto []Candidate `json:"-"`
 }
 
 // zeroRecompute are the memory-saving knobs a planner tries: ZeRO 1-3 with each recompute mode.
@@ -191,6 +194,7 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 		plan.Top[i].Why = why(plan.Top[i].Step, plan.Top[i+1].Step)
 	}
 	plan.Considered = all
+	plan.Pareto = Pareto(all)
 	return plan, nil
 }
 
@@ -219,4 +223,24 @@ func why(a, b Step) string {
 
 func describe(l Layout) string {
 	return fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d ZeRO-%d MBS %d recompute %s", l.TP, l.PP, l.VP, l.CP, l.DP, l.Stage(), l.MBS, l.Recompute)
+}
+
+// Pareto is the layouts no other beats on both step time and memory per GPU, by memory.
+func Pareto(cs []Candidate) []Candidate {
+	sorted := append([]Candidate(nil), cs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Memory.Total != sorted[j].Memory.Total {
+			return sorted[i].Memory.Total < sorted[j].Memory.Total
+		}
+		return sorted[i].Step.StepTime < sorted[j].Step.StepTime
+	})
+	var front []Candidate
+	best := math.Inf(1)
+	for _, c := range sorted {
+		if c.Step.StepTime < best {
+			front = append(front, c)
+			best = c.Step.StepTime
+		}
+	}
+	return front
 }

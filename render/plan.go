@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 
 	chart "github.com/wcharczuk/go-chart/v2"
 
@@ -44,7 +43,7 @@ func WritePlanPage(out io.Writer, model, target string, p layout.Plan, chartName
 	}
 	w.printf("\n![step time against memory per GPU](%s)\n\nThe Pareto front (no layout is both faster and smaller):\n\n", chartName)
 	var rows [][]string
-	for _, c := range Pareto(p.Considered) {
+	for _, c := range p.Pareto {
 		l := c.Step.Layout
 		rows = append(rows, []string{fmt.Sprintf("%s MBS%d %s", layoutName(l), l.MBS, l.Recompute),
 			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f", c.Step.StepTime)})
@@ -81,26 +80,6 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 	return w.err
 }
 
-// Pareto is the layouts no other beats on both step time and memory per GPU, by memory.
-func Pareto(cs []layout.Candidate) []layout.Candidate {
-	sorted := append([]layout.Candidate(nil), cs...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Memory.Total != sorted[j].Memory.Total {
-			return sorted[i].Memory.Total < sorted[j].Memory.Total
-		}
-		return sorted[i].Step.StepTime < sorted[j].Step.StepTime
-	})
-	var front []layout.Candidate
-	best := math.Inf(1)
-	for _, c := range sorted {
-		if c.Step.StepTime < best {
-			front = append(front, c)
-			best = c.Step.StepTime
-		}
-	}
-	return front
-}
-
 // PlanChart plots every feasible layout's step time against its memory per GPU, the Pareto
 // front drawn through. Layouts slower than twice the best are left out so the front stays
 // readable.
@@ -117,7 +96,7 @@ func PlanChart(title string, p layout.Plan) chart.Chart {
 		xs = append(xs, c.Memory.Total/(1<<30))
 		ys = append(ys, c.Step.StepTime)
 	}
-	for _, c := range Pareto(p.Considered) {
+	for _, c := range p.Pareto {
 		fx = append(fx, c.Memory.Total/(1<<30))
 		fy = append(fy, c.Step.StepTime)
 	}

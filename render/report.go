@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/report"
 )
 
 // ReportOptions control the markdown.
@@ -41,7 +42,7 @@ func largestWithStats(ts []analyzer.TensorRow, n int) []analyzer.TensorRow {
 
 type reportWriter struct {
 	*errWriter
-	r     analyzer.ReportData
+	r     report.Data
 	o     ReportOptions
 	sec   int
 	sub   int
@@ -101,7 +102,7 @@ func code(s string) string {
 }
 
 // WriteReport writes the full model report as markdown. Every number comes from r.
-func WriteReport(out io.Writer, r analyzer.ReportData, o ReportOptions) error {
+func WriteReport(out io.Writer, r report.Data, o ReportOptions) error {
 	w := &reportWriter{errWriter: &errWriter{w: out}, r: r, o: o}
 	m := r.Model
 	w.printf("# Model Report: %s\n\nGenerated: %s", m.Name, o.Generated.UTC().Format("2006-01-02 15:04:05 UTC"))
@@ -202,7 +203,7 @@ func (w *reportWriter) summary() {
 		line += fmt.Sprintf(" ⚠ That mode's knobs model fewer bytes than must cross HBM (alone they would claim %s ms for training and %s ms for prefill); the prediction uses the compulsory floor.",
 			Ms(tr.Timing.TKnob), Ms(pre.Timing.TKnob))
 	}
-	if opt := termCost(tr.Step, "optimizer"); opt.BytesHBM() > 0.5*tr.Step.Cost.BytesHBM() {
+	if opt := report.TermCost(tr.Step, "optimizer"); opt.BytesHBM() > 0.5*tr.Step.Cost.BytesHBM() {
 		line += fmt.Sprintf(" The optimizer step moves %s of training's bytes (Adam state), more than forward and backward together.", pct(opt.BytesHBM(), tr.Step.Cost.BytesHBM()))
 	}
 	w.printf("%s\n", line)
@@ -222,7 +223,7 @@ func (w *reportWriter) summary() {
 		w.printf("2. Decode remains %s across sampled batches (%s); no `B_crit` crossing for `OI_knee=%.1f` (decode `AI_hbm` %.2f at the anchor B=%d).\n",
 			strings.Join(rs, " and "), bs, r.Primary.Knee, dec.Timing.AIHBM, r.Analysis.Scenario.Batch)
 	}
-	big, bigShare := biggestCategory(r.Model)
+	big, bigShare := report.Largest(r.Model)
 	dc := dec.Step.ByCat[string(big)]
 	if bigShare > 0.99 {
 		w.printf("3. Every parameter sits in `%s` (no attention, experts or KV cache were found): its limits are its GEMM shapes and weight streaming, %s of decode bytes.\n",
@@ -233,88 +234,9 @@ func (w *reportWriter) summary() {
 	}
 
 	w.h3("3 Next Optimizations")
-	for i, s := range nextOptimizations(w) {
+	for i, s := range r.Advice {
 		w.printf("%d. %s\n", i+1, s)
 	}
-}
-
-func termCost(st analyzer.Step, name string) analyzer.Cost {
-	for _, t := range st.Terms {
-		if t.Name == name {
-			return t.Cost
-		}
-	}
-	return analyzer.Cost{}
-}
-
-func biggestCategory(m *analyzer.Model) (analyzer.Category, float64) {
-	var best analyzer.Category
-	var n int64
-	for _, c := range analyzer.Categories {
-		if m.Params[c] > n {
-			best, n = c, m.Params[c]
-		}
-	}
-	return best, float64(n) / math.Max(1, float64(m.TotalParams))
-}
-
-// nextOptimizations applies the byte dominance rules to decode and prefill and the regimes to
-// training, in order of how much of the step the targeted term holds.
-func nextOptimizations(w *reportWriter) []string {
-	r := w.r
-	p := w.lastProfile()
-	type cand struct {
-		weight float64
-		text   string
-	}
-	var cs []cand
-	dec, _ := w.res(analyzer.Decode, p)
-	ds := analyzer.ByteShares(dec.Step.Cost)
-	if ds.Weights > 0.7 {
-		cs = append(cs, cand{ds.Weights, fmt.Sprintf("Decode is weight-stream bound (weights are %.1f%% of decode bytes): batch toward `B_crit`, quantize weights (the knob is `--weight-dtype`), and spread experts (EP) so each GPU streams fewer.", 100*ds.Weights)})
-	}
-	if ds.Activations > 0.3 {
-		cs = append(cs, cand{ds.Activations, fmt.Sprintf("Activations are %.1f%% of decode bytes: fuse GEMM epilogues and keep intermediate tensors on chip (`act fusion`).", 100*ds.Activations)})
-	}
-	if ds.KV > 0.3 {
-		cs = append(cs, cand{ds.KV, fmt.Sprintf("Decode KV reads are %.1f%% of decode bytes and grow with `L`: use a smaller KV dtype (`--kv-dtype`), paged or compressed KV, or fewer KV heads.", 100*ds.KV)})
-	}
-	if n, ok := w.res(analyzer.Prefill, r.Analysis.Profiles[0].Name); ok {
-		ns := analyzer.ByteShares(n.Step.Cost)
-		if ns.Temporary > 0.05 {
-			cs = append(cs, cand{ns.Temporary, fmt.Sprintf("Naive prefill spends %.1f%% of bytes on score/prob and elementwise temporaries: flash-style attention and fused elementwise kernels remove most of them.", 100*ns.Temporary)})
-		}
-	}
-	if pre, ok := w.res(analyzer.Prefill, p); ok && pre.Timing.Regime == "compute-bound" {
-		cs = append(cs, cand{0.5 * pre.Timing.MFU, fmt.Sprintf("Prefill is compute-bound (`MFU_est` %.2f, compute at %.0f%% of peak): keep GEMMs large and well-shaped (tile and wave quantization cost the rest) and fuse what is left of the elementwise path.", pre.Timing.MFU, 100*pre.Timing.EtaTC)})
-	}
-	if tr, ok := w.res(analyzer.Training, p); ok {
-		opt := termCost(tr.Step, "optimizer")
-		if s := analyzer.Share(opt.BytesHBM(), tr.Step.Cost.BytesHBM()); s > 0.3 {
-			cs = append(cs, cand{s, fmt.Sprintf("Training moves %.1f%% of its bytes in the optimizer step: accumulate gradients over more microbatches (`--grad-accum`) or shard optimizer state across data-parallel ranks.", 100*s)})
-		}
-		if tr.Timing.Regime == "net-bound" {
-			cs = append(cs, cand{1, "Training is network-bound: overlap TP/EP collectives with compute, or reduce TP/EP degree."})
-		}
-	}
-	for _, res := range r.Analysis.Results {
-		if res.Timing.Regime == "net-bound" && res.Target == r.Primary.Label() {
-			cs = append(cs, cand{0.9, fmt.Sprintf("`%s` is network-bound (%s ms on the wire): overlap dispatch with compute or compress activations in flight.", res.Step.Phase, Ms(res.Timing.TNet))})
-			break
-		}
-	}
-	cs = append(cs, cand{0.01, "Serve decode with a batching policy aimed at `B_crit` under the latency budget, rather than at peak TFLOP/s."},
-		cand{0.005, "Measure: profile HBM bytes per step and tune the exec profile (WRF, fusion) to the counters, then regenerate this report."})
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].weight > cs[j].weight })
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range cs {
-		if !seen[c.text] && len(out) < 3 {
-			out = append(out, c.text)
-			seen[c.text] = true
-		}
-	}
-	return out
 }
 
 func (w *reportWriter) architecture() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/report"
 )
 
 // ChartOptions are the report's chart knobs.
@@ -19,7 +20,7 @@ type NamedChart struct {
 	Caption string
 }
 
-func ceilings(r analyzer.ReportData) []Ceiling {
+func ceilings(r report.Data) []Ceiling {
 	var cs []Ceiling
 	for _, t := range r.Analysis.Targets {
 		cs = append(cs, Ceiling{Label: t.Label(), Peak: t.Peak / 1e12, BW: t.BWHBM})
@@ -32,7 +33,7 @@ func (o ChartOptions) spec(title string, cs []Ceiling) RooflineSpec {
 }
 
 // overviewPoints are the primary target's phase x profile points, one group each.
-func overviewPoints(r analyzer.ReportData) ([]RoofPoint, []string) {
+func overviewPoints(r report.Data) ([]RoofPoint, []string) {
 	var pts []RoofPoint
 	var names []string
 	for _, ph := range analyzer.Phases {
@@ -52,7 +53,7 @@ func (s RooflineSpec) withPoints(pts []RoofPoint, names []string) RooflineSpec {
 }
 
 // ReportCharts builds every chart of the report from its data.
-func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
+func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 	var out []NamedChart
 	m := r.Model
 	var labels []string
@@ -105,8 +106,8 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 			f, b := StackBar{Name: string(st.Phase) + " FLOPs"}, StackBar{Name: string(st.Phase) + " bytes"}
 			for _, k := range keys {
 				c := st.ByCat[k]
-				f.Labels, f.Shares = append(f.Labels, k), append(f.Shares, analyzer.Share(c.FTheory, st.Cost.FTheory))
-				b.Labels, b.Shares = append(b.Labels, k), append(b.Shares, analyzer.Share(c.BytesHBM()+c.BytesNet, st.Cost.BytesHBM()+st.Cost.BytesNet))
+				f.Labels, f.Shares = append(f.Labels, k), append(f.Shares, report.Share(c.FTheory, st.Cost.FTheory))
+				b.Labels, b.Shares = append(b.Labels, k), append(b.Shares, report.Share(c.BytesHBM()+c.BytesNet, st.Cost.BytesHBM()+st.Cost.BytesNet))
 			}
 			bars = append(bars, f, b)
 		}
@@ -118,34 +119,24 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 		s.Note = "small dot: " + profiles[0].Name + ", large: " + profiles[len(profiles)-1].Name
 		group := map[string]int{}
 		for pi, p := range profiles {
-			for _, st := range r.Analysis.Steps {
-				if st.Phase != ph || st.Profile != p.Name {
+			for _, cp := range r.Categories {
+				if cp.Phase != ph || cp.Profile != p.Name {
 					continue
 				}
-				for _, k := range analyzer.SortedCategories(st.ByCat) {
-					c := st.ByCat[k]
-					if c.FTheory <= 0 || c.BytesHBM() <= 0 {
-						continue
-					}
-					g, ok := group[k]
-					if !ok {
-						g = len(group)
-						group[k] = g
-						s.GroupNames = append(s.GroupNames, k)
-					}
-					// the category's own kernels, without the step's fixed overhead
-					tm := analyzer.Time(c, st.KernelsOf(k), r.Primary, 0, false)
-					if t := tm.TEst - tm.Breakdown.TOverhead; t > 0 {
-						tm.TFEst = c.FTheory / t / 1e12
-					}
-					size := 5.0
-					if pi > 0 {
-						size = 9
-					}
-					s.Points = append(s.Points, RoofPoint{Label: k + "/" + p.Name, AI: tm.AIHBM, TF: tm.TFEst, Group: g, Size: size})
-					if len(s.GroupColors) <= g {
-						s.GroupColors = append(s.GroupColors, CategoryColor(k, g))
-					}
+				k := cp.Category
+				g, ok := group[k]
+				if !ok {
+					g = len(group)
+					group[k] = g
+					s.GroupNames = append(s.GroupNames, k)
+				}
+				size := 5.0
+				if pi > 0 {
+					size = 9
+				}
+				s.Points = append(s.Points, RoofPoint{Label: k + "/" + p.Name, AI: cp.AIHBM, TF: cp.TFEst, Group: g, Size: size})
+				if len(s.GroupColors) <= g {
+					s.GroupColors = append(s.GroupColors, CategoryColor(k, g))
 				}
 			}
 		}
@@ -155,7 +146,7 @@ func ReportCharts(r analyzer.ReportData, o ChartOptions) []NamedChart {
 }
 
 // WeightHistograms picks the largest tensors with statistics for the distribution grid.
-func WeightHistograms(r analyzer.ReportData, n int) []Histogram {
+func WeightHistograms(r report.Data, n int) []Histogram {
 	var hs []Histogram
 	for _, t := range largestWithStats(r.Tensors, n) {
 		hs = append(hs, Histogram{Name: t.Name, Lo: t.Stats.Hist.Lo, Hi: t.Stats.Hist.Hi, Counts: t.Stats.Hist.Counts})

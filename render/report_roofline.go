@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/layout"
+	"github.com/mrep-dev/mrep/report"
 )
 
 func int64s(xs []int64) string {
@@ -136,7 +138,7 @@ func (w *reportWriter) roofline() {
 		e, _ := w.res(ph, last)
 		for _, k := range analyzer.SortedCategories(n.Step.ByCat) {
 			cn, ce := n.Step.ByCat[k], e.Step.ByCat[k]
-			an, ae := analyzer.Share(cn.FTheory, cn.BytesHBM()), analyzer.Share(ce.FTheory, ce.BytesHBM())
+			an, ae := report.Share(cn.FTheory, cn.BytesHBM()), report.Share(ce.FTheory, ce.BytesHBM())
 			delta := "—"
 			if an > 0 {
 				delta = fmt.Sprintf("%.1f%%", 100*(ae-an)/an)
@@ -295,20 +297,34 @@ func (w *reportWriter) exploration() {
 func (w *reportWriter) memory() {
 	r := w.r
 	f := r.Memory
-	sc := r.Analysis.Scenario
+	l := f.Layout
 	w.h3("Memory Feasibility")
-	w.printf("Resident bytes per GPU at the anchor (`TP=%d`, `EP=%d`); coarse on purpose: no allocator fragmentation, no checkpoint schedule, no optimizer sharding beyond TP/EP.\n\n", sc.TP, sc.EP)
-	var rows [][]string
-	for _, row := range f.Rows {
-		rows = append(rows, []string{row.Item, IEC(row.Bytes)})
+	w.printf("Resident bytes per GPU at the anchor, from the one memory model `analyze` and `plan train` use: inference holds the weights (`TP=%d`, `EP=%d`), the KV cache and one prefill step's activations; training on the anchor's own layout (micro-batch %d, `TP=%d`, `EP=%d`, one pipeline stage, no optimizer sharding) holds 16-bit weights and gradients, fp32 Adam state (12 B per parameter), Korthikanti's saved activations (recompute `%s`), the logits and a stated margin of 10%% + 2 GiB. For a sharded layout run `mrep plan train` or `mrep analyze --dp/--zero/--pp`.\n\n",
+		r.Analysis.Scenario.TP, r.Analysis.Scenario.EP, l.MBS, l.TP, l.EP, l.Recompute)
+	byName := func(ts []layout.Term) map[string]float64 {
+		out := map[string]float64{}
+		for _, t := range ts {
+			out[t.Name] = t.Bytes
+		}
+		return out
 	}
-	rows = append(rows, []string{"Inference total resident", IEC(f.InferenceTotal)}, []string{"Training total resident (coarse)", IEC(f.TrainingTotal)},
-		[]string{"HBM budget (`" + r.Primary.Chip.Name + "`)", IEC(f.HBMBudget)})
-	w.table([]string{"Item", "Estimated Bytes"}, "lr", rows)
-	w.printf("\nUnder these assumptions inference fits the HBM budget: `%s` (%s of it), and training fits: `%s` (%s).", yesNo(f.InferenceFits), pct(f.InferenceTotal, f.HBMBudget), yesNo(f.TrainingFits), pct(f.TrainingTotal, f.HBMBudget))
-	if !f.InferenceFits {
-		need := math.Ceil(f.InferenceTotal / f.HBMBudget)
-		w.printf(" Holding the weights alone takes at least %.0f GPUs of this kind.", need)
+	inf, tr := byName(f.Inference.Memory.Terms()), byName(f.Training.Memory.Terms())
+	var rows [][]string
+	for _, name := range []string{"weights", "gradients", "optimizer state", "activations", "KV cache", "logits", "workspace margin"} {
+		a, b := inf[name], tr[name]
+		if a == 0 && b == 0 {
+			continue
+		}
+		rows = append(rows, []string{name, IEC(a), IEC(b)})
+	}
+	rows = append(rows, []string{"**total**", IEC(f.Inference.Memory.Total), IEC(f.Training.Memory.Total)},
+		[]string{"HBM (`" + r.Primary.Chip.Name + "`)", IEC(f.Inference.Capacity), IEC(f.Training.Capacity)})
+	w.table([]string{"Item", "Inference", "Training"}, "lrr", rows)
+	w.printf("\nInference fits the HBM: `%s` (%s of it); training on this layout fits: `%s` (%s).", yesNo(f.Inference.Fits),
+		pct(f.Inference.Memory.Total, f.Inference.Capacity), yesNo(f.Training.Fits), pct(f.Training.Memory.Total, f.Training.Capacity))
+	if !f.Inference.Fits {
+		need := math.Ceil(f.Inference.Memory.Total / f.Inference.Capacity)
+		w.printf(" Holding the weights and this KV cache takes at least %.0f GPUs of this kind.", need)
 	}
 	w.printf("\n")
 }
@@ -338,7 +354,7 @@ func (w *reportWriter) sensitivity() {
 	w.printf("We run the `%s` full factorial grid (total points: `%d`) over decode on `%s` to find which knobs move `T_est` and the regime. The full sweep is in `%s`.\n\n", r.Grid, len(r.Sensitivity), r.Primary.Label(), w.o.CSVName)
 	var rows [][]string
 	for _, p := range r.Analysis.Profiles {
-		fast, slow := analyzer.Extremes(r.Sensitivity, p.Name, 3)
+		fast, slow := report.Extremes(r.Sensitivity, p.Name, 3)
 		for _, pt := range append(fast, slow...) {
 			k := pt.Knobs
 			topK := "—"
@@ -350,7 +366,7 @@ func (w *reportWriter) sensitivity() {
 		}
 	}
 	w.table([]string{"Exec", "kv_dtype(B)", "top_k", "kv_rank_scale", "hidden_scale", "L", "AI_hbm", "T_est(ms)", "MFU_est", "Regime"}, "lrrrrrrrrl", rows)
-	counts, below := analyzer.RegimeCounts(r.Sensitivity, last)
+	counts, below := report.RegimeCounts(r.Sensitivity, last)
 	var cs []string
 	for _, k := range []string{"compute-bound", "hbm-bound", "net-bound"} {
 		if counts[k] > 0 {
@@ -402,8 +418,10 @@ func (w *reportWriter) limits() {
 			w.printf(" MoE dispatch stays on the device at `EP=1`; it becomes a network term only when `EP > 1`.")
 		}
 	}
-	if !r.Memory.InferenceFits {
-		w.printf(" The weights alone exceed one `%s` (%s of %s), so serving needs model parallelism before any of these regimes applies.", r.Primary.Chip.Name, IEC(r.Memory.Rows[0].Bytes), IEC(r.Memory.HBMBudget))
+	if inf := r.Memory.Inference; inf.Memory.Weights > inf.Capacity {
+		w.printf(" The weights alone exceed one `%s` (%s of %s), so serving needs model parallelism before any of these regimes applies.", r.Primary.Chip.Name, IEC(inf.Memory.Weights), IEC(inf.Capacity))
+	} else if !inf.Fits {
+		w.printf(" The weights and this KV cache exceed one `%s` (%s of %s), so serving this batch needs model parallelism or a shorter context.", r.Primary.Chip.Name, IEC(inf.Memory.Total), IEC(inf.Capacity))
 	}
 	w.printf("\n")
 }
@@ -421,7 +439,7 @@ func (w *reportWriter) appendix() {
 		w.printf("- Routed MoE per token: `F = k * 2 * 3 * H * d_moe = %d * 6 * %d * %d`; weight traffic follows `E*(1-(1-k/E)^T)` distinct experts for `T` tokens.\n", moe.TopK, fp.Hidden, moe.ExpertFFN)
 	}
 	w.printf("- Training: `F_theory = F_fwd + 2*F_fwd` (model FLOPs; PaLM's `6N + 12*L*H*Q*T` per token); recomputation adds hardware FLOPs to `F_realizable` only; Adam adds %d scalar FLOPs per parameter.\n", analyzer.AdamFlopsPerParam)
-	w.printf("- Checked against: PyTorch FlopCounterMode per module (dense, MoE, MLA traces), Korthikanti et al. `72*B*s*l*h^2*(1+s/6h+V/12lh)`, PaLM, NVIDIA's Llama-3.1-70B recipe (3.94e15 per sequence), ../shared/seeds/003's Llama-3-8B hand calculations.\n")
+	w.printf("- Checked against: PyTorch FlopCounterMode per module (dense, MoE, MLA traces), Korthikanti et al. `72*B*s*l*h^2*(1+s/6h+V/12lh)`, PaLM, NVIDIA's Llama-3.1-70B recipe (3.94e15 per sequence), the founding documents' Llama-3-8B hand calculations (the analyzer's tests carry them).\n")
 	w.h2("Appendix B: Common Failure Modes / Debugging Checklist")
 	w.printf("- `T_comp` uses `F_realizable` as a peak-equivalent cost (`T_comp = F_realizable / P_peak`), never `F_theory` divided by a utilization twice.\n- WRF applies to weight reads in every phase, never to gradient writes or optimizer state.\n- KV bytes are per layer times layers, capped by sliding windows; MLA caches the latent once (no K/V factor 2).\n- Temporary bytes are not double-counted as activations: GEMM inputs/outputs are activations, elementwise and score/prob traffic are temporaries.\n- dtype byte widths are set separately for weights, activations, KV and gradients; check the configuration table.\n- A ⚠ result's knobs go below the compulsory HBM traffic: `T_est` already uses the floor; the knobs' own claim is `T_knob` in report.json.\n- Tied embeddings count once as parameters but the LM head still reads its matrix every step.\n")
 }

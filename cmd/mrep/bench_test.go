@@ -12,6 +12,7 @@ import (
 	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/internal/scaledump"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/report"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -34,8 +35,8 @@ func BenchmarkReportDeepSeekV3(b *testing.B) {
 	dir := b.TempDir()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		data, err := analyzer.BuildReport(d, analyzer.RunInfo{ID: 1, Name: "DeepSeek-V3"}, s, targets,
-			[]analyzer.ExecProfile{analyzer.Naive, analyzer.Efficient}, analyzer.DefaultReportOptions())
+		data, err := report.Build(d, analyzer.RunInfo{ID: 1, Name: "DeepSeek-V3"}, s, targets,
+			[]analyzer.ExecProfile{analyzer.Naive, analyzer.Efficient}, report.DefaultOptions())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/report"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -68,12 +69,12 @@ func FuzzWholePath(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a stored run failed to load: %v", err)
 		}
-		o := analyzer.DefaultReportOptions()
+		o := report.DefaultOptions()
 		o.SensitivityProfile = "off"
 		o.Batches, o.Seqs, o.SeqsDefault = []int64{1, 8}, []int64{64, 512}, false
 		o.ExploreEPs, o.ExploreLens = []int64{1}, []int64{2048}
 		s := analyzer.DefaultScenario()
-		data2, err := analyzer.BuildReport(back, runInfo(run), s, []analyzer.Target{target}, []analyzer.ExecProfile{analyzer.Naive, analyzer.Achievable}, o)
+		data2, err := report.Build(back, runInfo(run), s, []analyzer.Target{target}, []analyzer.ExecProfile{analyzer.Naive, analyzer.Achievable}, o)
 		if err != nil {
 			t.Fatalf("report of a stored run: %v", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/report"
 )
 
 func int64List(c *cli.Context, name string) ([]int64, error) {
@@ -61,7 +62,7 @@ func reportCommand(env Env) *cli.Command {
 				// naive attention bytes); its sweeps compare the first and last profile
 				o.profiles = []analyzer.ExecProfile{analyzer.Naive, analyzer.Achievable}
 			}
-			ro := analyzer.DefaultReportOptions()
+			ro := report.DefaultOptions()
 			if b, err := int64List(c, "batches"); err != nil {
 				return err
 			} else if b != nil {
@@ -87,7 +88,7 @@ func reportCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			data, err := analyzer.BuildReport(d, runInfo(run), o.scenario, o.targets, o.profiles, ro)
+			data, err := report.Build(d, runInfo(run), o.scenario, o.targets, o.profiles, ro)
 			if err != nil {
 				return cli.Exit("report: "+err.Error(), exitFailure)
 			}
@@ -128,7 +129,7 @@ type reportFiles struct {
 
 // writeReport renders charts into memory first, then writes every file atomically; a chart that
 // fails to render fails the report before anything is replaced.
-func writeReport(dir string, data analyzer.ReportData, f reportFiles) ([]string, error) {
+func writeReport(dir string, data report.Data, f reportFiles) ([]string, error) {
 	out := output.Files{}
 	f.md.Charts = map[string]bool{}
 	f.md.ChartExt = "png"
