@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	chart "github.com/wcharczuk/go-chart/v2"
+	gochart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
+
+	"github.com/mrep-dev/mrep/render/chart"
 )
 
 // A point with AI_hbm = OI_knee and TF_est = P_peak must sit exactly on the ridge.
@@ -15,7 +17,7 @@ func TestRooflinePointAtKneeLandsOnRidge(t *testing.T) {
 	c := Ceiling{Label: "H200 fp8", Peak: 1978.9, BW: 4.8e12}
 	spec := RooflineSpec{Ceilings: []Ceiling{c}, Points: []RoofPoint{{Label: "at knee", AI: c.Knee(), TF: c.Peak}}}
 	xmin, xmax, ymin, ymax := spec.Limits()
-	xr, yr := LogRange{Min: xmin, Max: xmax, Domain: 1000}, LogRange{Min: ymin, Max: ymax, Domain: 600}
+	xr, yr := chart.LogRange{Min: xmin, Max: xmax, Domain: 1000}, chart.LogRange{Min: ymin, Max: ymax, Domain: 600}
 	if xr.Translate(c.Knee()) != xr.Translate(spec.Points[0].AI) || yr.Translate(c.Peak) != yr.Translate(spec.Points[0].TF) {
 		t.Fatal("point and ridge differ")
 	}
@@ -28,7 +30,7 @@ func TestRooflinePointAtKneeLandsOnRidge(t *testing.T) {
 		t.Fatalf("slope at knee %g", got)
 	}
 	// go-chart's LogarithmicRange puts the same knee elsewhere than a true log axis does.
-	gl := chart.LogarithmicRange{Min: xmin, Max: xmax, Domain: 1000}
+	gl := gochart.LogarithmicRange{Min: xmin, Max: xmax, Domain: 1000}
 	if gl.Translate(c.Knee()) == xr.Translate(c.Knee()) {
 		t.Fatal("go-chart's LogarithmicRange was expected to misplace the knee (log of the offset from Min)")
 	}
@@ -96,7 +98,7 @@ func TestChartConventions(t *testing.T) {
 	// a ring: a white dot stroked in the group's colour
 	ringed := false
 	for _, s := range ch.Series {
-		if cs, ok := s.(chart.ContinuousSeries); ok && cs.Style.DotColor == drawing.ColorWhite && cs.Style.StrokeColor == CategoryColor("attention", 0) {
+		if cs, ok := s.(gochart.ContinuousSeries); ok && cs.Style.DotColor == drawing.ColorWhite && cs.Style.StrokeColor == CategoryColor("attention", 0) {
 			ringed = true
 		}
 	}
@@ -104,8 +106,8 @@ func TestChartConventions(t *testing.T) {
 		t.Error("the below-floor point is not drawn hollow")
 	}
 	// one colour per category everywhere
-	pie := Pie("p", []string{"dense_ffn", "attention"}, []float64{70, 30})
-	stacks := Stacks("s", []StackBar{{Name: "x", Labels: []string{"attention", "dense_ffn"}, Shares: []float64{0.3, 0.7}}}, []string{"attention", "dense_ffn"})
+	pie := chart.Pie("p", []string{"dense_ffn", "attention"}, []float64{70, 30}, CategoryColor)
+	stacks := chart.Stacks("s", []chart.StackBar{{Name: "x", Labels: []string{"attention", "dense_ffn"}, Shares: []float64{0.3, 0.7}}}, []string{"attention", "dense_ffn"}, CategoryColor)
 	if pie.Values[1].Style.FillColor != CategoryColor("attention", 0) || stacks.Bars[0].Values[0].Style.FillColor != CategoryColor("attention", 9) {
 		t.Error("attention has different colours in the pie and the stacks")
 	}

@@ -7,11 +7,12 @@ import (
 	"sort"
 	"strings"
 
-	chart "github.com/wcharczuk/go-chart/v2"
+	gochart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/compare"
+	"github.com/mrep-dev/mrep/render/chart"
 )
 
 func runName(r analyzer.RunInfo) string {
@@ -218,8 +219,8 @@ func writeDrift(w *errWriter, ds []compare.Drift) {
 
 // DriftChart is a bar chart of the weight matrices' top movers (norms and biases are apart in
 // the table), each bar named by its tensor.
-func DriftChart(title string, ds []compare.Drift, n int) chart.BarChart {
-	var vs []chart.Value
+func DriftChart(title string, ds []compare.Drift, n int) gochart.BarChart {
+	var vs []gochart.Value
 	top := 0.0
 	for _, d := range ds {
 		if len(vs) == n {
@@ -229,16 +230,16 @@ func DriftChart(title string, ds []compare.Drift, n int) chart.BarChart {
 			continue
 		}
 		top = math.Max(top, d.RelChange)
-		vs = append(vs, chart.Value{Value: d.RelChange, Label: shortTensor(d.Name), Style: chart.Style{FillColor: colorAt(1), StrokeColor: colorAt(1)}})
+		vs = append(vs, gochart.Value{Value: d.RelChange, Label: shortTensor(d.Name), Style: gochart.Style{FillColor: chart.ColorAt(1), StrokeColor: chart.ColorAt(1)}})
 	}
 	if top == 0 {
 		top = 1
 	}
-	return chart.BarChart{Title: title, TitleStyle: chart.Style{FontSize: 12}, Width: 1100, Height: 560, BarWidth: 36, Bars: vs,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 70, Right: 20, Bottom: 60}},
-		XAxis:      chart.Style{FontSize: 7},
-		YAxis:      chart.YAxis{Style: chart.Hidden(), Range: &chart.ContinuousRange{Min: 0, Max: top * 1.1}},
-		Elements:   []chart.Renderable{leftTicks("||B − A|| / ||A||", 0, top*1.1, tickNumber)}}
+	return gochart.BarChart{Title: title, TitleStyle: gochart.Style{FontSize: 12}, Width: 1100, Height: 560, BarWidth: 36, Bars: vs,
+		Background: gochart.Style{Padding: gochart.Box{Top: 50, Left: 70, Right: 20, Bottom: 60}},
+		XAxis:      gochart.Style{FontSize: 7},
+		YAxis:      gochart.YAxis{Style: gochart.Hidden(), Range: &gochart.ContinuousRange{Min: 0, Max: top * 1.1}},
+		Elements:   []gochart.Renderable{chart.LeftTicks("||B − A|| / ||A||", 0, top*1.1, chart.TickNumber)}}
 }
 
 // shortTensor is a tensor's name as words that wrap under its bar: the parts without the
@@ -312,12 +313,12 @@ func orDashS(s string) string {
 
 // HistoryChart is a line chart of the metric against the x axis: one line per label, with a
 // legend when there are several.
-func HistoryChart(h compare.History) chart.Chart {
+func HistoryChart(h compare.History) gochart.Chart {
 	metric, xLabel, pts := h.Metric, h.XLabel, h.Points
-	var series []chart.Series
+	var series []gochart.Series
 	predicted := false
 	seen := map[float64]bool{}
-	var ticks []chart.Tick
+	var ticks []gochart.Tick
 	groups := h.Series()
 	for gi, g := range groups {
 		var xs, ys []float64
@@ -325,7 +326,7 @@ func HistoryChart(h compare.History) chart.Chart {
 			xs, ys = append(xs, p.X), append(ys, p.Value)
 			if !seen[p.X] {
 				seen[p.X] = true
-				ticks = append(ticks, chart.Tick{Value: p.X, Label: fmt.Sprintf("%.0f", p.X)})
+				ticks = append(ticks, gochart.Tick{Value: p.X, Label: fmt.Sprintf("%.0f", p.X)})
 			}
 		}
 		if len(xs) == 1 { // go-chart needs a range; show one point on a unit span
@@ -335,8 +336,8 @@ func HistoryChart(h compare.History) chart.Chart {
 		if len(groups) > 1 {
 			name = orDashS(g[0].Run.Label)
 		}
-		series = append(series, chart.ContinuousSeries{Name: name, XValues: xs, YValues: ys,
-			Style: chart.Style{StrokeColor: colorAt(gi), StrokeWidth: 2, DotColor: colorAt(gi), DotWidth: 4, FillColor: drawing.ColorTransparent}})
+		series = append(series, gochart.ContinuousSeries{Name: name, XValues: xs, YValues: ys,
+			Style: gochart.Style{StrokeColor: chart.ColorAt(gi), StrokeWidth: 2, DotColor: chart.ColorAt(gi), DotWidth: 4, FillColor: drawing.ColorTransparent}})
 		var px, py []float64
 		for _, p := range g {
 			if p.Predicted > 0 {
@@ -347,8 +348,8 @@ func HistoryChart(h compare.History) chart.Chart {
 			px, py = append(px, px[0]+1), append(py, py[0])
 		}
 		if len(px) > 0 { // mrep's prediction: the same colour, dashed, hollow dots
-			series = append(series, chart.ContinuousSeries{Name: name + " (predicted)", XValues: px, YValues: py,
-				Style: chart.Style{StrokeColor: colorAt(gi), StrokeWidth: 1.5, StrokeDashArray: []float64{6, 4}, DotColor: drawing.ColorWhite, DotWidth: 4, FillColor: drawing.ColorTransparent}})
+			series = append(series, gochart.ContinuousSeries{Name: name + " (predicted)", XValues: px, YValues: py,
+				Style: gochart.Style{StrokeColor: chart.ColorAt(gi), StrokeWidth: 1.5, StrokeDashArray: []float64{6, 4}, DotColor: drawing.ColorWhite, DotWidth: 4, FillColor: drawing.ColorTransparent}})
 			predicted = true
 		}
 	}
@@ -365,25 +366,25 @@ func HistoryChart(h compare.History) chart.Chart {
 	if len(ticks) > 25 { // one tick per step while few: steps are integers, go-chart's own ticks are not
 		ticks = nil
 	}
-	c := chart.Chart{
-		Title: metric, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 520,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis:      chart.XAxis{Name: xLabel, Ticks: ticks, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
-		YAxis:      niceAxis(compare.MetricLabel(metric), math.Min(0, lo), hi*1.05),
+	c := gochart.Chart{
+		Title: metric, TitleStyle: gochart.Style{FontSize: 13}, Width: 1000, Height: 520,
+		Background: gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
+		XAxis:      gochart.XAxis{Name: xLabel, Ticks: ticks, ValueFormatter: func(v interface{}) string { return fmt.Sprintf("%.4g", v) }},
+		YAxis:      chart.NiceAxis(compare.MetricLabel(metric), math.Min(0, lo), hi*1.05),
 		// unused secondary axis: hidden, or go-chart draws its empty range at NaN positions
-		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
+		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()},
 		Series:         series,
 	}
 	if len(groups) > 1 || predicted {
-		var entries []legendEntry
+		var entries []chart.LegendEntry
 		for _, s := range series {
-			if cs, ok := s.(chart.ContinuousSeries); ok {
-				entries = append(entries, legendEntry{Label: cs.Name, Color: cs.Style.StrokeColor, Dash: cs.Style.StrokeDashArray})
+			if cs, ok := s.(gochart.ContinuousSeries); ok {
+				entries = append(entries, chart.LegendEntry{Label: cs.Name, Color: cs.Style.StrokeColor, Dash: cs.Style.StrokeDashArray})
 			}
 		}
 		c.Background.Padding.Right = 220
-		c.Elements = []chart.Renderable{legend(entries)}
+		c.Elements = []gochart.Renderable{chart.Legend(entries)}
 	}
-	leftAxis(&c)
+	chart.LeftAxis(&c)
 	return c
 }

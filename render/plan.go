@@ -5,9 +5,10 @@ import (
 	"io"
 	"math"
 
-	chart "github.com/wcharczuk/go-chart/v2"
+	gochart "github.com/wcharczuk/go-chart/v2"
 
 	"github.com/mrep-dev/mrep/layout"
+	"github.com/mrep-dev/mrep/render/chart"
 )
 
 // WritePlan renders `mrep plan train`: the ranked layouts with their time and memory.
@@ -83,7 +84,7 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 // PlanChart plots every feasible layout's step time against its memory per GPU, the Pareto
 // front drawn through. Layouts slower than twice the best are left out so the front stays
 // readable.
-func PlanChart(title string, p layout.Plan) chart.Chart {
+func PlanChart(title string, p layout.Plan) gochart.Chart {
 	var xs, ys, fx, fy []float64
 	best := math.Inf(1)
 	for _, c := range p.Considered {
@@ -100,22 +101,22 @@ func PlanChart(title string, p layout.Plan) chart.Chart {
 		fx = append(fx, c.Memory.Total/(1<<30))
 		fy = append(fy, c.Step.StepTime)
 	}
-	dots := chart.Style{StrokeWidth: chart.Disabled, DotWidth: 2.5, DotColor: colorAt(0).WithAlpha(110)}
-	c := chart.Chart{
-		Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 600,
-		Background:     chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis:          niceXAxis("memory per GPU (GiB)", 0, maxOf(xs)),
-		YAxis:          niceAxis("step time (s, layouts within 2x of the best)", 0.95*best, 2*best),
-		YAxisSecondary: chart.YAxis{Style: chart.Hidden()}, // unused: hidden, or go-chart draws it at NaN
-		Series: []chart.Series{
-			chart.ContinuousSeries{Name: "feasible layouts", XValues: xs, YValues: ys, Style: dots},
-			chart.ContinuousSeries{Name: "Pareto front", XValues: fx, YValues: fy,
-				Style: chart.Style{StrokeColor: colorAt(1), StrokeWidth: 2, DotColor: colorAt(1), DotWidth: 4}},
+	dots := gochart.Style{StrokeWidth: gochart.Disabled, DotWidth: 2.5, DotColor: chart.ColorAt(0).WithAlpha(110)}
+	c := gochart.Chart{
+		Title: title, TitleStyle: gochart.Style{FontSize: 13}, Width: 1000, Height: 600,
+		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
+		XAxis:          chart.NiceXAxis("memory per GPU (GiB)", 0, maxOf(xs)),
+		YAxis:          chart.NiceAxis("step time (s, layouts within 2x of the best)", 0.95*best, 2*best),
+		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()}, // unused: hidden, or go-chart draws it at NaN
+		Series: []gochart.Series{
+			gochart.ContinuousSeries{Name: "feasible layouts", XValues: xs, YValues: ys, Style: dots},
+			gochart.ContinuousSeries{Name: "Pareto front", XValues: fx, YValues: fy,
+				Style: gochart.Style{StrokeColor: chart.ColorAt(1), StrokeWidth: 2, DotColor: chart.ColorAt(1), DotWidth: 4}},
 		},
 	}
 	c.Background.Padding.Right = 200 // the legend lives right of the plot
-	c.Elements = []chart.Renderable{legend([]legendEntry{{Label: "feasible layouts", Color: colorAt(0), Dot: true}, {Label: "Pareto front", Color: colorAt(1)}})}
-	leftAxis(&c)
+	c.Elements = []gochart.Renderable{chart.Legend([]chart.LegendEntry{{Label: "feasible layouts", Color: chart.ColorAt(0), Dot: true}, {Label: "Pareto front", Color: chart.ColorAt(1)}})}
+	chart.LeftAxis(&c)
 	return c
 }
 

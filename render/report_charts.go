@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/render/chart"
 	"github.com/mrep-dev/mrep/report"
 )
 
@@ -16,7 +17,7 @@ type ChartOptions struct {
 // NamedChart is a chart and the file stem it is written under.
 type NamedChart struct {
 	Name    string
-	Chart   Renderer
+	Chart   chart.Renderer
 	Caption string
 }
 
@@ -64,7 +65,7 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 			values = append(values, float64(n))
 		}
 	}
-	out = append(out, NamedChart{"module_pie", Pie(m.Name+": parameters by category", labels, values), "Parameter category breakdown"})
+	out = append(out, NamedChart{"module_pie", chart.Pie(m.Name+": parameters by category", labels, values, CategoryColor), "Parameter category breakdown"})
 	if NotATransformer(m.Fingerprint) {
 		return out // rooflines and sweeps are of transformer phases
 	}
@@ -97,13 +98,13 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 	}
 	cats = append(cats, "optimizer", "network")
 	for _, p := range profiles {
-		var bars []StackBar
+		var bars []chart.StackBar
 		for _, st := range r.Analysis.Steps {
 			if st.Profile != p.Name {
 				continue
 			}
 			keys := analyzer.SortedCategories(st.ByCat)
-			f, b := StackBar{Name: string(st.Phase) + " FLOPs"}, StackBar{Name: string(st.Phase) + " bytes"}
+			f, b := chart.StackBar{Name: string(st.Phase) + " FLOPs"}, chart.StackBar{Name: string(st.Phase) + " bytes"}
 			for _, k := range keys {
 				c := st.ByCat[k]
 				f.Labels, f.Shares = append(f.Labels, k), append(f.Shares, report.Share(c.FTheory, st.Cost.FTheory))
@@ -111,7 +112,7 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 			}
 			bars = append(bars, f, b)
 		}
-		out = append(out, NamedChart{FileStem(p.Name) + "_mode_category_stacks", Stacks(fmt.Sprintf("%s: category shares of F_theory and of bytes (%s)", m.Name, p.Name), bars, cats),
+		out = append(out, NamedChart{FileStem(p.Name) + "_mode_category_stacks", chart.Stacks(fmt.Sprintf("%s: category shares of F_theory and of bytes (%s)", m.Name, p.Name), bars, cats, CategoryColor),
 			"Category shares, " + p.Name})
 	}
 	for _, ph := range analyzer.Phases {
@@ -146,10 +147,10 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 }
 
 // WeightHistograms picks the largest tensors with statistics for the distribution grid.
-func WeightHistograms(r report.Data, n int) []Histogram {
-	var hs []Histogram
+func WeightHistograms(r report.Data, n int) []chart.Histogram {
+	var hs []chart.Histogram
 	for _, t := range largestWithStats(r.Tensors, n) {
-		hs = append(hs, Histogram{Name: t.Name, Lo: t.Stats.Hist.Lo, Hi: t.Stats.Hist.Hi, Counts: t.Stats.Hist.Counts})
+		hs = append(hs, chart.Histogram{Name: t.Name, Lo: t.Stats.Hist.Lo, Hi: t.Stats.Hist.Hi, Counts: t.Stats.Hist.Counts})
 	}
 	return hs
 }

@@ -6,8 +6,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/wcharczuk/go-chart/v2"
+	gochart "github.com/wcharczuk/go-chart/v2"
 
+	"github.com/mrep-dev/mrep/render/chart"
 	"github.com/mrep-dev/mrep/serve"
 )
 
@@ -119,9 +120,9 @@ func seconds(s float64) string {
 }
 
 // ServePlanChart plots the Pareto front: tokens/s per GPU against tokens/s per user.
-func ServePlanChart(title string, p serve.Plan) chart.Chart {
-	var series []chart.Series
-	var entries []legendEntry
+func ServePlanChart(title string, p serve.Plan) gochart.Chart {
+	var series []gochart.Series
+	var entries []chart.LegendEntry
 	byChip := map[string]int{}
 	var xs, ys [][]float64
 	for _, c := range p.Pareto {
@@ -130,7 +131,7 @@ func ServePlanChart(title string, p serve.Plan) chart.Chart {
 			i = len(xs)
 			byChip[c.Chip] = i
 			xs, ys = append(xs, nil), append(ys, nil)
-			entries = append(entries, legendEntry{Label: c.Chip, Color: colorAt(i)})
+			entries = append(entries, chart.LegendEntry{Label: c.Chip, Color: chart.ColorAt(i)})
 		}
 		xs[i] = append(xs[i], c.TokSPerUser)
 		ys[i] = append(ys[i], c.TokSPerGPU)
@@ -143,19 +144,19 @@ func ServePlanChart(title string, p serve.Plan) chart.Chart {
 		for _, x := range xs[i] {
 			maxX = math.Max(maxX, x)
 		}
-		series = append(series, chart.ContinuousSeries{Name: entries[i].Label, XValues: xs[i], YValues: ys[i],
-			Style: chart.Style{StrokeWidth: 2, StrokeColor: colorAt(i), DotWidth: 5, DotColor: colorAt(i)}})
+		series = append(series, gochart.ContinuousSeries{Name: entries[i].Label, XValues: xs[i], YValues: ys[i],
+			Style: gochart.Style{StrokeWidth: 2, StrokeColor: chart.ColorAt(i), DotWidth: 5, DotColor: chart.ColorAt(i)}})
 	}
-	c := chart.Chart{
-		Title: title, TitleStyle: chart.Style{FontSize: 13}, Width: 1000, Height: 600,
-		Background:     chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 200, Bottom: 20}},
-		XAxis:          niceXAxis("output tokens/s per user (1/TPOT)", 0, 1.02*maxX),
-		YAxis:          niceAxis("output tokens/s per GPU", 0, 1.05*math.Max(maxY, 1)),
-		YAxisSecondary: chart.YAxis{Style: chart.Hidden()},
+	c := gochart.Chart{
+		Title: title, TitleStyle: gochart.Style{FontSize: 13}, Width: 1000, Height: 600,
+		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 200, Bottom: 20}},
+		XAxis:          chart.NiceXAxis("output tokens/s per user (1/TPOT)", 0, 1.02*maxX),
+		YAxis:          chart.NiceAxis("output tokens/s per GPU", 0, 1.05*math.Max(maxY, 1)),
+		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()},
 		Series:         series,
 	}
-	c.Elements = []chart.Renderable{legend(entries)}
-	leftAxis(&c)
+	c.Elements = []gochart.Renderable{chart.Legend(entries)}
+	chart.LeftAxis(&c)
 	return c
 }
 

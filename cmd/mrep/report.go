@@ -13,6 +13,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/render/chart"
 	"github.com/mrep-dev/mrep/report"
 )
 
@@ -152,7 +153,7 @@ func writeReport(dir string, data report.Data, f reportFiles) ([]string, error) 
 	}
 	if hs := render.WeightHistograms(data, 12); len(hs) > 0 {
 		var png bytes.Buffer
-		if err := render.HistogramGrid(&png, hs, 3); err != nil {
+		if err := chart.HistogramGrid(&png, hs, 3); err != nil {
 			return nil, cli.Exit(fmt.Sprintf("report: weight distributions: %v", err), exitFailure)
 		}
 		out["weight_distributions.png"] = png.Bytes()

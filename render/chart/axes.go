@@ -1,4 +1,4 @@
-package render
+package chart
 
 import (
 	"fmt"
@@ -6,40 +6,13 @@ import (
 	"strconv"
 	"strings"
 
-	chart "github.com/wcharczuk/go-chart/v2"
+	gochart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
 )
 
 // Chart conventions every chart follows (what readers of plots expect): the value axis on the
 // left, its name written horizontally above it; log ticks written 0.01 … 1000, then 10⁴;
-// one colour per category in every chart; points that stand below the compulsory-traffic
-// floor drawn hollow.
-
-// categoryColors fixes a colour per category, so attention is the same blue in the pie, the
-// stacked shares and the category rooflines.
-var categoryColors = map[string]drawing.Color{
-	"attention":      Palette[0],
-	"dense_ffn":      Palette[1],
-	"routed_experts": Palette[2],
-	"embedding":      Palette[3],
-	"lm_head":        Palette[4],
-	"shared_experts": Palette[5],
-	"router":         Palette[6],
-	"optimizer":      Palette[7],
-	"other":          Palette[8],
-	"norm":           Palette[9],
-	"network":        drawing.ColorFromHex("6B8E23"),
-	"others":         drawing.ColorFromHex("BBBBBB"),
-}
-
-// CategoryColor is the category's colour in every chart; unknown names get a palette colour
-// by their position i.
-func CategoryColor(name string, i int) drawing.Color {
-	if c, ok := categoryColors[name]; ok {
-		return c
-	}
-	return colorAt(i)
-}
+// legends beside the plot, never over the data.
 
 // textOn is black or white, whichever reads on fill.
 func textOn(fill drawing.Color) drawing.Color {
@@ -59,24 +32,24 @@ func powerLabel(e int) string {
 	return "10" + superscript.Replace(strconv.Itoa(e))
 }
 
-// leftAxis moves a chart's value axis to the left (go-chart draws the primary one on the
+// LeftAxis moves a chart's value axis to the left (go-chart draws the primary one on the
 // right): every series plots against the secondary axis, which takes the primary's range,
 // ticks and grid; the axis name is written horizontally above the axis instead of rotated.
-func leftAxis(c *chart.Chart) {
+func LeftAxis(c *gochart.Chart) {
 	name := c.YAxis.Name
 	c.YAxisSecondary = c.YAxis
 	c.YAxisSecondary.Name = ""
 	// no series is left on the primary axis: hidden, with a range of its own (go-chart
 	// refuses an axis whose range it cannot infer)
 	// (and the same ticks: go-chart v2.1.2 sizes a ticked secondary axis from the primary's ticks)
-	c.YAxis = chart.YAxis{Style: chart.Hidden(), Range: &chart.ContinuousRange{Min: 0, Max: 1}, Ticks: c.YAxisSecondary.Ticks}
+	c.YAxis = gochart.YAxis{Style: gochart.Hidden(), Range: &gochart.ContinuousRange{Min: 0, Max: 1}, Ticks: c.YAxisSecondary.Ticks}
 	for i, s := range c.Series {
 		switch x := s.(type) {
-		case chart.ContinuousSeries:
-			x.YAxis = chart.YAxisSecondary
+		case gochart.ContinuousSeries:
+			x.YAxis = gochart.YAxisSecondary
 			c.Series[i] = x
-		case chart.AnnotationSeries:
-			x.YAxis = chart.YAxisSecondary
+		case gochart.AnnotationSeries:
+			x.YAxis = gochart.YAxisSecondary
 			c.Series[i] = x
 		}
 	}
@@ -86,8 +59,8 @@ func leftAxis(c *chart.Chart) {
 }
 
 // axisName writes a value axis's name horizontally, above the axis's top-left corner.
-func axisName(name string) chart.Renderable {
-	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
+func axisName(name string) gochart.Renderable {
+	return func(r gochart.Renderer, cb gochart.Box, defaults gochart.Style) {
 		r.SetFont(defaults.GetFont())
 		r.SetFontSize(9)
 		r.SetFontColor(drawing.ColorFromHex("333333"))
@@ -95,10 +68,10 @@ func axisName(name string) chart.Renderable {
 	}
 }
 
-// leftTicks draws a linear value axis on the left of a bar chart's canvas: go-chart's bar
+// LeftTicks draws a linear value axis on the left of a bar chart's canvas: go-chart's bar
 // charts put theirs on the right. Values map as the bars do: y = bottom - (v-min)/(max-min) x height.
-func leftTicks(name string, min, max float64, format func(float64) string) chart.Renderable {
-	return func(r chart.Renderer, cb chart.Box, defaults chart.Style) {
+func LeftTicks(name string, min, max float64, format func(float64) string) gochart.Renderable {
+	return func(r gochart.Renderer, cb gochart.Box, defaults gochart.Style) {
 		axisPen(r, defaults, 8)
 		r.MoveTo(cb.Left, cb.Top)
 		r.LineTo(cb.Left, cb.Bottom)
@@ -120,7 +93,7 @@ func leftTicks(name string, min, max float64, format func(float64) string) chart
 }
 
 // axisPen sets the font and stroke of an axis drawn by hand (the grey of go-chart's own).
-func axisPen(r chart.Renderer, defaults chart.Style, fontSize float64) {
+func axisPen(r gochart.Renderer, defaults gochart.Style, fontSize float64) {
 	r.SetFont(defaults.GetFont())
 	r.SetFontSize(fontSize)
 	r.SetFontColor(drawing.ColorFromHex("333333"))
@@ -150,13 +123,13 @@ func niceTicks(min, max float64, n int) []float64 {
 	return out
 }
 
-// tickNumber writes a tick value plainly (no exponent): 0, 0.25, 1.5, 40, 1,200.
-func tickNumber(v float64) string {
+// TickNumber writes a tick value plainly (no exponent): 0, 0.25, 1.5, 40, 1,200.
+func TickNumber(v float64) string {
 	if v == 0 {
 		return "0"
 	}
 	if math.Abs(v) >= 1e4 {
-		return Comma(int64(math.Round(v)))
+		return comma(int64(math.Round(v)))
 	}
 	s := strconv.FormatFloat(v, 'f', -1, 64)
 	if len(s) > 8 {
@@ -166,7 +139,7 @@ func tickNumber(v float64) string {
 }
 
 // niceRange is [min, max] widened to round ticks (1, 2 or 5 times a power of ten apart).
-func niceRange(min, max float64) (lo, hi float64, ticks []chart.Tick) {
+func niceRange(min, max float64) (lo, hi float64, ticks []gochart.Tick) {
 	if max <= min {
 		max = min + 1
 	}
@@ -182,20 +155,41 @@ func niceRange(min, max float64) (lo, hi float64, ticks []chart.Tick) {
 		vals = append(vals, top+step)
 	}
 	for _, v := range vals {
-		ticks = append(ticks, chart.Tick{Value: v, Label: tickNumber(v)})
+		ticks = append(ticks, gochart.Tick{Value: v, Label: TickNumber(v)})
 	}
 	return vals[0], vals[len(vals)-1], ticks
 }
 
-// niceAxis is a linear value axis over [min, max] with round ticks, written plainly.
-func niceAxis(name string, min, max float64) chart.YAxis {
+// NiceAxis is a linear value axis over [min, max] with round ticks, written plainly.
+func NiceAxis(name string, min, max float64) gochart.YAxis {
 	lo, hi, ts := niceRange(min, max)
-	return chart.YAxis{Name: name, Range: &chart.ContinuousRange{Min: lo, Max: hi}, Ticks: ts,
-		GridMajorStyle: chart.Style{StrokeColor: drawing.ColorFromHex("e8e8e8"), StrokeWidth: 1}, GridLines: gridLines(ts)}
+	return gochart.YAxis{Name: name, Range: &gochart.ContinuousRange{Min: lo, Max: hi}, Ticks: ts,
+		GridMajorStyle: gochart.Style{StrokeColor: drawing.ColorFromHex("e8e8e8"), StrokeWidth: 1}, GridLines: GridLines(ts)}
 }
 
-// niceXAxis is niceAxis for the horizontal axis.
-func niceXAxis(name string, min, max float64) chart.XAxis {
+// NiceXAxis is NiceAxis for the horizontal axis.
+func NiceXAxis(name string, min, max float64) gochart.XAxis {
 	lo, hi, ts := niceRange(min, max)
-	return chart.XAxis{Name: name, Range: &chart.ContinuousRange{Min: lo, Max: hi}, Ticks: ts}
+	return gochart.XAxis{Name: name, Range: &gochart.ContinuousRange{Min: lo, Max: hi}, Ticks: ts}
+}
+
+// comma groups thousands: 1,200 (tick labels only; render has its own for prose and tables,
+// and this package imports nothing of mrep).
+func comma(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
