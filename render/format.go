@@ -13,24 +13,7 @@ import (
 )
 
 // Comma formats an integer with thousands separators: 671026404352 -> 671,026,404,352.
-func Comma(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func Comma(n int64) string { return units.Comma(n) }
 
 // IEC formats a size in bytes with binary units, labelled as such (KiB, MiB, GiB, TiB).
 func IEC(n float64) string { return units.IEC(n) }

@@ -151,12 +151,19 @@ func loadRun(ctx context.Context, db *store.DB, sel string, sets configSets) (st
 	return run, d, nil
 }
 
-// loadArgRun is withRun for commands that need only the dump.
-func loadArgRun(c *cli.Context, env Env) (*model.Dump, error) {
+// loadArg is withRun for commands that need the run and its dump but not the database.
+func loadArg(c *cli.Context, env Env) (store.Run, *model.Dump, error) {
+	var run store.Run
 	var out *model.Dump
-	err := withRun(c, env, func(_ *store.DB, _ store.Run, d *model.Dump) error {
-		out = d
+	err := withRun(c, env, func(_ *store.DB, r store.Run, d *model.Dump) error {
+		run, out = r, d
 		return nil
 	})
-	return out, err
+	return run, out, err
+}
+
+// loadArgRun is loadArg for commands that need only the dump.
+func loadArgRun(c *cli.Context, env Env) (*model.Dump, error) {
+	_, d, err := loadArg(c, env)
+	return d, err
 }

@@ -80,12 +80,7 @@ func reportCommand(env Env) *cli.Command {
 				return cli.Exit(fmt.Sprintf("--label-mode %q: want minimal or all", mode), exitFailure)
 			}
 			dir := c.String("output")
-			db, err := openDBRead(c, env)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			run, d, err := loadRun(c.Context, db, c.Args().First(), runSets(c))
+			run, d, err := loadArg(c, env)
 			if err != nil {
 				return err
 			}

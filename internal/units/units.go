@@ -5,6 +5,8 @@ package units
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // SI formats x with decimal prefixes: SI(1.3e12, "B") = "1.30 TB".
@@ -30,4 +32,24 @@ func IEC(n float64) string {
 		return fmt.Sprintf("%.0f B", n)
 	}
 	return fmt.Sprintf("%.2f %s", n, names[i])
+}
+
+// Comma formats an integer with thousands separators: 671026404352 -> 671,026,404,352.
+func Comma(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

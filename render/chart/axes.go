@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mrep-dev/mrep/internal/units"
 	gochart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
 )
@@ -129,7 +130,7 @@ func TickNumber(v float64) string {
 		return "0"
 	}
 	if math.Abs(v) >= 1e4 {
-		return comma(int64(math.Round(v)))
+		return units.Comma(int64(math.Round(v)))
 	}
 	s := strconv.FormatFloat(v, 'f', -1, 64)
 	if len(s) > 8 {
@@ -171,25 +172,4 @@ func NiceAxis(name string, min, max float64) gochart.YAxis {
 func NiceXAxis(name string, min, max float64) gochart.XAxis {
 	lo, hi, ts := niceRange(min, max)
 	return gochart.XAxis{Name: name, Range: &gochart.ContinuousRange{Min: lo, Max: hi}, Ticks: ts}
-}
-
-// comma groups thousands: 1,200 (tick labels only; render has its own for prose and tables,
-// and this package imports nothing of mrep).
-func comma(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
