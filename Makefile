@@ -38,7 +38,7 @@ $(VENV_OK): exporter/requirements.txt exporter/pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e exporter
 	touch $@
 
-# Regenerate examples/dumps from ../shared/configs.
+# Regenerate examples/dumps from examples/configs.
 examples: $(VENV_OK)
 	PY=$(PY) examples/generate.sh
 

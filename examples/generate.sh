@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Regenerate the bundled dumps in examples/dumps from the real configs in ../shared/configs.
+# Regenerate the bundled dumps in examples/dumps from the real configs in examples/configs.
 # Usage: make examples   (or: PY=.venv/bin/python examples/generate.sh)
 # The clock is pinned so that regenerating with the same versions gives the same bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-CONFIGS=${MREP_SHARED:-../shared}/configs
+CONFIGS=${MREP_CONFIGS:-examples/configs}
 OUT=examples/dumps
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}   # 2026-01-01T00:00:00Z
 mkdir -p "$OUT"
@@ -21,7 +21,7 @@ for name in Llama-2-7b Llama-2-70b; do
 done
 
 # Llama-3.1-405B from the 70B config with the published 405B sizes (no 405B config.json in
-# ../shared/configs): 405,853,388,800 parameters, the published count. For plan-train scale.
+# examples/configs): 405,853,388,800 parameters, the published count. For plan-train scale.
 "$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-70B-Instruct.json" -o "$OUT/Llama-3.1-405B.json.gz" --name Llama-3.1-405B \
   --label base --override hidden_size=16384 --override num_hidden_layers=126 --override num_attention_heads=128 \
   --override num_key_value_heads=8 --override intermediate_size=53248

@@ -5,15 +5,15 @@ import os
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SHARED = os.environ.get("MREP_SHARED", os.path.join(REPO, "..", "shared"))
-CONFIGS = os.path.join(SHARED, "configs")
+# the reference config.json files ship in the repository (examples/configs, with their provenance)
+CONFIGS = os.environ.get("MREP_CONFIGS", os.path.join(REPO, "examples", "configs"))
 SCHEMA_TESTDATA = os.path.join(REPO, "schemas", "testdata")
 
 
 def config_path(name: str) -> str:
     path = os.path.join(CONFIGS, f"{name}.json")
     if not os.path.exists(path):
-        pytest.fail(f"reference config {path} is missing: shared/ must sit beside the repository")
+        pytest.fail(f"reference config {path} is missing (examples/configs ships with the repository)")
     return path
 
 

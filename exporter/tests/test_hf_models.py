@@ -10,7 +10,7 @@ from conftest import config_path, load_dump
 from mrep_export import build_hf_model, dump_model, load_hf_config
 from mrep_export.validate import validate
 
-# Published exact counts (shared/configs/README.md): all parameters, tied tensors once.
+# Published exact counts (examples/configs/README.md): all parameters, tied tensors once.
 PUBLISHED = {
     "Llama-3.1-8B": 8_030_261_248,
     "Llama-3.1-70B-Instruct": 70_553_706_496,
