@@ -13,7 +13,7 @@ from mrep_export import CheckpointDumper
 from mrep_export.hf import build_hf_model, load_hf_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = os.path.join(os.environ.get("MREP_SHARED", os.path.join(HERE, "..", "..", "shared")), "configs")
+CONFIGS = os.environ.get("MREP_CONFIGS", os.path.join(HERE, "configs"))  # shipped with the repository
 
 
 def main(out_dir: str = os.path.join(HERE, "dumps", "checkpoints"), steps: int = 7, every: int = 2) -> None:
