@@ -43,11 +43,13 @@ type Scenario struct {
 	// tokens (load-balanced for causal attention) and gathers the K/V of the others.
 	CP int64 `json:"cp,omitempty"`
 
-	Recompute string `json:"recompute"`  // training: none, selective (attention core) or full
+	Recompute string `json:"recompute"`  // training: a mode ParseRecompute reads (none, selective[:MODS], op, full)
 	GradAccum int64  `json:"grad_accum"` // training: microbatches per optimizer step
 	// OptimizerStateBytes is the optimizer's per-parameter state beyond weights and gradients
 	// (Adam mixed precision: fp32 master, m, v = 12 B; ZeRO, Rajbhandari et al. 2019).
 	OptimizerStateBytes float64 `json:"optimizer_state_bytes"`
+	// OptimizerFLOPs is the update's scalar work per parameter (0: Adam's AdamFlopsPerParam).
+	OptimizerFLOPs float64 `json:"optimizer_flops,omitempty"`
 	// AllLogits makes prefill compute the LM head at every position, as a plain Hugging Face
 	// forward does (the exporter's traces); serving engines compute the last position only.
 	AllLogits bool `json:"all_logits,omitempty"`
@@ -92,10 +94,11 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("etp %d must divide tp %d (an expert's shards sit inside the attention's TP group)", s.ETP, s.TP)
 	case s.TP < 1 || s.EP < 1:
 		return fmt.Errorf("tp and ep must be >= 1 (got %d, %d)", s.TP, s.EP)
-	case s.Recompute != "none" && s.Recompute != "selective" && s.Recompute != "full":
-		return fmt.Errorf("recompute must be none, selective or full, got %q", s.Recompute)
 	case s.GradAccum < 1:
 		return fmt.Errorf("grad_accum must be >= 1")
+	}
+	if _, err := ParseRecompute(s.Recompute); err != nil {
+		return err
 	}
 	return nil
 }
@@ -283,6 +286,38 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 		c.nBwd = 1
 	case OpAttnCore:
 		costAttention(op, fp, sh, s, p, c)
+	}
+	if op.Frozen && ph == Training {
+		c.freeze(op, s, tp)
+	}
+}
+
+// freeze drops what a frozen weight does not need in training: its gradient, its optimizer
+// update and, for linear layers and experts, the weight-gradient GEMM (the input gradient is
+// still computed, for the layers below). A quantized base (QLoRA) is stored in QuantBytes and
+// dequantized to 16 bits before the forward and the input-gradient GEMM.
+func (c *opCost) freeze(op Op, s Scenario, tp float64) {
+	c.params = 0
+	switch op.Kind {
+	case OpGEMM, OpExperts:
+		c.bwd = c.fwd // dgrad: the forward's FLOPs over the same weights
+		c.nBwd = 1
+		if op.QuantBytes > 0 {
+			per := float64(op.Numel) / tp
+			c.fwd.FloorWeights = per * op.QuantBytes
+			c.bwd.FloorWeights = 0
+			c.castK = kernels.Kernel{Name: op.Name + "_dequant", Category: string(op.Category), Kind: kernels.Memory,
+				Count: 2, Bytes: 2 * per * (op.QuantBytes + s.WeightBytes)}
+		}
+	case OpEmbedding:
+		c.bwd, c.nBwd = Cost{}, 0 // nothing below the embedding needs a gradient
+	default:
+		g := c.bwd.FloorWeights - c.fwd.FloorWeights
+		c.bwd.BytesWeights -= g
+		c.bwd.FloorWeights -= g
+		if c.nBwd > 0 {
+			c.bwdK[0].Bytes = math.Max(0, c.bwdK[0].Bytes-g)
+		}
 	}
 }
 

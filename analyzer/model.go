@@ -37,7 +37,8 @@ type opKey struct {
 	Kind, Category                                string
 	Numel, In, Out, Experts, Rows, Width          int64
 	ElemsPerToken, FlopsPerToken, WeightElems, Wd int64
-	Tied, PerAssignment, Residual                 bool
+	Tied, PerAssignment, Residual, Frozen         bool
+	QuantBytes                                    float64
 }
 
 // opClass is a set of ops that cost alike: one representative and how many there are.
@@ -52,7 +53,7 @@ func classify(ops []Op) ([]int, []opClass) {
 	var classes []opClass
 	for i, op := range ops {
 		k := opKey{string(op.Kind), string(op.Category), op.Numel, op.In, op.Out, op.Experts, op.Rows, op.Width,
-			op.ElemsPerToken, op.FlopsPerToken, op.WeightElems, op.Window, op.Tied, op.PerAssignment, op.Name == "residual_add"}
+			op.ElemsPerToken, op.FlopsPerToken, op.WeightElems, op.Window, op.Tied, op.PerAssignment, op.Name == "residual_add", op.Frozen, op.QuantBytes}
 		id, ok := ids[k]
 		if !ok {
 			id = len(classes)
@@ -82,6 +83,15 @@ func appendScaled(ks []kernels.Kernel, k kernels.Kernel, n float64) []kernels.Ke
 func NewModel(d *model.Dump) *Model {
 	fp := Fingerprinted(d)
 	ops := BuildOps(d, fp)
+	allFrozen := len(ops) > 0
+	for _, op := range ops {
+		allFrozen = allFrozen && op.Frozen
+	}
+	if allFrozen { // every parameter frozen: a dump made for inference; training trains all of it
+		for i := range ops {
+			ops[i].Frozen = false
+		}
+	}
 	m := &Model{Name: d.Model.Name, Fingerprint: fp, Ops: ops, Params: ParamCategories(d, ops), TotalParams: Summarize(d).Total}
 	m.Active = ActiveParams(m.Params, fp)
 	m.layers = float64(fp.Layers)
@@ -299,6 +309,7 @@ func (m *Model) analyze(ph Phase, s Scenario, p ExecProfile, modules bool) (Step
 		classCost = make([]Cost, len(m.classes))
 	}
 	var oc opCost
+	rc, _ := ParseRecompute(s.Recompute) // validated above
 	for c, cl := range m.classes {
 		op := m.Ops[cl.rep]
 		n := cl.count
@@ -313,14 +324,14 @@ func (m *Model) analyze(ph Phase, s Scenario, p ExecProfile, modules bool) (Step
 				st.Kernels = appendScaled(st.Kernels, oc.bwdK[j], n)
 			}
 			st.Kernels = appendScaled(st.Kernels, oc.castK, n)
-			switch s.Recompute {
-			case "full":
-				r := oc.fwd
+			if share := rc.rerun(op); share > 0 {
+				r := oc.fwd.Scale(share)
 				r.FTheory, r.FTensorcore, r.FloorWeights, r.FloorKV = 0, 0, 0, 0 // hardware FLOPs, not model FLOPs
 				rec = rec.Add(r.Scale(n))
 				cost = cost.Add(r)
-				st.Kernels = appendScaled(st.Kernels, oc.fwdK, n)
-			case "selective":
+				st.Kernels = appendScaled(st.Kernels, oc.fwdK, n*share)
+			}
+			if rc.Mode == "selective" && rc.Modules["core_attn"] {
 				rec = rec.Add(oc.recomputeSelective.Scale(n))
 				cost = cost.Add(oc.recomputeSelective)
 				st.Kernels = appendScaled(st.Kernels, oc.recK, n)
@@ -389,7 +400,11 @@ const AdamFlopsPerParam = 12
 // read gradients and fp32 master, m, v; write master, m, v and the low-precision weights.
 func optimizerCost(n float64, s Scenario) Cost {
 	bytes := n * (2*s.OptimizerStateBytes + s.GradBytes + s.WeightBytes) / float64(s.GradAccum)
-	f := n * AdamFlopsPerParam / float64(s.GradAccum)
+	per := s.OptimizerFLOPs
+	if per == 0 {
+		per = AdamFlopsPerParam
+	}
+	f := n * per / float64(s.GradAccum)
 	return Cost{FExecuted: f, BytesWeights: bytes, FloorWeights: bytes}
 }
 

@@ -69,6 +69,13 @@ type Op struct {
 
 	// Attention core: Window caps the KV length (0 = none).
 	Window int64 `json:"window,omitempty"`
+
+	// Frozen weights get no gradient, no optimizer state and no weight-gradient GEMM (the
+	// dump's requires_grad false, --freeze, or the base of a LoRA).
+	Frozen bool `json:"frozen,omitempty"`
+	// QuantBytes is a frozen base weight's storage bytes per element when it is kept quantized
+	// (QLoRA's NF4 with double quantization: 0.516); 0 keeps the scenario's weight bytes.
+	QuantBytes float64 `json:"quant_bytes,omitempty"`
 }
 
 var digits = regexp.MustCompile(`^\d+$`)
@@ -163,7 +170,7 @@ func BuildOps(d *model.Dump, fp Fingerprint) []Op {
 			for _, s := range shape {
 				numel *= s
 			}
-			op := Op{Module: m.Name, Name: opName(m.Name, p.Name, cat), Category: cat, Layer: layer, Tied: tied}
+			op := Op{Module: m.Name, Name: opName(m.Name, p.Name, cat), Category: cat, Layer: layer, Tied: tied, Frozen: !p.RequiresGrad}
 			switch {
 			case p.ExpertAxis != nil && len(shape) >= 3:
 				e := shape[*p.ExpertAxis]
