@@ -186,7 +186,7 @@ func (p *Prepared) count(m *analyzer.Model) error {
 	}
 	var f layout.Fit
 	if p.train != nil {
-		f = layout.Check("training", layout.TrainingMemory(m, p.train.l), p.Chip.MemoryBytes())
+		f = layout.CheckTraining("training", layout.TrainingMemory(m, p.train.l), p.Chip.MemoryBytes())
 	} else {
 		f = layout.Check("inference", layout.InferenceMemory(m, fit, 1, 0), p.Chip.MemoryBytes())
 	}

@@ -24,6 +24,9 @@ var measured []byte
 //go:embed extended.json
 var extended []byte
 
+//go:embed memory.json
+var memoryRows []byte
+
 // Kinds of measurement a row holds, with the unit its value is in.
 const (
 	KindTTFT       = "ttft"               // s: batch-B prefill of ISL tokens to the first token
@@ -70,6 +73,18 @@ type Row struct {
 	MaxBatch     int64   `json:"max_batch,omitempty"`
 	MaxNumTokens int64   `json:"max_num_tokens,omitempty"`
 	KVFraction   float64 `json:"kv_fraction,omitempty"`
+	// Training rows: how the framework ran the layout (memory depends on it; defaults are
+	// Megatron's: distributed optimizer, no recomputation) and the measured peak memory.
+	Framework string `json:"framework,omitempty"` // megatron, fsdp or deepspeed
+	ZeRO      int    `json:"zero,omitempty"`
+	Recompute string `json:"recompute,omitempty"`
+	Compile   bool   `json:"compile,omitempty"`
+	Optimizer string `json:"optimizer,omitempty"`
+	// MemoryGiB is the measured peak per GPU (the fullest GPU) as the source reports it;
+	// MemoryStat says which reading: reserved (torch.cuda.max_memory_reserved, what torchtitan
+	// logs) or allocated.
+	MemoryGiB  float64 `json:"memory_gib,omitempty"`
+	MemoryStat string  `json:"memory_stat,omitempty"`
 	// Measured value, in the kind's unit.
 	Measured float64 `json:"measured"`
 	Unit     string  `json:"unit"`
@@ -113,8 +128,17 @@ func (r Row) Expressible() error {
 // Layout is a training row's parallel layout: DP from the GPU count, the distributed
 // optimizer on (Megatron/NeMo recipes shard optimizer state over DP by default).
 func (r Row) Layout() layout.Layout {
+	fw, zero := r.Framework, r.ZeRO
+	if fw == layout.FSDP && zero == 0 {
+		zero = 3
+	}
+	prec := ""
+	if r.DType == "fp8" || r.DType == "mxfp8" {
+		prec = r.DType
+	}
 	return layout.Layout{TP: max(r.TP, 1), PP: max(r.PP, 1), VP: max(r.VP, 1), CP: max(r.CP, 1), DP: r.dp(), EP: max(r.EP, 1),
-		MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true}
+		MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true, ZeRO: zero, Framework: fw, Recompute: r.Recompute,
+		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec}
 }
 
 func (r Row) dp() int64 {
@@ -180,6 +204,10 @@ func (r Row) validate() error {
 		return errors.New("layout and workload sizes must be >= 0")
 	case !(r.KVFraction >= 0 && r.KVFraction <= 1):
 		return fmt.Errorf("kv_fraction %g: want a share in (0, 1]", r.KVFraction)
+	case !(r.MemoryGiB >= 0 && r.MemoryGiB < 1e6):
+		return fmt.Errorf("memory_gib %g: want a peak in GiB", r.MemoryGiB)
+	case r.MemoryStat != "" && r.MemoryStat != "reserved" && r.MemoryStat != "allocated":
+		return fmt.Errorf("memory_stat %q: want reserved or allocated", r.MemoryStat)
 	}
 	switch r.Kind {
 	case KindTTFT, KindDecodeStep:
@@ -217,6 +245,16 @@ func Extended() []Row {
 	rows, err := Parse("extended.json", bytes.NewReader(extended))
 	if err != nil {
 		panic(fmt.Sprintf("embedded extended set: %v", err)) // a build defect, caught by tests
+	}
+	return rows
+}
+
+// MemorySet returns the measured peak-memory rows shipped with mrep (memory.json): the rows
+// the memory model's allocator share is fitted to and its verdicts are checked against.
+func MemorySet() []Row {
+	rows, err := Parse("memory.json", bytes.NewReader(memoryRows))
+	if err != nil {
+		panic(fmt.Sprintf("embedded memory set: %v", err)) // a build defect, caught by tests
 	}
 	return rows
 }
@@ -287,7 +325,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep batch isl osl seq gbs mbs measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep batch isl osl seq gbs mbs framework zero recompute compile optimizer memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {
@@ -310,9 +348,16 @@ func parseCSV(b []byte) ([]Row, error) {
 				continue
 			}
 			switch h {
-			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note":
+			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note",
+				"framework", "recompute", "optimizer", "memory_stat":
 				obj[h] = v
-			case "measured":
+			case "compile":
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: compile %q is not true or false", li+2, v)
+				}
+				obj[h] = b
+			case "measured", "memory_gib":
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil {
 					return nil, fmt.Errorf("line %d: measured %q is not a number", li+2, v)

@@ -36,6 +36,9 @@ type Chip struct {
 	ScaleOutGBps float64            `json:"scale_out_gbps"`
 	TDPW         float64            `json:"tdp_w"` // 0: not published
 	OnChipMiB    float64            `json:"onchip_mib"`
+	// HostGBps is the host link per direction (PCIe, or NVLink-C2C on Grace systems): what
+	// offloading to host memory moves over. 0: PCIe Gen5 x16 is assumed.
+	HostGBps float64 `json:"host_gbps,omitempty"`
 	// SMs is the number of streaming multiprocessors (compute units on AMD) that GEMM tiles
 	// spread over; 0 for chips whose matrix units are not tiled that way (TPU MXUs, Gaudi MMEs).
 	SMs int `json:"sms,omitempty"`

@@ -32,6 +32,22 @@ type Layout struct {
 	// NoSP turns Megatron's sequence parallel off (it is on with TP by default): norms and
 	// dropout then keep full-sequence activations on every TP rank.
 	NoSP bool
+
+	// What each GPU holds (train_memory.go). Framework: megatron (""), fsdp or deepspeed.
+	Framework string
+	// Optimizer: adamw (""), adamw-bf16, adam8bit, adafactor or sgd.
+	Optimizer string
+	// Precision is the recipe's linear-layer format for memory and time: bf16 (""), fp8 or mxfp8.
+	Precision string
+	// OffloadOptimizer keeps master weights and optimizer state in host memory and updates them
+	// there (ZeRO-Offload); OffloadParams streams ZeRO-3 weight shards from host (ZeRO-Infinity).
+	OffloadOptimizer, OffloadParams bool
+	// OffloadActivations is how many layers of a stage send their saved activations to host
+	// memory during the forward (Megatron/Transformer Engine --cpu-offloading-num-layers).
+	OffloadActivations int64
+	// Compile: torch.compile fuses an eager model's elementwise ops (fsdp, deepspeed), so
+	// their intermediates are not kept.
+	Compile bool
 }
 
 // Stage is the effective ZeRO stage (DistOptimizer alone is stage 1).
@@ -95,7 +111,7 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 	case fp.MoE != nil && fp.MoE.RoutedExperts%l.EP != 0:
 		return fmt.Errorf("ep %d must divide the %d routed experts", l.EP, fp.MoE.RoutedExperts)
 	}
-	return nil
+	return l.validateMemoryOptions()
 }
 
 // Step is a training step on the layout, and where its time goes. Seconds.
@@ -107,10 +123,13 @@ type Step struct {
 	Bubble     float64 `json:"bubble_time"`
 	// Of the GA micro-batches: kernels (compute- and memory-bound, with launch latency) and the
 	// exposed TP/SP, CP and EP collectives on the critical path.
-	Kernels    float64 `json:"kernel_time"`
-	LayerComm  float64 `json:"layer_comm_exposed"`
-	DPExposed  float64 `json:"dp_exposed"` // gradient reduce-scatter and parameter all-gather not hidden
-	Optimizer  float64 `json:"optimizer_time"`
+	Kernels   float64 `json:"kernel_time"`
+	LayerComm float64 `json:"layer_comm_exposed"`
+	DPExposed float64 `json:"dp_exposed"` // gradient reduce-scatter and parameter all-gather not hidden
+	Optimizer float64 `json:"optimizer_time"`
+	// Offload is the exposed time of host offloading: the optimizer step on the CPU with its
+	// gradient and weight transfers, weights streamed in, activations out and back.
+	Offload    float64 `json:"offload_time,omitempty"`
 	TokensPerS float64 `json:"tokens_per_s"`
 	// MFU with the report's F_theory (full-S^2 attention, as FlopCounterMode counts it), with
 	// PaLM's 6N + 12·L·H·Q·T per token (MFU_6N), and HFU counting what the kernels execute
@@ -134,18 +153,24 @@ func Train(m *analyzer.Model, s analyzer.Scenario, l Layout, p kernels.Predictor
 // EP, MBS, sequence, recompute, GA), so it is costed once per distinct key and reused, and
 // evaluating a layout is a few predictions over tens of kernels.
 type Trainer struct {
-	m      *analyzer.Model
-	s      analyzer.Scenario
-	p      kernels.Predictor
-	peak   float64
-	domain int64
-	cache  map[stepKey]analyzer.Step
+	// HostGBps is the host link per direction offloading uses (0: PCIeGen5GBps).
+	HostGBps float64
+	m        *analyzer.Model
+	s        analyzer.Scenario
+	p        kernels.Predictor
+	peak     float64
+	domain   int64
+	cache    map[stepKey]analyzer.Step
 }
 
 type stepKey struct {
 	tp, cp, ep, etp, mbs, seq, ga int64
-	recompute                     string
+	recompute, optimizer          string
 }
+
+// PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
+// link offloading uses where the chip names none.
+const PCIeGen5GBps = 63
 
 // NewTrainer prepares layouts of m for the time model p.
 func NewTrainer(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, peak float64, domain int64) *Trainer {
@@ -153,7 +178,7 @@ func NewTrainer(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, pea
 }
 
 func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute}
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -162,6 +187,10 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	if l.Recompute != "" {
 		sc.Recompute = l.Recompute
 	}
+	// the optimizer the memory model holds is the one the step updates: fp32 master weights
+	// and its moments read and written, its FLOPs per parameter
+	opt := l.optimizer()
+	sc.OptimizerStateBytes, sc.OptimizerFLOPs = 4+opt.StateBytes, opt.FLOPs
 	st, err := tr.m.AnalyzeTotals(analyzer.Training, sc, analyzer.Achievable)
 	if err != nil {
 		return st, err
@@ -226,15 +255,27 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	// Data parallel: this GPU's gradients reduce-scattered and its parameters all-gathered
 	// over DP, in 16 bits, overlapped with the last micro-batch's backward and the first's
 	// forward (Megatron's bucketed overlap); what outlasts them is exposed.
-	if l.DP > 1 {
-		params := m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)
+	// Context-parallel ranks hold the same weights as their data-parallel peers: gradients are
+	// reduced, and ZeRO shards gathered, over DP x CP (Megatron's data-parallel-with-CP group,
+	// torchtitan's dp_shard_cp mesh). Only trainable parameters have gradients.
+	if group := l.DP * l.CP; group > 1 {
+		sp := tr.split(l)
+		params := sp.Trainable
+		gathered := params // ZeRO-3 gathers every weight, trainable or not
+		if l.Stage() == 3 || l.framework() == FSDP {
+			gathered = sp.Trainable + sp.Frozen
+		}
 		tier := kernels.ScaleUp
 		if l.TP*l.CP*l.DP > tr.domain {
 			tier = kernels.ScaleOut
 		}
 		coll := func(c kernels.Coll) float64 {
+			msg := params * 2
+			if c == kernels.AllGather {
+				msg = gathered * 2
+			}
 			return p.Predict([]kernels.Kernel{{Name: "dp", Category: "network", Kind: kernels.Collective, Coll: c, Count: 1,
-				Ranks: float64(l.DP), Message: params * 2, Tier: tier, Exposed: 1}}).TEst
+				Ranks: float64(group), Message: msg, Tier: tier, Exposed: 1}}).TEst
 		}
 		rs, ag := coll(kernels.ReduceScatter), coll(kernels.AllGather)
 		switch l.Stage() {
@@ -253,7 +294,7 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	// distributed optimizer updates 1/DP of those.
 	shard := ga / float64(l.PP)
 	if l.Stage() >= 1 {
-		shard /= float64(l.DP)
+		shard /= l.ShardGroup()
 	}
 	for i := range opt {
 		opt[i] = scaled(opt[i], shard)
@@ -261,7 +302,11 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	if len(opt) > 0 {
 		st.Optimizer = p.Predict(opt).TEst
 	}
-	st.StepTime = st.Pipeline + st.DPExposed + st.Optimizer
+	st.Offload = tr.offload(l, st.Microbatch)
+	if l.cpuOptimizer() {
+		st.Optimizer = 0 // the CPU updates; its time is in Offload
+	}
+	st.StepTime = st.Pipeline + st.DPExposed + st.Optimizer + st.Offload
 	st.Roofline = ga * mb.TRoofline
 	tokens := float64(l.GBS * l.Seq)
 	st.TokensPerS = tokens / st.StepTime
@@ -275,6 +320,65 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	exec := step.Cost.FExecuted * float64(l.TP*l.CP) / float64(l.MBS)
 	st.HFU = exec * float64(l.GBS) / (gpus * peak * st.StepTime)
 	return st, nil
+}
+
+// offload is the exposed time of host offloading in one step, at the host link's bandwidth:
+//   - optimizer (ZeRO-Offload): this GPU's gradient shard out and its weights back in 16 bits,
+//     and the CPU's Adam over the shard at host memory bandwidth, after the backward;
+//   - parameters (ZeRO-Infinity): the stage's weights streamed in for every micro-batch's
+//     forward and backward, hidden behind that micro-batch's compute;
+//   - activations (Transformer Engine CPU offload): the offloaded layers' activations out in
+//     the forward and back in the backward, hidden behind the other layers' compute.
+func (tr *Trainer) offload(l Layout, microbatch float64) float64 {
+	bw := tr.HostGBps
+	if bw <= 0 {
+		bw = PCIeGen5GBps
+	}
+	bw *= 1e9
+	var t float64
+	sp := tr.split(l)
+	ga := float64(l.GA())
+	if l.cpuOptimizer() {
+		shard := sp.Trainable
+		if l.Stage() >= 1 {
+			shard /= l.ShardGroup()
+		}
+		t += 2*2*shard/bw + shard*HostAdamBytesPerParam/(HostMemGBpsPerGPU*1e9)
+	}
+	if l.OffloadParams {
+		stream := 2 * 2 * (sp.Trainable + sp.Frozen) // the whole stage passes through, forward and backward
+		t += ga * math.Max(0, stream/bw-microbatch)
+	}
+	if l.OffloadActivations > 0 {
+		a := activationBytes(tr.m, l, true)
+		perMB := a.offloaded / l.inFlight(true)
+		L := max(tr.m.Fingerprint.Layers, 1)
+		share := float64(min(l.OffloadActivations, l.StageLayers(L))) / float64(l.StageLayers(L))
+		t += ga * math.Max(0, 2*perMB/bw-(1-share)*microbatch)
+	}
+	return t
+}
+
+// split is one GPU's trainable and frozen parameters, the stages' average (as the time model's
+// per-stage kernels are).
+func (tr *Trainer) split(l Layout) analyzer.ParamSplit {
+	if len(tr.m.Ops) == 0 {
+		return analyzer.ParamSplit{Trainable: tr.m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)}
+	}
+	sum := summarize(tr.m)
+	var s analyzer.ParamSplit
+	for _, g := range []paramGroup{sum.layers, sum.embedding, sum.head, sum.final} {
+		for e, div := range [2]float64{float64(l.TP), float64(l.EP * l.etp())} {
+			s.Trainable += g[e].trainable / div / float64(l.PP)
+			s.Frozen += (g[e].frozen + g[e].quantized) / div / float64(l.PP)
+		}
+	}
+	return s
+}
+
+// cpuOptimizer: the optimizer step runs on the host (ZeRO-Offload, or FSDP's CPU offload).
+func (l Layout) cpuOptimizer() bool {
+	return l.OffloadOptimizer || (l.OffloadParams && l.framework() == FSDP)
 }
 
 func scaled(k kernels.Kernel, f float64) kernels.Kernel {

@@ -18,12 +18,13 @@ func near(t *testing.T, what string, got, want, rel float64) {
 }
 
 // ZeRO (Rajbhandari et al. 2019), a 7.5B model with Adam on 64 GPUs: 120 GB per GPU of model
-// states without sharding, 31.4 GB with optimizer states sharded (stage 1).
+// states without sharding, 31.4 GB with optimizer states sharded (stage 1), 16.6 GB (stage 2),
+// 1.9 GB (stage 3): DeepSpeed's counting, 2 + 2 + 12 bytes per parameter.
 func TestModelStatesMatchZeRO(t *testing.T) {
 	m := &analyzer.Model{Params: map[analyzer.Category]int64{analyzer.CatDenseFFN: 7_500_000_000}}
 	m.Fingerprint.Layers, m.Fingerprint.Hidden = 1, 1
-	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 1, GBS: 64, Seq: 2}
-	states := func(mem Memory) float64 { return mem.Weights + mem.Gradients + mem.Optimizer }
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 1, GBS: 64, Seq: 2, Framework: DeepSpeed}
+	states := func(mem Memory) float64 { return mem.Weights + mem.MasterWeights + mem.Gradients + mem.Optimizer }
 	near(t, "stage 0", states(TrainingMemory(m, l)), 120e9, 1e-9)
 	l.DistOptimizer = true
 	near(t, "stage 1", states(TrainingMemory(m, l)), 31.40625e9, 1e-9)
@@ -31,6 +32,21 @@ func TestModelStatesMatchZeRO(t *testing.T) {
 	near(t, "stage 2", states(TrainingMemory(m, l)), 16.640625e9, 1e-9)
 	l.ZeRO = 3
 	near(t, "stage 3", states(TrainingMemory(m, l)), 1.875e9, 1e-9)
+}
+
+// Megatron's theoretical memory (megatron/training/theoretical_memory_usage.py): 18 bytes per
+// parameter without the distributed optimizer (bf16 weights, fp32 main gradients, fp32 master
+// and Adam moments), 6 + 12/d with it; context parallel ranks share the optimizer's shards.
+func TestModelStatesMatchMegatron(t *testing.T) {
+	m := &analyzer.Model{Params: map[analyzer.Category]int64{analyzer.CatDenseFFN: 7_500_000_000}}
+	m.Fingerprint.Layers, m.Fingerprint.Hidden = 1, 1
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 1, GBS: 64, Seq: 2}
+	states := func(mem Memory) float64 { return mem.Weights + mem.MasterWeights + mem.Gradients + mem.Optimizer }
+	near(t, "no distributed optimizer", states(TrainingMemory(m, l)), 18*7.5e9, 1e-12)
+	l.DistOptimizer = true
+	near(t, "distributed optimizer, d = 64", states(TrainingMemory(m, l)), (6+12.0/64)*7.5e9, 1e-12)
+	l.DP, l.CP, l.GBS, l.Seq = 16, 4, 16, 8
+	near(t, "d = DP x CP = 64", states(TrainingMemory(m, l)), (6+12.0/64)*7.5e9, 1e-12)
 }
 
 // Korthikanti et al. 2022, Table 2: tensor + sequence parallel keeps (s·b·h/t)·34 bytes per

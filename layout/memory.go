@@ -10,18 +10,27 @@ import (
 // inference (a serving replica or an analysed scenario). analyze, plan train, plan serve's KV
 // capacity, calib and the report all ask it, so two commands cannot disagree on a fit.
 
-// Memory is one GPU's resident bytes, each term visible. For training it is the first
-// pipeline stage (it holds the most micro-batches in flight); for inference, the KV cache and
-// one step's transient activations replace gradients and optimizer state.
+// Memory is one GPU's resident bytes, each term visible. For training it is the fuller of the
+// first and last pipeline stages (Stage); for inference, the KV cache and one step's transient
+// activations replace gradients and optimizer state, and Margin is the engine's stated reserve.
 type Memory struct {
-	Weights     float64 `json:"weights"`
-	Gradients   float64 `json:"gradients"`
-	Optimizer   float64 `json:"optimizer_state"` // fp32 master weights, Adam m and v
-	Activations float64 `json:"activations"`
-	KV          float64 `json:"kv_cache,omitempty"`
-	Logits      float64 `json:"logits"` // the last stage's fp32 logits of one micro-batch
-	Margin      float64 `json:"workspace_margin"`
-	Total       float64 `json:"total"`
+	Stage         string  `json:"stage,omitempty"` // training: first, last or only
+	Weights       float64 `json:"weights"`         // compute copy (and FP8 caches); a quantized frozen base
+	MasterWeights float64 `json:"master_weights,omitempty"`
+	Gradients     float64 `json:"gradients"`
+	Optimizer     float64 `json:"optimizer_state"` // the optimizer's moments
+	Activations   float64 `json:"activations"`     // saved for the backward, micro-batches in flight
+	MoEBuffers    float64 `json:"moe_token_buffers,omitempty"`
+	Logits        float64 `json:"logits"` // logits and loss of one micro-batch (the last stage)
+	Transient     float64 `json:"working_set,omitempty"`
+	CommBuffers   float64 `json:"comm_buffers,omitempty"`
+	KV            float64 `json:"kv_cache,omitempty"`
+	Allocator     float64 `json:"allocator,omitempty"` // caching-allocator reserve, fitted (AllocatorShare)
+	Runtime       float64 `json:"runtime,omitempty"`   // CUDA context, workspaces, NCCL (RuntimeBytes)
+	Margin        float64 `json:"reserve,omitempty"`   // inference: the engine's stated reserve
+	Total         float64 `json:"total"`
+	// Host is what offloading keeps in host memory instead (not in Total).
+	Host float64 `json:"host,omitempty"`
 }
 
 // Term is one named line of a memory table.
@@ -32,8 +41,9 @@ type Term struct {
 
 // Terms lists the memory's non-zero terms in a fixed order, for tables and verdicts.
 func (m Memory) Terms() []Term {
-	all := []Term{{"weights", m.Weights}, {"gradients", m.Gradients}, {"optimizer state", m.Optimizer},
-		{"activations", m.Activations}, {"KV cache", m.KV}, {"logits", m.Logits}, {"workspace margin", m.Margin}}
+	all := []Term{{"weights", m.Weights}, {"master weights", m.MasterWeights}, {"gradients", m.Gradients}, {"optimizer state", m.Optimizer},
+		{"activations", m.Activations}, {"MoE token buffers", m.MoEBuffers}, {"logits", m.Logits}, {"working set", m.Transient},
+		{"comm buffers", m.CommBuffers}, {"KV cache", m.KV}, {"allocator", m.Allocator}, {"CUDA/NCCL runtime", m.Runtime}, {"reserve", m.Margin}}
 	var out []Term
 	for _, t := range all {
 		if t.Bytes > 0 {
@@ -43,56 +53,24 @@ func (m Memory) Terms() []Term {
 	return out
 }
 
+// Allocated is what PyTorch's caching allocator hands out at the peak: the total less its own
+// reserve and the runtime outside it. Reserved adds the reserve: what
+// torch.cuda.max_memory_reserved reads (torchtitan's logged "memory").
+func (m Memory) Allocated() float64 { return m.Total - m.Allocator - m.Runtime - m.Margin }
+
+// Dynamic is what a training step allocates and frees every step (activations, MoE buffers,
+// logits, the working set, communication buffers): the memory the allocator fragments.
+func (m Memory) Dynamic() float64 {
+	return m.Activations + m.MoEBuffers + m.Logits + m.Transient + m.CommBuffers
+}
+
+// Reserved is Allocated plus the allocator's reserve.
+func (m Memory) Reserved() float64 { return m.Allocated() + m.Allocator }
+
 // ActivationBytesPerLayer is Korthikanti et al. 2022's saved activations of one transformer
 // layer for one micro-batch with tensor and sequence parallel, 34·s·b·h/t bytes (16-bit
 // activations; flash attention keeps no s^2 scores), s being this GPU's tokens per sequence.
 func ActivationBytesPerLayer(s, b, h, t float64) float64 { return 34 * s * b * h / t }
-
-// TrainingMemory estimates one GPU's resident bytes on a training layout: 16-bit weights and
-// gradients split over TP, PP and EP; optimizer state (12 B per parameter); ZeRO stages shard
-// them over DP; saved activations of the layers of one stage times the micro-batches in flight
-// on the first stage (1F1B keeps PP; interleaving adds (PP-1)/(PP·VP)); full recompute keeps
-// only each layer's input (2·s·b·h/t); a stated margin of 10% plus 2 GiB for workspace and
-// fragmentation.
-func TrainingMemory(m *analyzer.Model, l Layout) Memory {
-	p := m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)
-	var mem Memory
-	mem.Weights, mem.Gradients = 2*p, 2*p
-	mem.Optimizer = 12 * p
-	dp := float64(l.DP)
-	switch l.Stage() { // ZeRO's table: 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N
-	case 3:
-		mem.Weights /= dp
-		fallthrough
-	case 2:
-		mem.Gradients /= dp
-		fallthrough
-	case 1:
-		mem.Optimizer /= dp
-	}
-	s, b, h, t := float64(l.Seq/l.CP), float64(l.MBS), float64(m.Fingerprint.Hidden), float64(l.TP)
-	perLayer := ActivationBytesPerLayer(s, b, h, t)
-	if l.NoSP && l.TP > 1 {
-		perLayer = s * b * h * (10 + 24/t) // Korthikanti Table 2, TP without SP (flash: no s^2 term)
-	}
-	if l.Recompute == "full" {
-		part := l.partialRecompute(m.Fingerprint.Layers)
-		perLayer = part*2*s*b*h/t + (1-part)*perLayer
-	}
-	layers := float64(l.StageLayers(max(m.Fingerprint.Layers, 1)))
-	inFlight := float64(l.PP) * (1 + float64(l.PP-1)/float64(l.PP*l.VP))
-	if ga := float64(l.GA()); inFlight > ga {
-		inFlight = ga
-	}
-	mem.Activations = perLayer * layers * inFlight
-	if l.PP == 1 { // one stage holds both ends: its micro-batch's fp32 logits too (vocab split over TP)
-		mem.Logits = 4 * s * b * float64(m.Fingerprint.Vocab) / t
-	}
-	sub := mem.Weights + mem.Gradients + mem.Optimizer + mem.Activations + mem.Logits
-	mem.Margin = 0.1*sub + 2*(1<<30)
-	mem.Total = sub + mem.Margin
-	return mem
-}
 
 // ScenarioLayout is the training layout an analysed scenario implies when no layout is given:
 // its TP, CP and EP (experts spread over EP data-parallel ranks), one pipeline stage, its
@@ -153,18 +131,56 @@ func KVTokens(m *analyzer.Model, s analyzer.Scenario, stages int64, memBytes, re
 	return fraction * free / per
 }
 
+// Verdicts.
+const (
+	Fits     = "fits"
+	Tight    = "tight"
+	NoFit    = "does not fit"
+	tightFmt = "within the memory model's ±%.0f%% measured uncertainty"
+)
+
 // Fit is a memory verdict: what one GPU holds against its capacity, and what it is for.
 type Fit struct {
 	What     string  `json:"what"`
 	Memory   Memory  `json:"memory_per_gpu"`
 	Capacity float64 `json:"capacity"`
-	Fits     bool    `json:"fits"`
+	// Verdict is fits, tight (the capacity is within the model's measured uncertainty of the
+	// total, either side) or does not fit.
+	Status string `json:"verdict"`
+	Fits   bool   `json:"fits"` // fits or tight: worth running
+	// Uncertainty is the relative error the tight band spans.
+	Uncertainty float64 `json:"uncertainty"`
 }
 
-// Check is the verdict of mem on a GPU of capacity bytes.
+// Check is the verdict of an inference memory on a GPU of capacity bytes: weights and KV cache
+// are counted exactly and an engine's reserve is stated, so there is no tight band.
 func Check(what string, mem Memory, capacity float64) Fit {
-	return Fit{What: what, Memory: mem, Capacity: capacity, Fits: mem.Total <= capacity}
+	return CheckWithin(what, mem, capacity, 0)
 }
+
+// CheckTraining is the verdict of a training memory, with the model's measured uncertainty
+// (MemoryUncertainty) as the tight band either side of the capacity.
+func CheckTraining(what string, mem Memory, capacity float64) Fit {
+	return CheckWithin(what, mem, capacity, MemoryUncertainty)
+}
+
+// CheckWithin is the verdict with a stated relative uncertainty.
+func CheckWithin(what string, mem Memory, capacity, uncertainty float64) Fit {
+	f := Fit{What: what, Memory: mem, Capacity: capacity, Uncertainty: uncertainty}
+	switch {
+	case mem.Total*(1+uncertainty) <= capacity:
+		f.Status = Fits
+	case mem.Total*(1-uncertainty) <= capacity:
+		f.Status = Tight
+	default:
+		f.Status = NoFit
+	}
+	f.Fits = f.Status != NoFit
+	return f
+}
+
+// Headroom is the capacity left, negative when over.
+func (f Fit) Headroom() float64 { return f.Capacity - f.Memory.Total }
 
 // Verdict says whether it fits, by how much, and of what the total is made, in GiB.
 func (f Fit) Verdict() string {
@@ -180,8 +196,15 @@ func (f Fit) Verdict() string {
 		}
 		parts += t.Name + " " + v
 	}
-	if f.Fits {
-		return fmt.Sprintf("%s fits, %s GiB of %s GiB per GPU (%s GiB; headroom %s GiB)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, gib(f.Capacity-f.Memory.Total))
+	host := ""
+	if f.Memory.Host > 0 {
+		host = fmt.Sprintf("; %s GiB offloaded to host memory", gib(f.Memory.Host))
 	}
-	return fmt.Sprintf("%s does NOT fit, %s GiB of %s GiB per GPU (%s GiB; %.2fx the memory)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, f.Memory.Total/f.Capacity)
+	switch f.Status {
+	case Fits:
+		return fmt.Sprintf("%s fits, %s GiB of %s GiB per GPU (%s GiB; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, gib(f.Headroom()), host)
+	case Tight:
+		return fmt.Sprintf("%s is tight, %s GiB of %s GiB per GPU, "+tightFmt+" (%s GiB; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), 100*f.Uncertainty, parts, gib(f.Headroom()), host)
+	}
+	return fmt.Sprintf("%s does NOT fit, %s GiB of %s GiB per GPU (%s GiB; %.2fx the memory%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, f.Memory.Total/f.Capacity, host)
 }

@@ -64,6 +64,19 @@ func TestFitVerdict(t *testing.T) {
 	if f.Fits || !strings.Contains(f.Verdict(), "does NOT fit") || !strings.Contains(f.Verdict(), "1.50x the memory") {
 		t.Errorf("verdict: %s", f.Verdict())
 	}
+	// a training total within the measured uncertainty of the capacity, either side, is tight
+	for _, capacity := range []float64{14 << 30, 16 << 30} {
+		f = CheckTraining("training", mem, capacity)
+		if f.Status != Tight || !f.Fits || !strings.Contains(f.Verdict(), "is tight") || !strings.Contains(f.Verdict(), "±12% measured uncertainty") {
+			t.Errorf("15 GiB on %.0f GiB: %s", capacity/(1<<30), f.Verdict())
+		}
+	}
+	if f = CheckTraining("training", mem, 13<<30); f.Status != NoFit {
+		t.Errorf("15 GiB on 13 GiB is beyond the uncertainty: %s", f.Verdict())
+	}
+	if f = CheckTraining("training", mem, 17<<30); f.Status != Fits {
+		t.Errorf("15 GiB on 17 GiB: %s", f.Verdict())
+	}
 }
 
 // The scenario's implied layout is one stage with experts over EP data-parallel ranks, and it

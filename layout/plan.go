@@ -12,46 +12,82 @@ type PlanOptions struct {
 	MemoryBytes    float64 // per GPU
 	Domain         int64   // GPUs per scale-up domain: TP stays inside it
 	Top            int
+	// ZeRO are the sharding stages to try (nil: 1, 2 and 3); a framework without some (NeMo's
+	// Megatron has the distributed optimizer, stage 1, only) names its own.
+	ZeRO []int
+	// Knobs are what every candidate runs with: framework, optimizer, precision recipe,
+	// offload, compile.
+	Knobs Knobs
 }
+
+// Knobs are a training job's settings that change memory (and some the time) but not the
+// layout's shape.
+type Knobs struct {
+	Framework, Optimizer, Precision string
+	OffloadOptimizer, OffloadParams bool
+	OffloadActivations              int64
+	Compile                         bool
+}
+
+// Apply sets the knobs on a layout.
+func (k Knobs) Apply(l Layout) Layout {
+	l.Framework, l.Optimizer, l.Precision = k.Framework, k.Optimizer, k.Precision
+	l.OffloadOptimizer, l.OffloadParams, l.OffloadActivations, l.Compile = k.OffloadOptimizer, k.OffloadParams, k.OffloadActivations, k.Compile
+	return l
+}
+
+// NearEqual is how much slower a comfortable layout may be and still rank before a tight one:
+// within it the planner prefers the layout that surely fits.
+const NearEqual = 0.05
 
 // Candidate is one feasible layout, timed.
 type Candidate struct {
 	Step   Step   `json:"step"`
 	Memory Memory `json:"memory"`
+	Fit    Fit    `json:"fit"`           // fits or tight, with the headroom
 	Why    string `json:"why,omitempty"` // what makes it faster than the next one
 }
 
 // Plan is a layout search's outcome.
 type Plan struct {
-	Options    PlanOptions `json:"options"`
-	Evaluated  int         `json:"evaluated"`
-	Feasible   int         `json:"feasible"`
-	Top        []Candidate `json:"top"`
-	NoFit      string      `json:"no_fit,omitempty"` // when nothing fits: what is short
+	Options   PlanOptions `json:"options"`
+	Evaluated int         `json:"evaluated"`
+	Feasible  int         `json:"feasible"`
+	Top       []Candidate `json:"top"`
+	NoFit     string      `json:"no_fit,omitempty"` // when nothing fits: what is short
+	// Traded says what ranking a comfortable layout before a faster tight one gave up.
+	Traded     string      `json:"traded,omitempty"`
 	Considered []Candidate `json:"-"`
 	// Pareto is the front of Considered: no layout is both faster and smaller.
 	Pareto []Candidate `json:"-"`
 }
 
-// zeroRecompute are the memory-saving knobs a planner tries: ZeRO 1-3 with each recompute mode.
-var zeroRecompute = func() []struct {
+type zeroRC struct {
 	zero int
 	rc   string
-} {
-	var out []struct {
-		zero int
-		rc   string
+}
+
+// zeroRecompute are the memory-saving knobs a planner tries: the ZeRO stages with each
+// recompute mode.
+func zeroRecompute(stages []int, framework string) []zeroRC {
+	modes := []string{"none", "selective", "full"}
+	if len(stages) == 0 {
+		stages = []int{1, 2, 3}
 	}
-	for _, z := range []int{1, 2, 3} {
-		for _, rc := range []string{"none", "selective", "full"} {
-			out = append(out, struct {
-				zero int
-				rc   string
-			}{z, rc})
+	if framework == FSDP { // FSDP shards everything; torchtitan's checkpointing modes
+		if len(stages) == 3 {
+			stages = []int{3}
+		}
+		modes = []string{"none", "op", "full"}
+	}
+	var out []zeroRC
+	for _, z := range stages {
+		for _, rc := range modes {
+			out = append(out, zeroRC{z, rc})
 		}
 	}
 	return out
-}()
+}
 
 // etps are the expert-TP choices: as the attention (0) and, for MoE with TP, unsplit experts.
 func etps(tp int64, moe bool) []int64 {
@@ -84,20 +120,30 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	if fp.Layers < 1 || fp.Heads < 1 {
 		return plan, fmt.Errorf("plan: the model has no transformer layers to lay out")
 	}
+	for _, z := range o.ZeRO {
+		if z < 0 || z > 3 {
+			return plan, fmt.Errorf("plan: zero stage %d: want 0, 1, 2 or 3", z)
+		}
+	}
+	if err := o.Knobs.Apply(Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 1, Seq: 1, ZeRO: 3}).validateMemoryOptions(); err != nil {
+		return plan, fmt.Errorf("plan: %w", err)
+	}
+	zrc := zeroRecompute(o.ZeRO, o.Knobs.Framework)
 	var all []Candidate
 	var smallest *Candidate
 	consider := func(l Layout) error {
+		l = o.Knobs.Apply(l)
 		if l.Validate(fp) != nil {
 			return nil
 		}
 		plan.Evaluated++
 		mem := TrainingMemory(tr.m, l)
-		c := Candidate{Memory: mem, Step: Step{Layout: l}}
+		c := Candidate{Memory: mem, Step: Step{Layout: l}, Fit: CheckTraining("training", mem, o.MemoryBytes)}
 		if smallest == nil || mem.Total < smallest.Memory.Total {
 			cc := c
 			smallest = &cc
 		}
-		if mem.Total > o.MemoryBytes {
+		if !c.Fit.Fits {
 			return nil
 		}
 		st, err := tr.Train(l)
@@ -142,10 +188,13 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 						if o.GBS%(mbs*dp) != 0 {
 							continue
 						}
-						for _, zl := range zeroRecompute {
+						for _, zl := range zrc {
+							if dp*cp == 1 && zl.zero > 1 && len(zrc) > 3 {
+								continue // nothing to shard over: every stage is the same layout
+							}
 							for _, ep := range eps {
 								for _, etp := range etps(tp, fp.MoE != nil) {
-									if err := consider(Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: ep, ETP: etp, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: true, ZeRO: zl.zero, Recompute: zl.rc}); err != nil {
+									if err := consider(Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: ep, ETP: etp, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: zl.zero >= 1, ZeRO: zl.zero, Recompute: zl.rc}); err != nil {
 										return plan, err
 									}
 								}
@@ -162,9 +211,15 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 			return plan, fmt.Errorf("plan: no layout of %d GPUs divides this model (heads %d, layers %d) with gbs %d", o.GPUs, fp.Heads, fp.Layers, o.GBS)
 		}
 		m, sl := smallest.Memory, smallest.Step.Layout
-		plan.NoFit = fmt.Sprintf("nothing fits in %.1f GiB: the smallest layout (TP%d PP%d CP%d DP%d ZeRO-%d, MBS %d, recompute %s) needs %.1f GiB per GPU (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GiB), %.1f GiB too much",
-			o.MemoryBytes/(1<<30), sl.TP, sl.PP, sl.CP, sl.DP, sl.Stage(), sl.MBS, sl.Recompute, m.Total/(1<<30),
-			m.Weights/(1<<30), m.Gradients/(1<<30), m.Optimizer/(1<<30), m.Activations/(1<<30), (m.Total-o.MemoryBytes)/(1<<30))
+		var terms string
+		for i, t := range m.Terms() {
+			if i > 0 {
+				terms += ", "
+			}
+			terms += fmt.Sprintf("%s %.1f", t.Name, t.Bytes/(1<<30))
+		}
+		plan.NoFit = fmt.Sprintf("nothing fits in %.1f GiB: the smallest layout (TP%d PP%d CP%d DP%d ZeRO-%d, MBS %d, recompute %s) needs %.1f GiB per GPU (%s GiB), %.1f GiB too much",
+			o.MemoryBytes/(1<<30), sl.TP, sl.PP, sl.CP, sl.DP, sl.Stage(), sl.MBS, sl.Recompute, m.Total/(1<<30), terms, (m.Total-o.MemoryBytes)/(1<<30))
 		// every ZeRO stage, recompute and micro-batch was tried: the nearest change is more GPUs
 		for k := int64(2); k <= 16 && o.GPUs*k <= 1<<20; k *= 2 {
 			more := o
@@ -178,13 +233,28 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 		}
 		return plan, nil
 	}
+	// Rank by step time, a tight layout as if NearEqual slower: a comfortable layout of
+	// near-equal speed goes first (ties: less memory).
+	key := func(c Candidate) float64 {
+		if c.Fit.Status == Tight {
+			return c.Step.StepTime * (1 + NearEqual)
+		}
+		return c.Step.StepTime
+	}
 	sort.SliceStable(all, func(i, j int) bool {
 		a, b := all[i], all[j]
-		if a.Step.StepTime != b.Step.StepTime {
-			return a.Step.StepTime < b.Step.StepTime
+		if ka, kb := key(a), key(b); ka != kb {
+			return ka < kb
 		}
 		return a.Memory.Total < b.Memory.Total
 	})
+	for _, c := range all {
+		if c.Step.StepTime < all[0].Step.StepTime && c.Fit.Status == Tight {
+			plan.Traded = fmt.Sprintf("ranked first over a %.1f%% faster tight layout (%s at %.1f of %.1f GiB, within the memory model's ±%.0f%%)",
+				100*(all[0].Step.StepTime/c.Step.StepTime-1), describe(c.Step.Layout), c.Memory.Total/(1<<30), o.MemoryBytes/(1<<30), 100*MemoryUncertainty)
+			break
+		}
+	}
 	top := max(o.Top, 1)
 	if len(all) < top {
 		top = len(all)

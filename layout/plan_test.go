@@ -8,13 +8,13 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 )
 
-// Llama-3.1-70B on 64 H100s at the NeMo recipe's batch: the published layout (TP4 PP4 CP2 VP5
-// MBS1, distributed optimizer) fits and is within 10% of the planner's best, every ranked
-// layout fits, and the ranking is by step time.
+// Llama-3.1-70B on 64 H100s at the NeMo recipe's batch, with what NeMo 24.09's Megatron has
+// (the distributed optimizer, ZeRO-1): the published layout (TP4 PP4 CP2 VP5 MBS1) fits and is
+// within 10% of the planner's best, every ranked layout fits, and the ranking is by step time.
 func TestPlanTrainRanksThePublishedLayout(t *testing.T) {
 	m, k := llama70b(t)
 	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
-	plan, err := tr.PlanTrain(PlanOptions{GPUs: 64, GBS: 128, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 5})
+	plan, err := tr.PlanTrain(PlanOptions{GPUs: 64, GBS: 128, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 5, ZeRO: []int{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,11 +22,20 @@ func TestPlanTrainRanksThePublishedLayout(t *testing.T) {
 		t.Fatalf("plan: %+v", plan.NoFit)
 	}
 	for i, c := range plan.Top {
-		if c.Memory.Total > 80*(1<<30) {
-			t.Errorf("rank %d does not fit", i)
+		if !c.Fit.Fits || c.Step.Layout.Stage() != 1 {
+			t.Errorf("rank %d: %s, ZeRO-%d", i, c.Fit.Verdict(), c.Step.Layout.Stage())
 		}
-		if i > 0 && c.Step.StepTime < plan.Top[i-1].Step.StepTime {
-			t.Errorf("rank %d is faster than rank %d", i, i-1)
+		// by step time, a tight layout counted NearEqual slower
+		if i > 0 {
+			k := func(c Candidate) float64 {
+				if c.Fit.Status == Tight {
+					return c.Step.StepTime * (1 + NearEqual)
+				}
+				return c.Step.StepTime
+			}
+			if k(c) < k(plan.Top[i-1]) {
+				t.Errorf("rank %d ranks before rank %d", i, i-1)
+			}
 		}
 	}
 	pub, err := tr.Train(Layout{TP: 4, PP: 4, VP: 5, CP: 2, DP: 2, EP: 1, MBS: 1, GBS: 128, Seq: 8192, DistOptimizer: true, Recompute: "none"})
@@ -130,4 +139,29 @@ func BenchmarkPlanTrain405BOn16384(b *testing.B) {
 	b.ReportMetric(float64(evaluated), "layouts")
 	b.ReportMetric(float64(feasible), "feasible")
 	b.ReportMetric(float64(evaluated)*float64(b.N)/b.Elapsed().Seconds(), "layouts/s")
+}
+
+// The planner with the fine-tuning and offload options: a LoRA (r=16) of Llama-3.1-405B with
+// the optimizer offloaded, on 16,384 GPUs. Goal: ≤ 1 s.
+// go test ./layout -run '^$' -bench PlanTrainFineTune -benchmem
+func BenchmarkPlanTrainFineTuneOn16384(b *testing.B) {
+	base := bundled(b, "Llama-3.1-405B")
+	m, err := base.WithFineTune(analyzer.FineTune{LoRARank: 16, Freeze: []string{"model.embed_tokens"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, k := llama70b(b)
+	b.ResetTimer()
+	var evaluated, feasible int
+	for i := 0; i < b.N; i++ {
+		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+		plan, err := tr.PlanTrain(PlanOptions{GPUs: 16384, GBS: 2048, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
+			Knobs: Knobs{OffloadOptimizer: true, Optimizer: "adam8bit"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evaluated, feasible = plan.Evaluated, plan.Feasible
+	}
+	b.ReportMetric(float64(evaluated), "layouts")
+	b.ReportMetric(float64(feasible), "feasible")
 }

@@ -1,0 +1,598 @@
+package layout
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/mrep-dev/mrep/analyzer"
+)
+
+// This file is training memory as the frameworks hold it: what one GPU of a pipeline stage keeps
+// per parameter (by framework, ZeRO/FSDP stage, optimizer, offload and precision recipe), the
+// activations of the micro-batches in flight under the recompute mode the time model also
+// assumes, the logits and loss, communication buffers, the backward's working set, and the
+// caching allocator's share fitted to measured peaks (calib/memory.json).
+
+// Frameworks: how a training framework stores a step's state.
+const (
+	// Megatron is Megatron-Core/NeMo: bf16 weights, fp32 main gradients (Megatron forces
+	// gradient accumulation in fp32 with bf16), fp32 master weights in the (distributed)
+	// optimizer: 18 B per parameter, 6 + 12/d with the distributed optimizer
+	// (megatron/training/theoretical_memory_usage.py). Fused vocab-parallel cross entropy.
+	Megatron = "megatron"
+	// FSDP is PyTorch FSDP2 as torchtitan runs it: each rank keeps its shard of fp32 parameters
+	// (they are the master copy), fp32 gradients and Adam state, 16 B per parameter over the
+	// shard group; bf16 parameters are gathered a layer at a time. Eager loss in fp32.
+	FSDP = "fsdp"
+	// DeepSpeed is ZeRO as its paper counts it: fp16 weights and gradients, 12 B of Adam state
+	// (fp32 master, m, v), with reduce and all-gather buckets.
+	DeepSpeed = "deepspeed"
+)
+
+// Frameworks lists the framework names a layout accepts.
+var Frameworks = []string{Megatron, FSDP, DeepSpeed}
+
+// Optimizer is an optimizer's per-parameter state and update work.
+type Optimizer struct {
+	Name string
+	// StateBytes: the optimizer's moments per trainable parameter (fp32 master weights apart).
+	StateBytes float64
+	// FLOPs per parameter of one update.
+	FLOPs float64
+	// Factored states (Adafactor) keep a row and a column vector per matrix, not per element.
+	Factored bool
+}
+
+// Optimizers are the optimizers a layout may name.
+var Optimizers = map[string]Optimizer{
+	// AdamW with fp32 moments m and v.
+	"adamw": {Name: "adamw", StateBytes: 8, FLOPs: analyzer.AdamFlopsPerParam},
+	// AdamW with bf16 moments (DeepSeek-V3's pre-training keeps m and v in BF16).
+	"adamw-bf16": {Name: "adamw-bf16", StateBytes: 4, FLOPs: analyzer.AdamFlopsPerParam},
+	// 8-bit Adam (Dettmers et al. 2022): m and v in int8 with an fp32 scale per block of 2048.
+	"adam8bit": {Name: "adam8bit", StateBytes: 2 * (1 + 4.0/2048), FLOPs: analyzer.AdamFlopsPerParam + 8},
+	// Adafactor (Shazeer and Stern 2018) without momentum: a factored second moment, a row
+	// and a column vector in fp32 per matrix.
+	"adafactor": {Name: "adafactor", Factored: true, FLOPs: 10},
+	// SGD with momentum: one fp32 buffer.
+	"sgd": {Name: "sgd", StateBytes: 4, FLOPs: 3},
+}
+
+// Host-side constants of offloading. Stated, not fitted: no measured offload run is in the
+// calibration set.
+const (
+	// HostAdamBytesPerParam is what a CPU Adam update moves through host memory per parameter:
+	// fp32 master, m and v read and written, the 16-bit gradient read and weight written.
+	HostAdamBytesPerParam = 3*4*2 + 2 + 2
+	// HostMemGBpsPerGPU is the host DRAM bandwidth one GPU's CPU update gets: a two-socket
+	// host of 8 GPUs with ~400 GB/s of DDR5 over its 8 GPUs.
+	HostMemGBpsPerGPU = 50
+)
+
+// Runtime memory outside PyTorch's allocator, stated with its source, not fitted: the CUDA
+// context with its kernel images, cuBLAS/cuBLASLt workspaces and NCCL's communicator buffers.
+// PyTorch's documentation counts the context outside torch.cuda.memory_reserved; measured
+// contexts are 0.5-1 GiB on Hopper with CUDA 12, and NCCL's default 4 MiB buffers per channel
+// and peer add a few hundred MiB per communicator.
+const RuntimeBytes = 1.5 * (1 << 30)
+
+// AllocatorShare is the caching allocator's reserve beyond what the step allocates, as a share
+// of the memory allocated and freed within a step (activations, logits, buffers, the working
+// set): fragmentation and cached blocks, what torch.cuda.max_memory_reserved reads above
+// max_memory_allocated. Fitted to torchtitan's measured peaks (calib/memory.json, fit by
+// calib.FitMemory; a test re-fits and checks this figure).
+const AllocatorShare = 0.22
+
+// MemoryUncertainty is the memory model's measured relative error on the torchtitan peaks,
+// leave-one-row-out (calib.FitMemory; a test re-derives it): within it a verdict is "tight".
+const MemoryUncertainty = 0.12
+
+func (l Layout) framework() string {
+	if l.Framework == "" {
+		return Megatron
+	}
+	return l.Framework
+}
+
+func (l Layout) optimizer() Optimizer {
+	if o, ok := Optimizers[l.Optimizer]; ok {
+		return o
+	}
+	return Optimizers["adamw"]
+}
+
+// precision is the recipe's linear-layer dtype: bf16, fp8 (per-tensor scaling, Hopper) or
+// mxfp8 (block scaling, Blackwell).
+func (l Layout) precision() string {
+	if l.Precision == "" {
+		return "bf16"
+	}
+	return l.Precision
+}
+
+// ShardGroup is how many ranks shard the model states: data parallel times context parallel
+// (Megatron's distributed optimizer and torchtitan's FSDP both shard over DP x CP).
+func (l Layout) ShardGroup() float64 { return float64(l.DP * l.CP) }
+
+// stageParams are one GPU's parameters on a pipeline stage, split by what training keeps.
+type stageParams struct {
+	analyzer.ParamSplit
+	linear float64 // of them, in GEMMs (FP8 weight caches are per linear weight)
+	layer  float64 // of one decoder layer, on this GPU (for gather buffers)
+}
+
+// paramsOnStage is the first (first=true) or last pipeline stage's share on one GPU: the
+// decoder layers of the stage, the embedding on the first and the LM head on the last (a tied
+// embedding is a copy on both ends when they differ).
+func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
+	fp := m.Fingerprint
+	L := max(fp.Layers, 1)
+	frac := float64(l.StageLayers(L)) / float64(L)
+	var sp stageParams
+	if len(m.Ops) == 0 { // a bare count (no module tree): everything trainable, split evenly
+		sp.Trainable = m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)
+		sp.linear = sp.Trainable
+		sp.layer = sp.Trainable / float64(L)
+		return sp
+	}
+	last := !first || l.PP == 1
+	first = first || l.PP == 1
+	sum := summarize(m)
+	add := func(g paramGroup, scale float64) {
+		for e, div := range [2]float64{float64(l.TP), float64(l.EP * l.etp())} {
+			c := g[e]
+			sp.Trainable += c.trainable / div * scale
+			sp.Frozen += c.frozen / div * scale
+			sp.Quantized += c.quantized / div * scale
+			sp.FrozenQuantBytes += c.quantBytes / div * scale
+			sp.linear += c.linear / div * scale
+		}
+	}
+	add(sum.layers, frac)
+	layer := sp
+	sp.layer = (layer.Trainable + layer.Frozen + layer.Quantized) / float64(l.StageLayers(L))
+	if first {
+		add(sum.embedding, 1)
+	}
+	if last {
+		add(sum.head, 1)
+		add(sum.final, 1)
+		if l.PP > 1 {
+			add(sum.tiedHead, 1) // a tied LM head is a copy on the last stage
+		}
+	}
+	return sp
+}
+
+// paramCount is a group's parameters by what training keeps for them.
+type paramCount struct{ trainable, frozen, quantized, quantBytes, linear float64 }
+
+// paramGroup is a group's counts split by how they divide over GPUs: [0] by TP, [1] routed
+// experts by EP x ETP.
+type paramGroup [2]paramCount
+
+type paramSummary struct{ layers, embedding, head, tiedHead, final paramGroup }
+
+var summaries sync.Map // *analyzer.Model -> paramSummary: a model is not changed once built
+
+// summarize counts a model's parameters once by stage group, so a layout search sizes memory
+// in a few multiplications instead of a walk over every op.
+func summarize(m *analyzer.Model) paramSummary {
+	if v, ok := summaries.Load(m); ok {
+		return v.(paramSummary)
+	}
+	var s paramSummary
+	for _, op := range m.Ops {
+		n := float64(op.Numel)
+		if op.Kind == analyzer.OpElementwise {
+			n = float64(op.WeightElems)
+		}
+		var g *paramGroup
+		switch {
+		case op.Category == analyzer.CatEmbedding:
+			if op.Tied {
+				continue
+			}
+			g = &s.embedding
+		case op.Category == analyzer.CatLMHead && op.Tied:
+			g = &s.tiedHead
+		case op.Category == analyzer.CatLMHead:
+			g = &s.head
+		case op.Tied:
+			continue
+		case op.Layer < 0 && op.Category == analyzer.CatNorm:
+			g = &s.final // the final norm sits with the LM head
+		default:
+			g = &s.layers
+		}
+		e := 0
+		if op.Category == analyzer.CatRoutedExperts {
+			e = 1
+		}
+		c := &g[e]
+		if op.Kind == analyzer.OpGEMM || op.Kind == analyzer.OpExperts {
+			c.linear += n
+		}
+		switch {
+		case !op.Frozen:
+			c.trainable += n
+		case op.QuantBytes > 0:
+			c.quantized += n
+			c.quantBytes += n * op.QuantBytes
+		default:
+			c.frozen += n
+		}
+	}
+	summaries.Store(m, s)
+	return s
+}
+
+// TrainingMemory is one GPU's resident bytes on a training layout, the fuller of the first
+// pipeline stage (the most micro-batches in flight, the embedding) and the last (the LM head,
+// the logits and the loss). Every term is visible in the result; Stage says which stage it is.
+func TrainingMemory(m *analyzer.Model, l Layout) Memory {
+	a := stageMemory(m, l, true)
+	if l.PP == 1 {
+		return a
+	}
+	if b := stageMemory(m, l, false); b.Total > a.Total {
+		return b
+	}
+	return a
+}
+
+func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
+	fw, opt, prec := l.framework(), l.optimizer(), l.precision()
+	sp := paramsOnStage(m, l, first)
+	mem := Memory{Stage: "first"}
+	if !first {
+		mem.Stage = "last"
+	}
+	if l.PP == 1 {
+		mem.Stage = "only"
+	}
+	shard := l.ShardGroup()
+	stage := l.Stage()
+	if fw == FSDP && stage < 2 {
+		stage = 2 // FSDP shards at least gradients and optimizer state (SHARD_GRAD_OP)
+	}
+	all := sp.Trainable + sp.Frozen
+	var wBytes, gBytes, masterBytes float64
+	if fw == DeepSpeed {
+		wBytes, gBytes, masterBytes = 2, 2, 4
+	} else {
+		wBytes, gBytes, masterBytes = 2, 4, 4
+	}
+	// Weights: the compute copy, and FP8 recipes' cached low-precision copies of the linear
+	// weights (Transformer Engine keeps an FP8 weight and its transpose between micro-batches;
+	// MXFP8 keeps row- and column-wise copies with a scale per 32 elements).
+	mem.Weights = wBytes*all + sp.FrozenQuantBytes
+	switch {
+	case fw == FSDP && stage == 3:
+		// FSDP2 keeps no 16-bit copy: a trainable weight is its fp32 shard (the master weights
+		// below); frozen weights keep their dtype, sharded
+		mem.Weights = wBytes*sp.Frozen/shard + sp.FrozenQuantBytes
+	case stage == 3:
+		mem.Weights = wBytes*all/shard + sp.FrozenQuantBytes
+	}
+	if fw != FSDP {
+		switch prec {
+		case "fp8":
+			mem.Weights += 2 * sp.linear
+		case "mxfp8":
+			mem.Weights += 2 * (1 + 1.0/32) * sp.linear
+		}
+	}
+	// Gradients of trainable parameters; master weights and optimizer moments.
+	mem.Gradients = gBytes * sp.Trainable
+	mem.MasterWeights = masterBytes * sp.Trainable
+	if opt.Factored {
+		mem.Optimizer = factoredState(m, l)
+	} else {
+		mem.Optimizer = opt.StateBytes * sp.Trainable
+	}
+	if stage >= 1 {
+		mem.MasterWeights /= shard
+		mem.Optimizer /= shard
+	}
+	if stage >= 2 {
+		mem.Gradients /= shard
+	}
+	if l.OffloadOptimizer { // ZeRO-Offload: master weights and moments live and update in host memory
+		mem.Host += mem.MasterWeights + mem.Optimizer
+		mem.MasterWeights, mem.Optimizer = 0, 0
+	}
+	if l.OffloadParams { // ZeRO-Infinity: the weight shards stream in from host memory
+		mem.Host += mem.Weights
+		mem.Weights = 0
+		if fw == FSDP { // FSDP2's CPUOffloadPolicy: the fp32 shards, their gradients and the optimizer step live on the host
+			mem.Host += mem.MasterWeights + mem.Gradients + mem.Optimizer
+			mem.MasterWeights, mem.Gradients, mem.Optimizer = 0, 0, 0
+		}
+	}
+	// Communication buffers.
+	switch {
+	case fw == FSDP && stage == 3:
+		// bf16 (fp8 with float8 all-gather) parameters of the layer computing and the one
+		// prefetched, and one layer's unsharded fp32 gradients for the reduce-scatter
+		gather := 2.0
+		if prec != "bf16" {
+			gather = 1
+		}
+		mem.CommBuffers = sp.layer * (2*gather + 4)
+		if l.PP > 1 {
+			// torchtitan does not reshard after the forward with pipelining (no all-gather per
+			// micro-batch): the stage stays gathered; and the pipeline schedule syncs gradients
+			// on the last micro-batch only, so FSDP2 accumulates the stage's unsharded
+			// gradients in its reduce dtype (fp32) until then
+			mem.CommBuffers = (sp.Trainable+sp.Frozen)*gather + sp.Trainable*4
+		}
+	case fw == DeepSpeed && stage >= 1 && shard > 1:
+		// DeepSpeed's reduce and all-gather buckets, 5e8 elements each by default
+		mem.CommBuffers = 2 * math.Min(5e8, all) * wBytes
+	case stage == 3 || l.OffloadParams:
+		mem.CommBuffers = sp.layer * 2 * wBytes
+	}
+	if l.OffloadParams && mem.CommBuffers == 0 {
+		mem.CommBuffers = sp.layer * 2 * wBytes
+	}
+	// Activations of the micro-batches in flight, the logits and loss, the working set.
+	act := activationBytes(m, l, first)
+	mem.Activations, mem.MoEBuffers, mem.Transient, mem.Logits = act.saved, act.moe, act.transient, act.logits
+	mem.Host += act.offloaded
+	static := mem.Weights + mem.MasterWeights + mem.Gradients + mem.Optimizer
+	dynamic := mem.Activations + mem.MoEBuffers + mem.Transient + mem.Logits + mem.CommBuffers
+	mem.Allocator = AllocatorShare * dynamic
+	mem.Runtime = RuntimeBytes
+	mem.Total = static + dynamic + mem.Allocator + mem.Runtime
+	return mem
+}
+
+// factoredState is Adafactor's state: a row and a column vector in fp32 per weight matrix of
+// this GPU's share, and a full fp32 second moment for vectors (norm scales, biases).
+func factoredState(m *analyzer.Model, l Layout) float64 {
+	var b float64
+	for _, op := range m.Ops {
+		if op.Frozen || op.Tied {
+			continue
+		}
+		switch op.Kind {
+		case analyzer.OpGEMM, analyzer.OpExperts:
+			b += 4 * float64(op.In+op.Out) * float64(max(op.Experts, 1))
+		case analyzer.OpEmbedding:
+			b += 4 * float64(op.Rows+op.Width)
+		default:
+			b += 4 * float64(op.WeightElems)
+		}
+	}
+	return b / float64(l.TP*l.PP)
+}
+
+type activations struct {
+	saved, moe, transient, logits, offloaded float64
+}
+
+// perToken is one decoder layer's saved activations per token of this GPU, in bytes: sp the
+// part split by sequence parallel (norm inputs and outputs), tp the part split by tensor
+// parallel (inside attention and the MLP), moe the routed experts' token copies.
+type perToken struct{ sp, tp, moe float64 }
+
+// layerActivations is what one decoder layer keeps for the backward, per token, under a
+// recompute mode, by component (Korthikanti et al. 2022 without dropout masks, with flash
+// attention keeping q, k, v, its output and the log-sum-exp):
+//
+//	norm inputs          2h + 2h             kept unless full recompute
+//	norm outputs         2 x lin·h           the QKV and MLP-in linear inputs (layernorm: dropped)
+//	q, k, v              2(q + k + v)        flash attention's inputs (op: every other matmul output)
+//	attention output     2·qo + 4·heads      flash's output and lse (with FP8 also lin·qo for O-proj)
+//	MLP                  2·w·f + lin·f       the activation's input (gate and up) and output
+//	eager activation     2f                  eager PyTorch SwiGLU also keeps silu(gate)
+//
+// lin is the linear inputs' saved bytes: 1 with Transformer Engine FP8, 2 otherwise.
+func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, moeLayer bool) perToken {
+	h := float64(fp.Hidden)
+	if fp.Heads == 0 { // no attention shape known: Korthikanti's 34·h per token (flash, SP)
+		return perToken{sp: 34 * h}
+	}
+	fw, prec := l.framework(), l.precision()
+	lin := 2.0
+	if fw == Megatron {
+		switch prec {
+		case "fp8":
+			lin = 1
+		case "mxfp8":
+			lin = 1 + 1.0/32
+		}
+	}
+	q := float64(fp.Heads * fp.HeadDim)
+	k := float64(max(fp.KVHeads, 1) * fp.HeadDim)
+	v, qo := k, q
+	var latents float64
+	if fp.MLA != nil { // K and V are per head after the up-projections; the latents are kept too
+		k = q
+		v = float64(fp.Heads * max(fp.VHeadDim, fp.HeadDim))
+		qo = v
+		latents = 2 * float64(fp.MLA.QLoraRank+fp.MLA.KVLoraRank+fp.MLA.QKRope)
+	}
+	f, width := float64(fp.Intermediate), 1.0
+	if fp.GatedMLP {
+		width = 2
+	}
+	eager := 0.0
+	if fw != Megatron && !l.Compile && fp.GatedMLP {
+		eager = 2 * f
+	}
+	var t perToken
+	normIn, normOut := 2*h+2*h, 2*lin*h
+	qkv := 2*(q+k+v) + latents
+	attnOut := 2*qo + 4*float64(fp.Heads)
+	if lin < 2 {
+		attnOut += lin * qo
+	}
+	mlp := 2*width*f + lin*f + eager
+	var moe float64
+	if moeLayer && fp.MoE != nil {
+		e := float64(max(fp.MoE.ExpertFFN, 1))
+		topk := float64(max(fp.MoE.TopK, 1)) * MoEImbalance
+		etp := float64(l.etp())
+		mlp = topk * (2*width*e + lin*e) / etp * float64(l.TP)
+		if fp.MoE.SharedExperts > 0 {
+			mlp += float64(fp.MoE.SharedExperts) * (2*width*e + lin*e)
+		}
+		// the permuted copies of the routed tokens (dispatched input, combined output) and
+		// the router's fp32 logits
+		moe = topk*2*2*h + 4*float64(fp.MoE.RoutedExperts)
+	}
+	switch rc.Mode {
+	case "full":
+		return perToken{sp: 2 * h} // the layer's input only
+	case "op":
+		// torchtitan keeps the layer input, every other matmul's output (wq, wv, w1, w2 of
+		// the seven: 2q + 2v + 2f + 2h) and attention's output; the rest is re-run
+		t.sp = 2*h + 2*h
+		t.tp = 2*q + 2*v + 2*f + attnOut
+		t.moe = moe
+		return t
+	}
+	if rc.Modules["layernorm"] && lin == 2 {
+		normOut = 0
+	}
+	if rc.Modules["act"] {
+		mlp -= lin*f + eager
+	}
+	if rc.Modules["mlp"] {
+		mlp = 0 // the MLP keeps its input (the norm output, counted above)
+	}
+	t.sp = normIn + normOut
+	t.tp = qkv + attnOut + mlp
+	t.moe = moe
+	return t
+}
+
+// MoEImbalance is the routed tokens' peak-to-mean load on an expert rank that memory is sized
+// for: 1 (dropless routing with balanced load). Issue-20 work measures it per model.
+const MoEImbalance = 1.0
+
+// inFlight is how many micro-batches' activations the stage holds at its peak: one without
+// pipelining; PP on the first stage of 1F1B (fewer when GA is smaller), one on the last; the
+// interleaved schedule adds (PP-1)/(PP·VP) of a stage on the first (Narayanan et al. 2021,
+// Megatron's theoretical memory).
+func (l Layout) inFlight(first bool) float64 {
+	if l.PP == 1 || !first {
+		return 1
+	}
+	n := float64(l.PP)
+	if l.VP > 1 {
+		n *= 1 + float64(l.PP-1)/float64(l.PP*l.VP)
+	}
+	return math.Min(n, math.Max(float64(l.GA()), 1))
+}
+
+func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
+	fp := m.Fingerprint
+	rc, err := analyzer.ParseRecompute(l.Recompute)
+	if err != nil {
+		rc, _ = analyzer.ParseRecompute("none")
+	}
+	tokens := float64(l.Seq/max(l.CP, 1)) * float64(l.MBS) // this GPU's tokens of one micro-batch
+	tp := float64(l.TP)
+	spDiv := tp
+	if l.NoSP {
+		spDiv = 1
+	}
+	L := max(fp.Layers, 1)
+	stageLayers := float64(l.StageLayers(L))
+	moeShare := 0.0
+	if fp.MoE != nil && fp.MoE.MoELayers > 0 {
+		moeShare = float64(fp.MoE.MoELayers) / float64(L)
+	}
+	perLayer := func(mode analyzer.Recompute, moeLayer bool) (saved, moe float64) {
+		t := layerActivations(fp, l, mode, moeLayer)
+		if fp.Heads == 0 && l.NoSP && l.TP > 1 { // Korthikanti Table 2, TP without SP
+			return tokens * float64(fp.Hidden) * (10 + 24/tp), 0
+		}
+		if fp.Heads == 0 {
+			return tokens * t.sp / tp, 0
+		}
+		return tokens * (t.sp/spDiv + t.tp/tp), tokens * t.moe
+	}
+	mixed := func(mode analyzer.Recompute) (saved, moe float64) {
+		ds, dm := perLayer(mode, false)
+		ms, mm := perLayer(mode, true)
+		return (1-moeShare)*ds + moeShare*ms, (1-moeShare)*dm + moeShare*mm
+	}
+	saved, moe := mixed(rc)
+	none, _ := mixed(analyzer.Recompute{Mode: "none"})
+	if rc.Mode == "full" && l.RecomputeLayers > 0 { // Megatron's block method: N layers recomputed, the rest keep all
+		part := l.partialRecompute(L)
+		saved = part*saved + (1-part)*none
+	}
+	var a activations
+	inFlight := l.inFlight(first)
+	a.saved = saved * stageLayers * inFlight
+	a.moe = moe * stageLayers * inFlight
+	if n := float64(min(l.OffloadActivations, l.StageLayers(L))); n > 0 {
+		// Transformer Engine's CPU offload: those layers' activations wait in host memory; the
+		// GPU keeps a double buffer of one layer
+		off := (saved + moe) * n * inFlight
+		a.offloaded = off
+		a.saved -= saved * n * inFlight
+		a.moe -= moe * n * inFlight
+		a.transient += 2 * (saved + moe)
+	}
+	// The backward's working set: a recomputed layer's activations, and beside them the
+	// activation gradients of the residual stream and the widest intermediate; with TP, the
+	// gathered full-sequence input of one layer.
+	if rc.Mode != "none" {
+		a.transient += none
+	}
+	if fp.Heads > 0 {
+		wide := float64(fp.Intermediate)
+		if fp.GatedMLP {
+			wide *= 2
+		}
+		a.transient += tokens * (2*2*float64(fp.Hidden)/spDiv + 2*wide/tp)
+	}
+	if l.TP > 1 && !l.NoSP {
+		a.transient += tokens * 2 * float64(fp.Hidden)
+	}
+	// Logits and loss on the last stage: Megatron's fused vocab-parallel cross entropy keeps
+	// 4·s·b·(h + V)/t (theoretical_memory_usage.py); an eager loss (torchtitan, Hugging Face)
+	// holds the bf16 logits, their fp32 copy and log-softmax output: 10 B per vocab entry.
+	if !first || l.PP == 1 {
+		V := float64(fp.Vocab)
+		if l.framework() == Megatron {
+			a.logits = 4 * tokens * (float64(fp.Hidden) + V) / tp
+		} else {
+			a.logits = 10 * tokens * V / tp
+		}
+	}
+	return a
+}
+
+// validateMemoryOptions checks the options that change what a GPU holds.
+func (l Layout) validateMemoryOptions() error {
+	okFW := l.Framework == ""
+	for _, f := range Frameworks {
+		okFW = okFW || f == l.Framework
+	}
+	switch {
+	case !okFW:
+		return fmt.Errorf("framework %q: want megatron, fsdp or deepspeed", l.Framework)
+	case l.Optimizer != "" && Optimizers[l.Optimizer].Name == "":
+		return fmt.Errorf("optimizer %q: want adamw, adamw-bf16, adam8bit, adafactor or sgd", l.Optimizer)
+	case l.Precision != "" && l.Precision != "bf16" && l.Precision != "fp8" && l.Precision != "mxfp8":
+		return fmt.Errorf("precision recipe %q: want bf16, fp8 or mxfp8", l.Precision)
+	case l.OffloadParams && l.Stage() < 3 && l.Framework != FSDP:
+		return fmt.Errorf("parameter offload streams ZeRO-3 shards: it needs zero stage 3 (or fsdp)")
+	case l.OffloadActivations < 0:
+		return fmt.Errorf("activation offload layers %d: want >= 0", l.OffloadActivations)
+	case l.Compile && l.Framework != FSDP && l.Framework != DeepSpeed:
+		return fmt.Errorf("compile describes eager PyTorch (fsdp, deepspeed); Megatron's kernels are fused already")
+	}
+	if _, err := analyzer.ParseRecompute(l.Recompute); err != nil {
+		return err
+	}
+	return nil
+}
