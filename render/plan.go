@@ -27,10 +27,39 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 		l, s := c.Step.Layout, c.Step
 		rows = append(rows, []string{fmt.Sprint(i + 1), layoutName(l), fmt.Sprint(l.MBS), fmt.Sprint(l.GA()), l.Recompute,
 			fmt.Sprintf("%.2f", s.StepTime), fmt.Sprintf("%.0f", s.TokensPerS/float64(l.GPUs())), fmt.Sprintf("%.1f%%", 100*s.MFU),
-			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f / %.2f / %.2f", s.Bubble, s.DPExposed, s.Optimizer), c.Why})
+			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%s, %+.1f", c.Fit.Status, c.Fit.Headroom()/(1<<30)),
+			fmt.Sprintf("%.2f / %.2f / %.2f / %.2f", s.Bubble, s.DPExposed, s.Optimizer, s.Offload), c.Why})
 	}
-	table(w, []string{"#", "Layout", "MBS", "GA", "Recompute", "Step (s)", "Tokens/s/GPU", "MFU", "Memory (GiB)", "Bubble / DP / optimizer (s)", "Why ahead of the next"}, "rlrrlrrrrrl", rows)
+	table(w, []string{"#", "Layout", "MBS", "GA", "Recompute", "Step (s)", "Tokens/s/GPU", "MFU", "Memory (GiB)", "Verdict, headroom (GiB)", "Bubble / DP / optimizer / offload (s)", "Why ahead of the next"}, "rlrrlrrrrlrl", rows)
+	if p.Traded != "" {
+		w.printf("\nThe winner was %s.\n", p.Traded)
+	}
+	best := p.Top[0]
+	k := best.Step.Layout
+	w.printf("\nMemory per GPU of the winner, term by term (%s framework, %s optimizer; the %s pipeline stage; tight means within the memory model's ±%.0f%% measured uncertainty; the allocator's share, %.0f%% of the memory a step allocates and frees, is fitted to measured peaks):\n\n",
+		orDefault(k.Framework, layout.Megatron), orDefault(k.Optimizer, "adamw"), best.Memory.Stage, 100*layout.MemoryUncertainty, 100*layout.AllocatorShare)
+	memoryTable(w, best.Memory)
 	return w.err
+}
+
+// memoryTable lists every term of a memory, with the host memory offloading uses.
+func memoryTable(w *errWriter, m layout.Memory) {
+	var rows [][]string
+	for _, t := range m.Terms() {
+		rows = append(rows, []string{t.Name, fmt.Sprintf("%.2f", t.Bytes/(1<<30))})
+	}
+	rows = append(rows, []string{"**total**", fmt.Sprintf("**%.2f**", m.Total/(1<<30))})
+	if m.Host > 0 {
+		rows = append(rows, []string{"in host memory (not in the total)", fmt.Sprintf("%.2f", m.Host/(1<<30))})
+	}
+	table(w, []string{"Term", "GiB"}, "lr", rows)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
 
 // WritePlanPage is WritePlan with the chart and the Pareto front, for `plan train -o DIR`.
@@ -55,11 +84,9 @@ func WritePlanPage(out io.Writer, model, target string, p layout.Plan, chartName
 
 // LayoutResult is a training step on a layout for one target, with its memory per GPU.
 type LayoutResult struct {
-	Target       string        `json:"target"`
-	Step         layout.Step   `json:"step"`
-	Memory       layout.Memory `json:"memory_per_gpu"`
-	MemoryBudget float64       `json:"memory_budget"`
-	Fits         bool          `json:"fits"` // the memory model's verdict (layout.Check)
+	Target string      `json:"target"`
+	Step   layout.Step `json:"step"`
+	Fit    layout.Fit  `json:"memory"` // the memory model's verdict (layout.CheckTraining)
 }
 
 // WriteLayouts puts the training layout's verdict first: does it fit, how long is a step,
@@ -67,16 +94,13 @@ type LayoutResult struct {
 func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 	w := &errWriter{w: out}
 	for _, r := range rs {
-		l, s, m := r.Step.Layout, r.Step, r.Memory
-		fit := "fits"
-		if !r.Fits {
-			fit = "does NOT fit"
-		}
-		w.printf("**Training on %d GPUs of %s (%s, MBS %d, GBS %d, GA %d, recompute %s):** memory per GPU %s, %.1f GiB of %.1f GiB (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, margin %.1f GiB). Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
-			l.GPUs(), r.Target, layoutName(l), l.MBS, l.GBS, l.GA(), l.Recompute, fit, m.Total/(1<<30), r.MemoryBudget/(1<<30),
-			m.Weights/(1<<30), m.Gradients/(1<<30), m.Optimizer/(1<<30), m.Activations/(1<<30), m.Margin/(1<<30),
-			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
+		l, s := r.Step.Layout, r.Step
+		w.printf("**Training on %d GPUs of %s (%s, MBS %d, GBS %d, GA %d, recompute %s, %s framework, %s optimizer):** %s. Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms, offload %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
+			l.GPUs(), r.Target, layoutName(l), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), orDefault(l.Framework, layout.Megatron), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
+			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
+		memoryTable(w, r.Fit.Memory)
+		w.printf("\n")
 	}
 	return w.err
 }

@@ -299,8 +299,8 @@ func (w *reportWriter) memory() {
 	f := r.Memory
 	l := f.Layout
 	w.h3("Memory Feasibility")
-	w.printf("Resident bytes per GPU at the anchor, from the one memory model `analyze` and `plan train` use: inference holds the weights (`TP=%d`, `EP=%d`), the KV cache and one prefill step's activations; training on the anchor's own layout (micro-batch %d, `TP=%d`, `EP=%d`, one pipeline stage, no optimizer sharding) holds 16-bit weights and gradients, fp32 Adam state (12 B per parameter), Korthikanti's saved activations (recompute `%s`), the logits and a stated margin of 10%% + 2 GiB. For a sharded layout run `mrep plan train` or `mrep analyze --dp/--zero/--pp`.\n\n",
-		r.Analysis.Scenario.TP, r.Analysis.Scenario.EP, l.MBS, l.TP, l.EP, l.Recompute)
+	w.printf("Resident bytes per GPU at the anchor, from the one memory model `analyze` and `plan train` use: inference holds the weights (`TP=%d`, `EP=%d`), the KV cache and one prefill step's activations; training on the anchor's own layout (micro-batch %d, `TP=%d`, `EP=%d`, one pipeline stage, no optimizer sharding) holds Megatron's bf16 weights, fp32 main gradients, fp32 master weights and Adam moments (18 B per parameter), the saved activations by component (recompute `%s`), the logits and loss, the backward's working set, the caching allocator's fitted share (%.0f%% of what a step allocates and frees) and the CUDA/NCCL runtime; its verdict is tight within the model's measured ±%.0f%%. For a sharded layout, another framework or a fine-tune run `mrep plan train` or `mrep analyze --dp/--zero/--pp`.\n\n",
+		r.Analysis.Scenario.TP, r.Analysis.Scenario.EP, l.MBS, l.TP, l.EP, l.Recompute, 100*layout.AllocatorShare, 100*layout.MemoryUncertainty)
 	byName := func(ts []layout.Term) map[string]float64 {
 		out := map[string]float64{}
 		for _, t := range ts {
@@ -309,8 +309,17 @@ func (w *reportWriter) memory() {
 		return out
 	}
 	inf, tr := byName(f.Inference.Memory.Terms()), byName(f.Training.Memory.Terms())
+	var names []string // every term either side, in the memory model's order
+	seen := map[string]bool{}
+	for _, t := range (layout.Memory{Weights: 1, MasterWeights: 1, Gradients: 1, Optimizer: 1, Activations: 1, MoEBuffers: 1, Logits: 1,
+		Transient: 1, CommBuffers: 1, KV: 1, Allocator: 1, Runtime: 1, Margin: 1}).Terms() {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			names = append(names, t.Name)
+		}
+	}
 	var rows [][]string
-	for _, name := range []string{"weights", "gradients", "optimizer state", "activations", "KV cache", "logits", "workspace margin"} {
+	for _, name := range names {
 		a, b := inf[name], tr[name]
 		if a == 0 && b == 0 {
 			continue
@@ -320,8 +329,8 @@ func (w *reportWriter) memory() {
 	rows = append(rows, []string{"**total**", IEC(f.Inference.Memory.Total), IEC(f.Training.Memory.Total)},
 		[]string{"HBM (`" + r.Primary.Chip.Name + "`)", IEC(f.Inference.Capacity), IEC(f.Training.Capacity)})
 	w.table([]string{"Item", "Inference", "Training"}, "lrr", rows)
-	w.printf("\nInference fits the HBM: `%s` (%s of it); training on this layout fits: `%s` (%s).", yesNo(f.Inference.Fits),
-		pct(f.Inference.Memory.Total, f.Inference.Capacity), yesNo(f.Training.Fits), pct(f.Training.Memory.Total, f.Training.Capacity))
+	w.printf("\nInference fits the HBM: `%s` (%s of it); training on this layout: `%s` (%s).", yesNo(f.Inference.Fits),
+		pct(f.Inference.Memory.Total, f.Inference.Capacity), f.Training.Status, pct(f.Training.Memory.Total, f.Training.Capacity))
 	if !f.Inference.Fits {
 		need := math.Ceil(f.Inference.Memory.Total / f.Inference.Capacity)
 		w.printf(" Holding the weights and this KV cache takes at least %.0f GPUs of this kind.", need)

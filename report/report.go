@@ -162,7 +162,7 @@ func MemoryOf(m *analyzer.Model, s analyzer.Scenario, capacity float64) Memory {
 	l := layout.ScenarioLayout(s)
 	return Memory{
 		Inference: layout.Check(fmt.Sprintf("inference (B=%d, S=%d, L=%d)", s.Batch, s.Seq, s.KVLen), layout.InferenceMemory(m, s, 1, 0), capacity),
-		Training:  layout.Check(fmt.Sprintf("training (MBS %d, seq %d, TP %d, EP %d, no ZeRO)", l.MBS, l.Seq, l.TP, l.EP), layout.TrainingMemory(m, l), capacity),
+		Training:  layout.CheckTraining(fmt.Sprintf("training (MBS %d, seq %d, TP %d, EP %d, no ZeRO)", l.MBS, l.Seq, l.TP, l.EP), layout.TrainingMemory(m, l), capacity),
 		Layout:    l,
 	}
 }

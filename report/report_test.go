@@ -107,7 +107,7 @@ func TestMemorySectionIsTheMemoryModels(t *testing.T) {
 	if mem.Training.Memory != layout.TrainingMemory(m, layout.ScenarioLayout(s)) || mem.Inference.Memory != layout.InferenceMemory(m, s, 1, 0) {
 		t.Error("the report computes memory apart from the memory model")
 	}
-	if !mem.Inference.Fits || mem.Training.Memory.Optimizer != 12*m.ParamsPerGPU(2, 1, 1, 0) {
+	if !mem.Inference.Fits || mem.Training.Memory.Optimizer+mem.Training.Memory.MasterWeights != 12*m.ParamsPerGPU(2, 1, 1, 0) {
 		t.Errorf("8B at TP2: %s; %s", mem.Inference.Verdict(), mem.Training.Verdict())
 	}
 }

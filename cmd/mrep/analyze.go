@@ -17,12 +17,14 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 	}
 	var out []render.LayoutResult
 	for i, t := range o.targets {
-		st, err := layout.Train(m, o.scenario, *o.layout, t.Predictor, t.Peak, o.domains[i])
+		tr := layout.NewTrainer(m, o.scenario, t.Predictor, t.Peak, o.domains[i])
+		tr.HostGBps = t.Chip.HostGBps
+		st, err := tr.Train(*o.layout)
 		if err != nil {
 			return nil, cli.Exit("layout: "+err.Error(), exitFailure)
 		}
-		f := layout.Check("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
-		out = append(out, render.LayoutResult{Target: t.Label(), Step: st, Memory: f.Memory, MemoryBudget: f.Capacity, Fits: f.Fits})
+		f := layout.CheckTraining("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
+		out = append(out, render.LayoutResult{Target: t.Label(), Step: st, Fit: f})
 	}
 	return out, nil
 }
@@ -89,7 +91,10 @@ func analyzeCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			m := analyzer.NewModel(d)
+			m, err := trainingModel(c, analyzer.NewModel(d))
+			if err != nil {
+				return err
+			}
 			a, err := analyzer.Run(m, o.scenario, o.targets, o.profiles, phases)
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)

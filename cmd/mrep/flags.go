@@ -44,7 +44,7 @@ func newTarget(chip chips.Chip, dtype string) (analyzer.Target, error) {
 
 // scenarioFlags are shared by analyze, report and diff.
 func scenarioFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip target(s) from `mrep chips`"},
 		&cli.Int64Flag{Name: "batch", Aliases: []string{"b"}, Value: 1, Usage: "B: sequences per GPU step"},
 		&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Value: 2048, Usage: "S: prefill/training tokens per sequence"},
@@ -58,7 +58,7 @@ func scenarioFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "tp", Value: 1, Usage: "tensor parallel size"},
 		&cli.Int64Flag{Name: "ep", Value: 1, Usage: "expert parallel size (DP = EP)"},
 		&cli.Int64Flag{Name: "etp", Usage: "expert tensor parallel: ways each expert is split (default --tp); --tp 8 --ep 8 --etp 1 puts attention TP8 and experts EP8 on the same 8 GPUs"},
-		&cli.StringFlag{Name: "recompute", Value: "none", Usage: "training activation recomputation: none, selective, full"},
+		&cli.StringFlag{Name: "recompute", Value: "none", Usage: "training activation recomputation: none, selective (Megatron's core_attn), selective:MOD,... (core_attn, mlp, layernorm, act), op (torchtitan's per-op), full"},
 		&cli.Int64Flag{Name: "grad-accum", Value: 1, Usage: "training microbatches per optimizer step"},
 		&cli.BoolFlag{Name: "seed-training", Usage: "the seed's training model: prefill x 3 FLOPs, x 2 bytes"},
 		&cli.StringFlag{Name: "system", Usage: "a system (dgx-h100, gb200-nvl72, ...): its chip, scale-up domain and links become a target"},
@@ -72,7 +72,69 @@ func scenarioFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "gbs", Usage: "training layout: global batch (default mbs x dp x grad-accum)"},
 		&cli.BoolFlag{Name: "no-sp", Usage: "training layout: without Megatron sequence parallel"},
 		&cli.Int64Flag{Name: "recompute-layers", Usage: "training layout: with --recompute full, how many layers of each stage recompute (default all)"},
+	}, trainingFlags()...)
+}
+
+// trainingFlags are what a training job holds beyond its layout's shape (analyze with a layout,
+// plan train): framework, optimizer, offload, compile, and the fine-tune (frozen parameters,
+// LoRA, QLoRA).
+func trainingFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "framework", Value: "megatron", Usage: "training framework, for what each GPU holds: megatron (bf16 weights, fp32 main grads, distributed optimizer), fsdp (PyTorch FSDP2 as torchtitan: fp32 shards over DP x CP), deepspeed (ZeRO's 2 + 2 + 12 bytes)"},
+		&cli.StringFlag{Name: "optimizer", Value: "adamw", Usage: "optimizer: adamw, adamw-bf16 (bf16 moments), adam8bit, adafactor, sgd (momentum)"},
+		&cli.StringSliceFlag{Name: "offload", Usage: "offload to host memory: optimizer (ZeRO-Offload: master weights and moments, updated by the CPU), params (ZeRO-Infinity, with ZeRO-3)"},
+		&cli.Int64Flag{Name: "offload-activations", Usage: "layers per pipeline stage whose activations go to host memory (Megatron/Transformer Engine --cpu-offloading-num-layers)"},
+		&cli.BoolFlag{Name: "compile", Usage: "torch.compile (fsdp, deepspeed): fused elementwise ops keep no intermediates"},
+		&cli.StringSliceFlag{Name: "freeze", Usage: "freeze parameters whose module (or module.param) name matches the glob `PATTERN` (e.g. 'model.embed_tokens', 'model.layers.[0-9].*'): no gradients, no optimizer state, no weight-gradient GEMMs"},
+		&cli.Int64Flag{Name: "lora-rank", Usage: "LoRA: adapters of rank `R` beside the targeted linear layers; everything else is frozen"},
+		&cli.StringSliceFlag{Name: "lora-targets", Usage: "LoRA: glob `PATTERN`s of the module names that get adapters (default: every attention and MLP linear layer)"},
+		&cli.BoolFlag{Name: "qlora", Usage: "QLoRA: the LoRA base in 4-bit NF4 with double quantization (0.52 B per weight), dequantized for each pass"},
 	}
+}
+
+// readKnobs reads the training settings that change memory (and the offload's time).
+func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
+	k := layout.Knobs{Framework: strings.ToLower(c.String("framework")), Optimizer: strings.ToLower(c.String("optimizer")),
+		OffloadActivations: c.Int64("offload-activations"), Compile: c.Bool("compile")}
+	if dtype == "fp8" || dtype == "mxfp8" {
+		k.Precision = dtype
+	}
+	for _, o := range c.StringSlice("offload") {
+		for _, part := range strings.Split(o, ",") {
+			switch strings.TrimSpace(strings.ToLower(part)) {
+			case "optimizer":
+				k.OffloadOptimizer = true
+			case "params":
+				k.OffloadParams = true
+			case "":
+			default:
+				return k, fmt.Errorf("--offload %q: want optimizer or params", part)
+			}
+		}
+	}
+	return k, nil
+}
+
+// readFineTune reads the fine-tune flags.
+func readFineTune(c *cli.Context) (analyzer.FineTune, error) {
+	f := analyzer.FineTune{Freeze: c.StringSlice("freeze"), LoRARank: c.Int64("lora-rank"), LoRATargets: c.StringSlice("lora-targets"), QLoRA: c.Bool("qlora")}
+	if err := f.Validate(); err != nil {
+		return f, fmt.Errorf("fine-tune: %w", err)
+	}
+	return f, nil
+}
+
+// trainingModel is the model a training command plans: the dump's, with the fine-tune applied.
+func trainingModel(c *cli.Context, m *analyzer.Model) (*analyzer.Model, error) {
+	f, err := readFineTune(c)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	ft, err := m.WithFineTune(f)
+	if err != nil {
+		return nil, cli.Exit("fine-tune: "+err.Error(), exitFailure)
+	}
+	return ft, nil
 }
 
 // readPrecision reads the precision flags into s, each defaulting as its usage says: weights
@@ -126,13 +188,22 @@ type scenarioOptions struct {
 
 // readLayout is the training layout the flags describe, nil when none was asked for.
 func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
-	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers")) {
+	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers") ||
+		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile")) {
 		return nil, nil
 	}
 	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
 		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp"),
 		RecomputeLayers: c.Int64("recompute-layers")}
 	l.DistOptimizer = l.ZeRO >= 1
+	k, err := readKnobs(c, s.ComputeDType)
+	if err != nil {
+		return nil, err
+	}
+	l = k.Apply(l)
+	if l.Framework == layout.FSDP && !c.IsSet("zero") {
+		l.ZeRO = 3
+	}
 	if l.MBS == 0 {
 		l.MBS = s.Batch
 	}

@@ -30,7 +30,7 @@ func planCommand(env Env) *cli.Command {
 			Name:      "train",
 			Usage:     "rank every TP x PP (x VP) x CP x DP x micro-batch x recompute layout of N GPUs that fits, by step time",
 			ArgsUsage: "[RUN]",
-			Flags: []cli.Flag{
+			Flags: append([]cli.Flag{
 				&cli.Int64Flag{Name: "gpus", Required: true, Usage: "GPUs in the job"},
 				&cli.Int64Flag{Name: "gbs", Required: true, Usage: "global batch, sequences per optimizer step"},
 				&cli.Int64Flag{Name: "seq", Value: 8192, Usage: "sequence length"},
@@ -42,7 +42,8 @@ func planCommand(env Env) *cli.Command {
 				&cli.StringSliceFlag{Name: "price", Usage: "price per GPU-hour, CHIP=USD (overrides the chips database)"},
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write plan.md, plan.json and the step-time-against-memory chart (plan.png) to `DIR`"},
-			},
+				&cli.IntSliceFlag{Name: "zero", Usage: "ZeRO stages to try (default 1, 2 and 3; NeMo's Megatron has 1, the distributed optimizer)"},
+			}, trainingFlags()...),
 			Action: func(c *cli.Context) error {
 				dt := strings.ToLower(c.String("dtype"))
 				s := analyzer.DefaultScenario()
@@ -73,9 +74,19 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return err
 				}
-				tr := layout.NewTrainer(analyzer.NewModel(d), s, tg.Predictor, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
+				m, err := trainingModel(c, analyzer.NewModel(d))
+				if err != nil {
+					return err
+				}
+				knobs, err := readKnobs(c, dt)
+				if err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				tr := layout.NewTrainer(m, s, tg.Predictor, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
+				tr.HostGBps = chip.HostGBps
 				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),
-					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top")})
+					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top"),
+					ZeRO: c.IntSlice("zero"), Knobs: knobs})
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
