@@ -145,41 +145,7 @@ func sampleModule(m *Model) string {
 type ParamSplit struct {
 	Trainable float64 // gradients and optimizer state
 	Frozen    float64 // weights only
-	// FrozenBytes is the frozen weights' storage in bytes when some are quantized (QLoRA);
-	// 0 when every frozen weight is in the scenario's weight dtype.
+	// FrozenQuantBytes is the storage of the frozen weights kept quantized (QLoRA), in bytes.
 	FrozenQuantBytes float64
 	Quantized        float64 // frozen parameters stored quantized
-}
-
-// SplitPerGPU is ParamsPerGPU split into trainable and frozen parameters.
-func (m *Model) SplitPerGPU(tp, pp, ep, etp int64) ParamSplit {
-	if etp < 1 {
-		etp = tp
-	}
-	var s ParamSplit
-	for _, op := range m.Ops {
-		if op.Tied {
-			continue
-		}
-		n := float64(op.Numel)
-		if op.Kind == OpElementwise {
-			n = float64(op.WeightElems)
-		}
-		if op.Category == CatRoutedExperts {
-			n /= float64(ep * etp)
-		} else {
-			n /= float64(tp)
-		}
-		n /= float64(pp)
-		switch {
-		case !op.Frozen:
-			s.Trainable += n
-		case op.QuantBytes > 0:
-			s.Quantized += n
-			s.FrozenQuantBytes += n * op.QuantBytes
-		default:
-			s.Frozen += n
-		}
-	}
-	return s
 }

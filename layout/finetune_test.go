@@ -21,7 +21,7 @@ func TestLoRAParametersByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := ft.SplitPerGPU(1, 1, 1, 0)
+	sp := paramsOnStage(ft, Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 1, Seq: 1}, true)
 	perLayer := 2*16*(4096+4096) + 2*16*(4096+1024) + 3*16*(4096+14336)
 	if perLayer != 1_310_720 || sp.Trainable != float64(32*perLayer) || sp.Frozen != float64(m.TotalParams) {
 		t.Errorf("LoRA r=16: trainable %.0f (want %d), frozen %.0f (want %d)", sp.Trainable, 32*perLayer, sp.Frozen, m.TotalParams)
