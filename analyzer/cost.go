@@ -50,6 +50,11 @@ type Scenario struct {
 	OptimizerStateBytes float64 `json:"optimizer_state_bytes"`
 	// OptimizerFLOPs is the update's scalar work per parameter (0: Adam's AdamFlopsPerParam).
 	OptimizerFLOPs float64 `json:"optimizer_flops,omitempty"`
+	// CastBytes is what a low-precision training recipe moves per quantized activation element
+	// (0: the low-precision copy's width, a cast fused into its neighbour): current scaling also
+	// reads the 16-bit input for its amax, block-scaled recipes (MXFP8, DeepSeek's blockwise,
+	// NVFP4) write row- and column-wise copies with their scales (layout.CastBytes).
+	CastBytes float64 `json:"cast_bytes,omitempty"`
 	// AllLogits makes prefill compute the LM head at every position, as a plain Hugging Face
 	// forward does (the exporter's traces); serving engines compute the last position only.
 	AllLogits bool `json:"all_logits,omitempty"`
@@ -381,8 +386,12 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 // cached across micro-batches (read in 16-bit, written in low precision).
 func castKernel(op Op, act, weights float64, s Scenario) kernels.Kernel {
 	low := DTypeBytes[s.ComputeDType] // the fp8/fp4 copy's element size
+	perAct := low
+	if s.CastBytes > 0 {
+		perAct = s.CastBytes
+	}
 	return kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 0,
-		Bytes: act*low + weights*(s.WeightBytes+low)/float64(s.GradAccum)}
+		Bytes: act*perAct + weights*(s.WeightBytes+perAct)/float64(s.GradAccum)}
 }
 
 // kvElems is KV-cache elements per token per layer on one GPU: GQA heads split across TP (a KV

@@ -114,8 +114,37 @@ func Loss(ps []Prepared, eff chips.Efficiency) (float64, error) {
 // Fit moves params to minimize Loss from base: coordinate descent, a golden-section search
 // per parameter within its range, repeated until no parameter moves (at most 6 sweeps).
 func Fit(ps []Prepared, base chips.Efficiency, params []Param) (chips.Efficiency, float64, error) {
+	return fitWith(ps, base, params, Loss)
+}
+
+// AbsLoss is the mean absolute log error: a fit to it follows the bulk of the rows, not the
+// worst one (the training lanes fit to it; one row a mechanism misses does not drag a lane).
+func AbsLoss(ps []Prepared, eff chips.Efficiency) (float64, error) {
+	var sum float64
+	var n int
+	for _, p := range ps {
+		if p.Skip != nil {
+			continue
+		}
+		pred, _, err := p.Predict(eff)
+		if err != nil {
+			return 0, err
+		}
+		if !(pred > 0) || math.IsInf(pred, 0) {
+			return math.Inf(1), nil
+		}
+		sum += math.Abs(math.Log(pred / p.Row.Measured))
+		n++
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("no predictable rows to fit")
+	}
+	return sum / float64(n), nil
+}
+
+func fitWith(ps []Prepared, base chips.Efficiency, params []Param, loss func([]Prepared, chips.Efficiency) (float64, error)) (chips.Efficiency, float64, error) {
 	eff := clone(base)
-	best, err := Loss(ps, eff)
+	best, err := loss(ps, eff)
 	if err != nil {
 		return eff, 0, err
 	}
@@ -125,7 +154,7 @@ func Fit(ps []Prepared, base chips.Efficiency, params []Param) (chips.Efficiency
 			f := func(v float64) float64 {
 				e := clone(eff)
 				pr.set(&e, v)
-				l, err := Loss(ps, e)
+				l, err := loss(ps, e)
 				if err != nil {
 					return math.Inf(1)
 				}

@@ -34,9 +34,10 @@ type Prepared struct {
 }
 
 type trainRow struct {
-	m *analyzer.Model
-	s analyzer.Scenario
-	l layout.Layout
+	m  *analyzer.Model
+	s  analyzer.Scenario
+	l  layout.Layout
+	tr *layout.Trainer // its counted steps, reused across efficiency figures
 }
 
 type weighted struct {
@@ -171,13 +172,17 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		p.Fits = serve.KVTokens(m, s, p.Chip.MemoryBytes(), benchEngine(m, r, p.Chip)) >= float64(r.ISL+r.OSL)
 		p.FitNote = "KV cache holds at least one sequence"
 		return nil
-	case KindTrainStep:
+	case KindTrainStep, KindTrainTokens:
 		l := r.Layout()
 		if err := l.Validate(m.Fingerprint); err != nil {
 			return err
 		}
-		p.train = &trainRow{m: m, s: s, l: l}
+		p.train = &trainRow{m: m, s: s, l: l, tr: layout.NewTrainer(m, s, nil, 0, 0)}
 		p.value = func(t float64) float64 { return t }
+		if r.Kind == KindTrainTokens {
+			tokens := float64(r.GBS*r.Seq) / float64(r.GPUs)
+			p.value = func(t float64) float64 { return tokens / t }
+		}
 	default:
 		return fmt.Errorf("kind %s is not predictable", r.Kind)
 	}
@@ -219,6 +224,9 @@ func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) {
 	chip := p.Chip
 	chip.Efficiency = eff
+	if p.train != nil {
+		chip.Efficiency = eff.Lane(p.train.l.Framework) // the training framework's figures
+	}
 	s, err := p.Row.Scenario()
 	if err != nil {
 		return 0, 0, err
@@ -247,11 +255,11 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 		return res.OutputTokS, res.RooflineTokS, nil
 	}
 	if tr := p.train; tr != nil {
-		st, err := layout.Train(tr.m, tr.s, tr.l, tm, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
+		st, err := tr.tr.With(tm, tg.Peak, int64(chip.Efficiency.ScaleUpDomain)).Train(tr.l)
 		if err != nil {
 			return 0, 0, err
 		}
-		return st.StepTime, st.Roofline, nil
+		return p.value(st.StepTime), p.value(st.Roofline), nil
 	}
 	var t, r float64
 	for _, ws := range p.steps {
@@ -299,6 +307,10 @@ type Report struct {
 	// is its bias (below 1: mrep predicts less than was measured), which a phase's median
 	// absolute error hides.
 	Groups []GroupSummary `json:"groups"`
+	// Lanes summarises the training rows by lane: framework x dense/MoE x chip family.
+	Lanes []GroupSummary `json:"lanes,omitempty"`
+	// LeaveOneSourceOut: each training source predicted by lanes fitted without it.
+	LeaveOneSourceOut []SourceError `json:"leave_one_source_out,omitempty"`
 }
 
 // GroupSummary is the error of one model on one chip at one layout in one phase.
@@ -337,6 +349,8 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 	type gkey struct{ group, phase string }
 	var order []gkey
 	ratios, gerrs := map[gkey][]float64{}, map[gkey][]float64{}
+	var lanes []string
+	lratio, lerr := map[string][]float64{}, map[string][]float64{}
 	for _, p := range ps {
 		r := p.Row
 		res := Result{ID: r.ID, Phase: r.Phase(), Measured: r.Measured, Unit: r.Unit, Model: r.Model, Chip: p.Chip.Name, Fits: p.Fits}
@@ -369,7 +383,23 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 		}
 		ratios[k] = append(ratios[k], res.Ratio)
 		gerrs[k] = append(gerrs[k], math.Abs(res.Err()))
+		if p.train != nil {
+			ln := LaneName(p)
+			if lratio[ln] == nil {
+				lanes = append(lanes, ln)
+			}
+			lratio[ln] = append(lratio[ln], res.Ratio)
+			lerr[ln] = append(lerr[ln], math.Abs(res.Err()))
+		}
 		rep.Rows = append(rep.Rows, res)
+	}
+	sort.Strings(lanes)
+	for _, ln := range lanes {
+		rs, es := lratio[ln], lerr[ln]
+		sort.Float64s(rs)
+		sort.Float64s(es)
+		rep.Lanes = append(rep.Lanes, GroupSummary{Group: ln, Phase: "training", Rows: len(rs), MedianRatio: median(rs),
+			MedianAbsErr: median(es), WorstAbsErr: es[len(es)-1]})
 	}
 	for _, k := range order {
 		rs, es := ratios[k], gerrs[k]

@@ -27,6 +27,12 @@ var extended []byte
 //go:embed memory.json
 var memoryRows []byte
 
+//go:embed training.json
+var trainingRows []byte
+
+//go:embed heldout_training.json
+var heldoutTrainingRows []byte
+
 // Kinds of measurement a row holds, with the unit its value is in.
 const (
 	KindTTFT       = "ttft"               // s: batch-B prefill of ISL tokens to the first token
@@ -34,9 +40,12 @@ const (
 	KindDecodeStep = "decode_step"        // s: one decode step of B sequences at KV length ISL
 	KindTrainStep  = "train_step"         // s: one optimizer step of GBS sequences of Seq tokens
 	KindServing    = "serving_throughput" // output tok/s of the TP group under continuous batching
+	// KindTrainTokens is a training run's throughput as Megatron-Bridge publishes it: tokens
+	// per second per GPU, GBS x Seq / (step time x GPUs).
+	KindTrainTokens = "train_throughput"
 )
 
-var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s"}
+var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s", KindTrainTokens: "tok/s/gpu"}
 
 // Row is one measured run: what ran, where, and what was measured.
 type Row struct {
@@ -58,6 +67,7 @@ type Row struct {
 	CP   int64 `json:"cp,omitempty"`
 	VP   int64 `json:"vp,omitempty"`
 	EP   int64 `json:"ep,omitempty"`
+	ETP  int64 `json:"etp,omitempty"` // expert tensor parallel (0: Megatron's default, TP)
 	// Workload.
 	Batch int64 `json:"batch,omitempty"` // sequences (ttft, static, decode_step)
 	ISL   int64 `json:"isl,omitempty"`
@@ -80,6 +90,23 @@ type Row struct {
 	Recompute string `json:"recompute,omitempty"`
 	Compile   bool   `json:"compile,omitempty"`
 	Optimizer string `json:"optimizer,omitempty"`
+	// Recipe is the low-precision training recipe: fp8-cs (current scaling), fp8-ds (delayed
+	// scaling), fp8-blockwise (DeepSeek-V3's 128x128 weight, 1x128 activation blocks), mxfp8 or
+	// nvfp4; empty for bf16 or an fp8 row that does not say.
+	Recipe string `json:"recipe,omitempty"`
+	// MTP is the multi-token-prediction depth trained beside the model (DeepSeek-V3: 1).
+	MTP int64 `json:"mtp,omitempty"`
+	// How the run was set up beyond its layout (layout.Layout's fields of the same meaning):
+	// full recompute of some layers per stage, layers whose activations went to host memory,
+	// the MoE dispatcher and all-to-all overlap, and Megatron's embedding and loss counted as
+	// pipeline layers.
+	RecomputeLayers    int64  `json:"recompute_layers,omitempty"`
+	OffloadActivations int64  `json:"offload_activations,omitempty"`
+	Dispatcher         string `json:"dispatcher,omitempty"`
+	A2AOverlap         string `json:"a2a_overlap,omitempty"`
+	PipelineAccount    bool   `json:"pipeline_account,omitempty"`
+	FP8ParamGather     bool   `json:"fp8_param_gather,omitempty"`
+	BF16Grads          bool   `json:"bf16_grads,omitempty"`
 	// MemoryGiB is the measured peak per GPU (the fullest GPU) as the source reports it;
 	// MemoryStat says which reading: reserved (torch.cuda.max_memory_reserved, what torchtitan
 	// logs) or allocated.
@@ -94,7 +121,7 @@ type Row struct {
 // Phase is the summary group of a row kind.
 func (r Row) Phase() string {
 	switch r.Kind {
-	case KindTrainStep:
+	case KindTrainStep, KindTrainTokens:
 		return "training"
 	case KindTTFT:
 		return "ttft"
@@ -117,28 +144,36 @@ func (r Row) Expressible() error {
 	switch {
 	case r.Kind == KindServing && r.CP > 1:
 		return fmt.Errorf("%w: context-parallel serving", ErrNotExpressible)
-	case r.Kind != KindTrainStep && r.Kind != KindServing && (r.PP > 1 || r.CP > 1 || r.VP > 1):
+	case !r.Training() && r.Kind != KindServing && (r.PP > 1 || r.CP > 1 || r.VP > 1):
 		return fmt.Errorf("%w: pipeline (PP=%d, VP=%d) and context (CP=%d) parallel inference", ErrNotExpressible, r.PP, r.VP, r.CP)
-	case r.Kind == KindTrainStep && r.GPUs > 0 && r.GPUs%(max(r.TP, 1)*max(r.PP, 1)*max(r.CP, 1)) != 0:
+	case r.Training() && r.GPUs > 0 && r.GPUs%(max(r.TP, 1)*max(r.PP, 1)*max(r.CP, 1)) != 0:
 		return fmt.Errorf("%w: %d GPUs are not a multiple of TP x PP x CP", ErrNotExpressible, r.GPUs)
 	}
 	return nil
 }
 
+// Training says whether the row measures a training run (a step time or its throughput).
+func (r Row) Training() bool { return r.Kind == KindTrainStep || r.Kind == KindTrainTokens }
+
 // Layout is a training row's parallel layout: DP from the GPU count, the distributed
 // optimizer on (Megatron/NeMo recipes shard optimizer state over DP by default).
 func (r Row) Layout() layout.Layout {
 	fw, zero := r.Framework, r.ZeRO
+	if fw == "" {
+		fw = layout.Megatron
+	}
 	if fw == layout.FSDP && zero == 0 {
 		zero = 3
 	}
-	prec := ""
-	if r.DType == "fp8" || r.DType == "mxfp8" {
+	prec := r.Recipe
+	if prec == "" && (r.DType == "fp8" || r.DType == "mxfp8") {
 		prec = r.DType
 	}
 	return layout.Layout{TP: max(r.TP, 1), PP: max(r.PP, 1), VP: max(r.VP, 1), CP: max(r.CP, 1), DP: r.dp(), EP: max(r.EP, 1),
-		MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true, ZeRO: zero, Framework: fw, Recompute: r.Recompute,
-		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec}
+		ETP: r.ETP, MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true, ZeRO: zero, Framework: fw, Recompute: r.Recompute,
+		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec, MTP: r.MTP, RecomputeLayers: r.RecomputeLayers,
+		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
+		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads}
 }
 
 func (r Row) dp() int64 {
@@ -155,6 +190,7 @@ var kindAliases = map[string]string{
 	"static_throughput": KindStatic, "static_batch_throughput": KindStatic, "static": KindStatic,
 	"decode_step": KindDecodeStep, "tpot": KindDecodeStep, "itl": KindDecodeStep, "decode_latency": KindDecodeStep,
 	"train_step": KindTrainStep, "training": KindTrainStep, "train_step_time": KindTrainStep, "step_time": KindTrainStep,
+	"train_throughput": KindTrainTokens, "training_throughput": KindTrainTokens, "train_tokens": KindTrainTokens,
 	"serving_throughput": KindServing, "serving": KindServing, "throughput": KindServing,
 }
 
@@ -188,7 +224,7 @@ func (r Row) validate() error {
 	case r.ID == "":
 		return errors.New("id is empty")
 	case !ok:
-		return fmt.Errorf("kind %q: want ttft, static_throughput, decode_step, train_step or serving_throughput", r.Kind)
+		return fmt.Errorf("kind %q: want ttft, static_throughput, decode_step, train_step, train_throughput or serving_throughput", r.Kind)
 	case r.Model == "":
 		return errors.New("model is empty")
 	case r.Chip == "":
@@ -199,7 +235,7 @@ func (r Row) validate() error {
 		return fmt.Errorf("measured must be a positive number, got %g", r.Measured)
 	case r.Unit != unit:
 		return fmt.Errorf("unit %q: a %s row is measured in %q", r.Unit, r.Kind, unit)
-	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
+	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.ETP < 0 || r.MTP < 0 || r.RecomputeLayers < 0 || r.OffloadActivations < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
 		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0:
 		return errors.New("layout and workload sizes must be >= 0")
 	case !(r.KVFraction >= 0 && r.KVFraction <= 1):
@@ -221,19 +257,40 @@ func (r Row) validate() error {
 		if r.Kind == KindStatic && r.Batch < 1 {
 			return errors.New("static_throughput needs batch >= 1")
 		}
-	case KindTrainStep:
+	case KindTrainStep, KindTrainTokens:
 		if r.Seq < 1 || r.GBS < 1 {
-			return errors.New("train_step needs seq and gbs >= 1")
+			return fmt.Errorf("%s needs seq and gbs >= 1", r.Kind)
+		}
+		if r.Kind == KindTrainTokens && r.GPUs < 1 {
+			return errors.New("train_throughput needs gpus >= 1 (it is per GPU)")
 		}
 	}
 	return nil
 }
 
-// Default returns the calibration set shipped with mrep.
+// Default returns the calibration set shipped with mrep: the measured serving and training
+// rows, Megatron-Bridge's 25.11 pre-training tables and torchtitan's H100 benchmarks.
 func Default() []Row {
-	rows, err := Parse("measured.json", bytes.NewReader(measured))
+	var out []Row
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"measured.json", measured}, {"training.json", trainingRows}, {"memory.json", memoryRows}} {
+		rows, err := Parse(f.name, bytes.NewReader(f.b))
+		if err != nil {
+			panic(fmt.Sprintf("embedded calibration set: %v", err)) // a build defect, caught by tests
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
+// HeldOutTraining returns the training rows no figure was fitted to (heldout_training.json):
+// Megatron-Bridge's pre-training tables of the releases other than 25.11.
+func HeldOutTraining() []Row {
+	rows, err := Parse("heldout_training.json", bytes.NewReader(heldoutTrainingRows))
 	if err != nil {
-		panic(fmt.Sprintf("embedded calibration set: %v", err)) // a build defect, caught by tests
+		panic(fmt.Sprintf("embedded held-out training set: %v", err)) // a build defect, caught by tests
 	}
 	return rows
 }
@@ -325,7 +382,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep batch isl osl seq gbs mbs framework zero recompute compile optimizer memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account fp8_param_gather bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {
@@ -349,12 +406,12 @@ func parseCSV(b []byte) ([]Row, error) {
 			}
 			switch h {
 			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note",
-				"framework", "recompute", "optimizer", "memory_stat":
+				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap":
 				obj[h] = v
-			case "compile":
+			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads":
 				b, err := strconv.ParseBool(v)
 				if err != nil {
-					return nil, fmt.Errorf("line %d: compile %q is not true or false", li+2, v)
+					return nil, fmt.Errorf("line %d: %s %q is not true or false", li+2, h, v)
 				}
 				obj[h] = b
 			case "measured", "memory_gib":

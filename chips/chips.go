@@ -91,8 +91,31 @@ type Efficiency struct {
 	ScaleOutFrac      float64 `json:"scale_out_frac,omitempty"`
 	ScaleOutLatencyUs float64 `json:"scale_out_latency_us,omitempty"`
 	// ScaleUpDomain is how many chips share the scale-up fabric (8 in an HGX node, 72 in an NVL72).
-	ScaleUpDomain int               `json:"scale_up_domain,omitempty"`
-	Sources       map[string]string `json:"sources,omitempty"`
+	ScaleUpDomain int `json:"scale_up_domain,omitempty"`
+	// EagerElementwise is how many times an eager PyTorch model's elementwise ops (norms,
+	// rotary, activations, residual adds) cross HBM compared with fused kernels: torch runs each
+	// op of an RMSNorm or a rotary embedding as its own kernel (torch.compile fuses them back).
+	EagerElementwise float64 `json:"eager_elementwise,omitempty"`
+	// MoESyncUs is what each MoE layer's pass costs beyond its kernels in a dropless MoE run:
+	// the router's per-expert token counts go to the host before the grouped GEMM can be
+	// launched, so the GPU drains and waits for the host to launch again.
+	MoESyncUs float64 `json:"moe_sync_us,omitempty"`
+	// Lanes are a training framework's figures on this chip (megatron, fsdp): what its kernels
+	// achieve where they differ from the chip's own (Transformer Engine's FP8 GEMMs, grouped
+	// GEMMs), each with its fit set. A lane names only the figures it changes.
+	Lanes   map[string]Efficiency `json:"lanes,omitempty"`
+	Sources map[string]string     `json:"sources,omitempty"`
+}
+
+// Lane is e as the training framework fw runs: e with the lane's figures set over it.
+func (e Efficiency) Lane(fw string) Efficiency {
+	o, ok := e.Lanes[fw]
+	if !ok {
+		return e
+	}
+	out := e.over(o)
+	out.Lanes = e.Lanes
+	return out
 }
 
 // over returns e with every figure o sets replaced by o's (and o's sources).
@@ -128,6 +151,17 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	if o.ScaleUpDomain != 0 {
 		out.ScaleUpDomain = o.ScaleUpDomain
 	}
+	setF(&out.EagerElementwise, o.EagerElementwise)
+	setF(&out.MoESyncUs, o.MoESyncUs)
+	if len(o.Lanes) > 0 {
+		out.Lanes = map[string]Efficiency{}
+		for k, v := range e.Lanes {
+			out.Lanes[k] = v
+		}
+		for k, v := range o.Lanes {
+			out.Lanes[k] = v
+		}
+	}
 	out.Sources = map[string]string{}
 	for k, v := range e.Sources {
 		out.Sources[k] = v
@@ -152,7 +186,7 @@ func (e Efficiency) validate() error {
 		}
 	}
 	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
-		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs} {
+		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_sync_us": e.MoESyncUs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
 		}
@@ -168,6 +202,19 @@ func (e Efficiency) validate() error {
 	if e.ScaleUpDomain < 1 {
 		return errors.New("efficiency.scale_up_domain must be >= 1")
 	}
+	if e.EagerElementwise != 0 && !(e.EagerElementwise >= 1 && e.EagerElementwise <= 20) {
+		return fmt.Errorf("efficiency.eager_elementwise must be in [1, 20] (a byte multiplier), got %g", e.EagerElementwise)
+	}
+	for _, name := range sortedKeys(e.Lanes) {
+		if name == "" || len(e.Lanes[name].Lanes) > 0 {
+			return fmt.Errorf("efficiency.lanes.%q: a lane is a framework name with figures, not nested lanes", name)
+		}
+		l := e.Lane(name)
+		l.Lanes = nil
+		if err := l.validate(); err != nil {
+			return fmt.Errorf("efficiency.lanes.%s: %w", name, err)
+		}
+	}
 	for _, k := range []string{"gemm_frac", "grouped_gemm_frac", "attn_frac", "hbm_frac", "kernel_latency_us", "host_launch_us", "step_overhead_us", "scale_up_frac", "scale_out_frac"} {
 		if e.Sources[k] == "" {
 			return fmt.Errorf("efficiency.sources.%s: every efficiency figure needs a source", k)
@@ -176,7 +223,7 @@ func (e Efficiency) validate() error {
 	return nil
 }
 
-func sortedKeys(m map[string]float64) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -107,7 +107,7 @@ func TestSystems(t *testing.T) {
 		name, chip string
 		domain     int
 		out        float64
-	}{{"dgx-h100", "H100-SXM", 8, 50}, {"gb200-nvl72", "GB200", 72, 100}, {"DGX-A100", "A100-SXM", 8, 25}} {
+	}{{"dgx-h100", "H100-SXM", 8, 50}, {"gb200-nvl72", "GB200", 72, 50}, {"gb300-nvl72", "GB300", 72, 100}, {"dgx-b300", "B300", 8, 100}, {"DGX-A100", "A100-SXM", 8, 25}} {
 		s, chip, err := db.System(c.name)
 		if err != nil {
 			t.Fatal(err)

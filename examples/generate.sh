@@ -11,7 +11,8 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}   # 2026-01-01T00:00:0
 mkdir -p "$OUT"
 
 for name in Llama-3.1-8B Llama-3.1-70B-Instruct Llama-3.2-1B-Instruct Mistral-7B-v0.1 \
-            Mixtral-8x7B-v0.1 Qwen2.5-7B gpt2 DeepSeek-V3 Llama-4-Scout-17B-16E-Instruct; do
+            Mixtral-8x7B-v0.1 Qwen2.5-7B gpt2 DeepSeek-V3 Llama-4-Scout-17B-16E-Instruct \
+            Qwen3-30B-A3B Qwen3-235B-A22B gpt-oss-120b; do
   "$PY" -m mrep_export --hf-config "$CONFIGS/$name.json" -o "$OUT/$name.json.gz" --label base
 done
 

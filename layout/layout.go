@@ -48,6 +48,27 @@ type Layout struct {
 	// Compile: torch.compile fuses an eager model's elementwise ops (fsdp, deepspeed), so
 	// their intermediates are not kept.
 	Compile bool
+
+	// Pipeline accounting (pipeline.go): Megatron's embedding and loss counted as layers, or
+	// uneven first and last stages.
+	EmbeddingInPipe, LossInPipe       bool
+	FirstStageLayers, LastStageLayers int64
+	// MTP is the depth of DeepSeek-V3's multi-token prediction: each module is one more
+	// transformer layer and LM head pass on the last stage.
+	MTP int64
+	// MoE communication (moe.go): the token dispatcher (alltoall or deepep), how the expert
+	// all-to-all overlaps computation (none, 1f1b or dualpipe) and the routed tokens' imbalance
+	// (the busiest EP rank's tokens over the mean; 1: balanced, as forced in benchmarks).
+	Dispatcher, A2AOverlap string
+	Imbalance              float64
+	// FP8ParamGather: Megatron's --fp8-param-gather keeps the linear weights in FP8 only (the
+	// master weights stay fp32), and gathers them in FP8. BF16Grads: grad_reduce_in_fp32 off,
+	// the main gradients kept and reduced in bf16.
+	FP8ParamGather, BF16Grads bool
+	// Replicas is HSDP's replication degree: shards within DP x CP / Replicas ranks, gradients
+	// all-reduced across the Replicas groups (torchtitan's dp_replicate; TPU slices with
+	// data parallel over the data-center network). 0 or 1: one shard group.
+	Replicas int64
 }
 
 // Stage is the effective ZeRO stage (DistOptimizer alone is stage 1).
@@ -80,13 +101,6 @@ func (l Layout) GPUs() int64 { return l.TP * l.PP * l.CP * l.DP }
 // GA is the gradient accumulation: micro-batches per optimizer step on each DP rank.
 func (l Layout) GA() int64 { return l.GBS / (l.MBS * l.DP) }
 
-// StageLayers is how many of layers the fullest pipeline stage holds: stages need not divide
-// the layers evenly (Llama 3 405B ran 126 layers on 16 stages), the fullest has ceil per chunk.
-func (l Layout) StageLayers(layers int64) int64 {
-	chunks := l.PP * l.VP
-	return (layers + chunks - 1) / chunks * l.VP
-}
-
 // Validate checks the layout against the model, each error naming the constraint.
 func (l Layout) Validate(fp analyzer.Fingerprint) error {
 	switch {
@@ -96,8 +110,6 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("tp %d must divide the %d attention heads", l.TP, fp.Heads)
 	case fp.KVHeads > 0 && fp.KVHeads%l.TP != 0 && l.TP%fp.KVHeads != 0:
 		return fmt.Errorf("tp %d must divide the %d KV heads or be a multiple of them (KV heads are then replicated)", l.TP, fp.KVHeads)
-	case fp.Layers > 0 && l.PP*l.VP > fp.Layers:
-		return fmt.Errorf("pp %d x vp %d stages exceed the %d layers", l.PP, l.VP, fp.Layers)
 	case l.Seq%l.CP != 0 || (l.CP > 1 && (l.Seq/l.CP)%2 != 0):
 		return fmt.Errorf("cp %d must split seq %d into an even number of tokens per rank (two chunks each, for causal balance)", l.CP, l.Seq)
 	case l.GBS%(l.MBS*l.DP) != 0:
@@ -110,6 +122,20 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("ep %d x etp %d experts' shards need more GPUs than a pipeline stage's TP x CP x DP = %d", l.EP, l.etp(), l.TP*l.CP*l.DP)
 	case fp.MoE != nil && fp.MoE.RoutedExperts%l.EP != 0:
 		return fmt.Errorf("ep %d must divide the %d routed experts", l.EP, fp.MoE.RoutedExperts)
+	case l.MTP < 0:
+		return fmt.Errorf("mtp depth %d: want >= 0", l.MTP)
+	case l.Replicas < 0 || (l.Replicas > 1 && (l.DP*l.CP)%l.Replicas != 0):
+		return fmt.Errorf("hsdp replicas %d must divide dp %d x cp %d", l.Replicas, l.DP, l.CP)
+	case l.Replicas > 1 && l.Stage() < 1:
+		return fmt.Errorf("hsdp replicas shard within a group and replicate across: they need a sharding stage (zero >= 1 or fsdp)")
+	}
+	if fp.Layers > 0 {
+		if err := l.validatePipeline(fp.Layers); err != nil {
+			return err
+		}
+	}
+	if err := l.validateMoE(fp); err != nil {
+		return err
 	}
 	return l.validateMemoryOptions()
 }
@@ -129,7 +155,9 @@ type Step struct {
 	Optimizer float64 `json:"optimizer_time"`
 	// Offload is the exposed time of host offloading: the optimizer step on the CPU with its
 	// gradient and weight transfers, weights streamed in, activations out and back.
-	Offload    float64 `json:"offload_time,omitempty"`
+	Offload float64 `json:"offload_time,omitempty"`
+	// A2A is the slowest stage's expert all-to-all per micro-batch (MoE with EP > 1).
+	A2A        A2A     `json:"a2a,omitempty"`
 	TokensPerS float64 `json:"tokens_per_s"`
 	// MFU with the report's F_theory (full-S^2 attention, as FlopCounterMode counts it), with
 	// PaLM's 6N + 12·L·H·Q·T per token (MFU_6N), and HFU counting what the kernels execute
@@ -155,17 +183,21 @@ func Train(m *analyzer.Model, s analyzer.Scenario, l Layout, p kernels.Predictor
 type Trainer struct {
 	// HostGBps is the host link per direction offloading uses (0: PCIeGen5GBps).
 	HostGBps float64
-	m        *analyzer.Model
-	s        analyzer.Scenario
-	p        kernels.Predictor
-	peak     float64
-	domain   int64
-	cache    map[stepKey]analyzer.Step
+	// Lanes are the time models of the training frameworks (the chip's lanes); a layout whose
+	// framework has none is timed with the chip's own.
+	Lanes  map[string]kernels.Predictor
+	m      *analyzer.Model
+	s      analyzer.Scenario
+	p      kernels.Predictor
+	peak   float64
+	domain int64
+	cache  map[stepKey]analyzer.Step
 }
 
 type stepKey struct {
 	tp, cp, ep, etp, mbs, seq, ga int64
-	recompute, optimizer          string
+	recompute, optimizer, recipe  string
+	eager                         float64
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -177,8 +209,17 @@ func NewTrainer(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, pea
 	return &Trainer{m: m, s: s, p: p, peak: peak, domain: domain, cache: map[stepKey]analyzer.Step{}}
 }
 
+// With is tr timing with another predictor (a chip's other efficiency figures, as a fit tries
+// them), sharing the counted steps: counting does not depend on the time model.
+func (tr *Trainer) With(p kernels.Predictor, peak float64, domain int64) *Trainer {
+	out := *tr
+	out.p, out.peak, out.domain, out.Lanes = p, peak, domain, nil
+	return &out
+}
+
 func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer}
+	eager := tr.eager(l)
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -191,7 +232,12 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	// and its moments read and written, its FLOPs per parameter
 	opt := l.optimizer()
 	sc.OptimizerStateBytes, sc.OptimizerFLOPs = 4+opt.StateBytes, opt.FLOPs
-	st, err := tr.m.AnalyzeTotals(analyzer.Training, sc, analyzer.Achievable)
+	sc.CastBytes = CastBytes(l.Precision)
+	prof := analyzer.Achievable
+	if eager > 1 {
+		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel
+	}
+	st, err := tr.m.AnalyzeTotals(analyzer.Training, sc, prof)
 	if err != nil {
 		return st, err
 	}
@@ -201,7 +247,8 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 
 // Train times one layout.
 func (tr *Trainer) Train(l Layout) (Step, error) {
-	m, p, peak := tr.m, tr.p, tr.peak
+	m, peak := tr.m, tr.peak
+	p := tr.predictor(l)
 	if err := l.Validate(m.Fingerprint); err != nil {
 		return Step{}, err
 	}
@@ -210,29 +257,97 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	if err != nil {
 		return st, err
 	}
-	// One micro-batch on the slowest pipeline stage: 1/PP of the layers' kernels (and of the
-	// TP/CP collectives), plus the LM head and loss on the last stage (the embedding gather on
-	// the first is far smaller).
-	var stage, head, opt []kernels.Kernel
-	frac := 1 / float64(l.PP)
-	if L := m.Fingerprint.Layers; L > 0 {
-		frac = float64(l.StageLayers(L)) / float64(L)
-	}
+	// One micro-batch on each kind of pipeline stage: its decoder layers' kernels (and their
+	// TP/CP collectives), the embedding on the first, the LM head and loss (and MTP modules) on
+	// the last; the slowest stage sets the pace. The expert all-to-all is timed by placement.
+	var layers, head, emb, opt []kernels.Kernel
+	var a2aK kernels.Kernel
+	L := max(m.Fingerprint.Layers, 1)
 	for _, k := range step.Kernels {
-		switch k.Category {
-		case "optimizer":
+		switch {
+		case k.Category == "optimizer":
 			opt = append(opt, k)
-		case string(analyzer.CatLMHead):
+		case k.Category == string(analyzer.CatLMHead):
 			head = append(head, k)
-		case string(analyzer.CatEmbedding):
-			// first stage: lighter than the LM head on the last
+		case k.Category == string(analyzer.CatEmbedding):
+			emb = append(emb, k)
+		case k.Name == "ep_all_to_all":
+			a2aK = k
 		default:
-			stage = append(stage, scaled(k, frac))
+			layers = append(layers, k)
 		}
 	}
-	mb := p.Predict(append(stage, head...))
-	st.Microbatch = mb.TEst
-	if part := l.partialRecompute(m.Fingerprint.Layers); part < 1 {
+	nFirst, nMid, nLast := l.StageCounts(L)
+	if l.PP == 1 {
+		nFirst, nMid, nLast = L, L, L
+	}
+	moeShare := 0.0
+	if fp := m.Fingerprint; fp.MoE != nil && fp.MoE.MoELayers > 0 {
+		moeShare = float64(fp.MoE.MoELayers) / float64(L)
+	}
+	stage := func(n int64, extra ...[]kernels.Kernel) (kernels.Time, A2A) {
+		ks := make([]kernels.Kernel, 0, len(layers)+8)
+		for _, k := range layers {
+			ks = append(ks, scaled(k, float64(n)/float64(L)))
+		}
+		for _, e := range extra {
+			ks = append(ks, e...)
+		}
+		t := p.Predict(ks)
+		if sy, ok := p.(interface{ MoESync() float64 }); ok && moeShare > 0 {
+			// forward, recomputed forward and backward of each MoE layer wait on the host once
+			sync := sy.MoESync() * moeShare * float64(n) * 2
+			t.TLatency += sync
+			t.TEst += sync
+		}
+		a := tr.a2aTime(l, a2aK, moeShare*float64(n), p)
+		return t, a
+	}
+	var lastExtra [][]kernels.Kernel
+	lastExtra = append(lastExtra, head)
+	for i := int64(0); i < l.MTP; i++ {
+		// a multi-token-prediction module: one more (MoE) layer and the shared head
+		var mtp []kernels.Kernel
+		for _, k := range layers {
+			mtp = append(mtp, scaled(k, 1/float64(L)))
+		}
+		lastExtra = append(lastExtra, mtp, head)
+	}
+	type stageTime struct {
+		t   kernels.Time
+		a2a A2A
+		mb  float64
+	}
+	eval := func(n int64, extra ...[]kernels.Kernel) stageTime {
+		t, a := stage(n, extra...)
+		mtpA2A := 0.0
+		if len(extra) > 1 { // the MTP modules' MoE layers exchange tokens too
+			mtpA2A = float64(l.MTP) * a.Time / math.Max(moeShare*float64(n), 1) * moeShare
+		}
+		a.Time += mtpA2A
+		compute := t.TEst - t.TComm
+		a.Exposed = l.overlapA2A(a.Time, compute)
+		return stageTime{t, a, t.TEst + a.Exposed}
+	}
+	var stages []stageTime
+	if l.PP == 1 {
+		stages = []stageTime{eval(L, append([][]kernels.Kernel{emb}, lastExtra...)...)}
+	} else {
+		stages = []stageTime{eval(nFirst, emb), eval(nLast, lastExtra...)}
+		if l.PP > 2 {
+			stages = append(stages, eval(nMid))
+		}
+	}
+	slow := stages[0]
+	for _, s := range stages[1:] {
+		if s.mb > slow.mb {
+			slow = s
+		}
+	}
+	mb := slow.t
+	st.Microbatch = slow.mb
+	st.A2A = slow.a2a
+	if part := l.partialRecompute(L); part < 1 {
 		// recompute only some layers: the extra forward scales with the share recomputed
 		none := l
 		none.Recompute, none.RecomputeLayers = "none", 0
@@ -242,59 +357,37 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 		}
 		st.Microbatch = base.Microbatch + part*(st.Microbatch-base.Microbatch)
 	}
-	// Interleaved 1F1B: the bubble is (PP-1)/VP micro-batch times (Narayanan et al. 2021).
 	ga := float64(l.GA())
 	if st.Microbatch > 0 {
-		share := math.Min(1, mb.TComm/mb.TEst) // the exposed collectives' share of a micro-batch
+		// the exposed collectives' share of a micro-batch: TP/SP and CP, and the all-to-all
+		share := math.Min(1, (mb.TComm+slow.a2a.Exposed)/st.Microbatch)
 		st.LayerComm = ga * st.Microbatch * share
 		st.Kernels = ga*st.Microbatch - st.LayerComm
 	}
-	st.Bubble = float64(l.PP-1) / float64(l.VP) * st.Microbatch
+	// The bubble: interleaved 1F1B's (PP-1)/VP micro-batches (Narayanan et al. 2021), or
+	// DualPipe's (PP/2-1)(F&B + B - 3W) with F, B and W the micro-batch's forward, input-gradient
+	// and weight-gradient shares (the weight gradients are half the backward's GEMMs).
+	st.Bubble = OneFOneBBubble(l.PP, l.VP, st.Microbatch)
+	if l.A2AOverlap == OverlapDualPipe {
+		body := mb.TEst
+		w := mb.TGEMM / 3
+		f := (body - w) / 2.5 // forward is 1 of the remaining 1 + 1.5 (input backward with attention's 2.5x)
+		b := body - f - w
+		fb := math.Max(f+b, slow.a2a.Time)
+		st.Bubble = DualPipeBubble(l.PP, f, b, w, fb)
+	}
 	st.Pipeline = ga*st.Microbatch + st.Bubble
 
-	// Data parallel: this GPU's gradients reduce-scattered and its parameters all-gathered
-	// over DP, in 16 bits, overlapped with the last micro-batch's backward and the first's
-	// forward (Megatron's bucketed overlap); what outlasts them is exposed.
-	// Context-parallel ranks hold the same weights as their data-parallel peers: gradients are
-	// reduced, and ZeRO shards gathered, over DP x CP (Megatron's data-parallel-with-CP group,
-	// torchtitan's dp_shard_cp mesh). Only trainable parameters have gradients.
-	if group := l.DP * l.CP; group > 1 {
-		sp := tr.split(l)
-		params := sp.Trainable
-		gathered := params // ZeRO-3 gathers every weight, trainable or not
-		if l.Stage() == 3 || l.framework() == FSDP {
-			gathered = sp.Trainable + sp.Frozen
-		}
-		tier := kernels.ScaleUp
-		if l.TP*l.CP*l.DP > tr.domain {
-			tier = kernels.ScaleOut
-		}
-		coll := func(c kernels.Coll) float64 {
-			msg := params * 2
-			if c == kernels.AllGather {
-				msg = gathered * 2
-			}
-			return p.Predict([]kernels.Kernel{{Name: "dp", Category: "network", Kind: kernels.Collective, Coll: c, Count: 1,
-				Ranks: float64(group), Message: msg, Tier: tier, Exposed: 1}}).TEst
-		}
-		rs, ag := coll(kernels.ReduceScatter), coll(kernels.AllGather)
-		switch l.Stage() {
-		case 0:
-			st.DPExposed = math.Max(0, coll(kernels.AllReduce)-2.0/3*st.Microbatch)
-		case 3:
-			// parameters gathered for the forward and again for the backward of every
-			// micro-batch, gradients reduce-scattered after each: hidden behind that micro-batch
-			st.DPExposed = ga * math.Max(0, 2*ag+rs-st.Microbatch)
-		default:
-			st.DPExposed = math.Max(0, rs-2.0/3*st.Microbatch) + math.Max(0, ag-1.0/3*st.Microbatch)
-		}
-	}
+	st.DPExposed = tr.dataParallel(l, p, st.Microbatch, ga)
 	// The optimizer: the analyzer amortized one Adam step over GA micro-batches for the
 	// parameters of all layers on this TP rank; a stage holds 1/PP of them, and the
 	// distributed optimizer updates 1/DP of those.
 	shard := ga / float64(l.PP)
 	if l.Stage() >= 1 {
 		shard /= l.ShardGroup()
+	}
+	if l.A2AOverlap == OverlapDualPipe {
+		shard *= 2 // two copies of the stage's parameters
 	}
 	for i := range opt {
 		opt[i] = scaled(opt[i], shard)
@@ -320,6 +413,87 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	exec := step.Cost.FExecuted * float64(l.TP*l.CP) / float64(l.MBS)
 	st.HFU = exec * float64(l.GBS) / (gpus * peak * st.StepTime)
 	return st, nil
+}
+
+// dataParallel is the exposed time of the data-parallel collectives in one step.
+//
+// Gradients are reduce-scattered and parameters all-gathered over the shard group (DP x CP /
+// Replicas: context-parallel ranks hold the same weights as their data-parallel peers, so
+// Megatron's DP-with-CP group and torchtitan's dp_shard_cp mesh shard over both). Stage 0-2:
+// once per step, overlapped with the last micro-batch's backward and the first's forward
+// (Megatron's bucketed overlap). Stage 3 (FSDP, Megatron FSDP): every micro-batch gathers each
+// layer's weights before its forward (and again before its backward when it reshards after the
+// forward, as FSDP2 does without PP) and reduce-scatters its gradients after, one layer ahead of
+// compute (prefetch), so only what outlasts the micro-batch and the first gather and last
+// reduce-scatter, which nothing precedes or follows, are exposed. HSDP then all-reduces each
+// shard's gradients across the Replicas groups once per step.
+func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga float64) float64 {
+	shardN := l.ShardGroup()
+	if l.DP*l.CP <= 1 {
+		return 0
+	}
+	sp := tr.split(l)
+	params := sp.Trainable
+	gathered := params // ZeRO-3 gathers every weight, trainable or not
+	if l.Stage() == 3 || l.framework() == FSDP {
+		gathered = sp.Trainable + sp.Frozen
+	}
+	// the shard group's ranks are spaced by TP (Megatron's tp-cp-ep-dp order, torchtitan's mesh
+	// with dp_shard inside dp_replicate): inside the scale-up domain while TP x group fits in it
+	tier := kernels.ScaleUp
+	if float64(l.TP)*shardN > float64(tr.domain) {
+		tier = kernels.ScaleOut
+	}
+	coll := func(c kernels.Coll, msg, ranks float64, tier kernels.Tier) float64 {
+		if ranks <= 1 {
+			return 0
+		}
+		return p.Predict([]kernels.Kernel{{Name: "dp", Category: "network", Kind: kernels.Collective, Coll: c, Count: 1,
+			Ranks: ranks, Message: msg, Tier: tier, Exposed: 1}}).TEst
+	}
+	var exposed float64
+	rs, ag := coll(kernels.ReduceScatter, params*2, shardN, tier), coll(kernels.AllGather, gathered*2, shardN, tier)
+	switch l.Stage() {
+	case 0:
+		exposed = math.Max(0, coll(kernels.AllReduce, params*2, float64(l.DP*l.CP), tier)-2.0/3*microbatch)
+	case 3:
+		gathers := 2.0
+		if l.PP > 1 && l.framework() == FSDP {
+			gathers = 1 // torchtitan keeps the stage gathered from forward to backward under PP
+		}
+		layers := float64(l.StageLayers(max(tr.m.Fingerprint.Layers, 1)))
+		perMB := gathers*ag + rs
+		exposed = ga * (math.Max(0, perMB-microbatch) + (ag+rs)/layers)
+	default:
+		exposed = math.Max(0, rs-2.0/3*microbatch) + math.Max(0, ag-1.0/3*microbatch)
+	}
+	if r := float64(l.Replicas); r > 1 {
+		// HSDP: each shard's gradients all-reduced across the replicas, over the scale-out
+		// network (across nodes, or TPU slices over the data-center network)
+		exposed += math.Max(0, coll(kernels.AllReduce, params*2/shardN, r, kernels.ScaleOut)-2.0/3*microbatch)
+	}
+	return exposed
+}
+
+// eager is the elementwise byte multiplier of the layout's framework: eager PyTorch (fsdp or
+// deepspeed without torch.compile) pays its lane's eager_elementwise; Megatron's and compiled
+// models' fused kernels pay 1.
+func (tr *Trainer) eager(l Layout) float64 {
+	if l.framework() == Megatron || l.Compile {
+		return 1
+	}
+	if e, ok := tr.predictor(l).(interface{ EagerElementwise() float64 }); ok {
+		return max(e.EagerElementwise(), 1)
+	}
+	return 1
+}
+
+// predictor is the time model of the layout's framework (its lane), or the chip's.
+func (tr *Trainer) predictor(l Layout) kernels.Predictor {
+	if p, ok := tr.Lanes[l.framework()]; ok && p != nil {
+		return p
+	}
+	return tr.p
 }
 
 // offload is the exposed time of host offloading in one step, at the host link's bandwidth:

@@ -3,6 +3,8 @@ package layout
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -102,18 +104,48 @@ func (l Layout) optimizer() Optimizer {
 	return Optimizers["adamw"]
 }
 
-// precision is the recipe's linear-layer dtype: bf16, fp8 (per-tensor scaling, Hopper) or
-// mxfp8 (block scaling, Blackwell).
+// Recipes are the low-precision training recipes (Transformer Engine's names in brackets):
+// fp8 and fp8-ds delayed scaling (DelayedScaling: the amax from history, the cast fused into the
+// producer), fp8-cs current scaling (Float8CurrentScaling: an amax pass over each tensor before
+// its cast; torchao's Float8 linears scale the same way), fp8-blockwise (DeepSeek-V3's 1x128
+// activation and 128x128 weight blocks), mxfp8 (MXFP8BlockScaling: E8M0 scales per 32 elements,
+// Blackwell) and nvfp4 (NVFP4BlockScaling: E2M1 with E4M3 scales per 16 and a random Hadamard
+// transform on the weight-gradient inputs, Blackwell).
+var Recipes = []string{"bf16", "fp8", "fp8-ds", "fp8-cs", "fp8-blockwise", "mxfp8", "nvfp4"}
+
+// precision is the recipe's memory class: bf16, fp8 (per-tensor or per-block scaled FP8 with
+// its transposed copy), mxfp8 or nvfp4.
 func (l Layout) precision() string {
-	if l.Precision == "" {
+	switch l.Precision {
+	case "", "bf16":
 		return "bf16"
+	case "fp8", "fp8-ds", "fp8-cs", "fp8-blockwise":
+		return "fp8"
 	}
 	return l.Precision
 }
 
+// CastBytes is what the recipe moves per quantized activation element (analyzer.Scenario's
+// CastBytes): the copy it writes, the amax read of current scaling, the second (column-wise)
+// copy and scales of block-scaled recipes, NVFP4's Hadamard pass.
+func CastBytes(recipe string) float64 {
+	switch recipe {
+	case "fp8-cs":
+		return 1 + 2 // amax: read the 16-bit input once more; then write the FP8 copy
+	case "fp8-blockwise":
+		return 2 * (1 + 4.0/128) // row- and column-wise FP8 with an fp32 scale per 128
+	case "mxfp8":
+		return 2 * (1 + 1.0/32) // row- and column-wise MXFP8 with an E8M0 scale per 32
+	case "nvfp4":
+		return 2*(0.5+1.0/16) + 2 // two NVFP4 copies with E4M3 scales per 16, the Hadamard read
+	}
+	return 0
+}
+
 // ShardGroup is how many ranks shard the model states: data parallel times context parallel
-// (Megatron's distributed optimizer and torchtitan's FSDP both shard over DP x CP).
-func (l Layout) ShardGroup() float64 { return float64(l.DP * l.CP) }
+// (Megatron's distributed optimizer and torchtitan's FSDP both shard over DP x CP), within one
+// HSDP replica group.
+func (l Layout) ShardGroup() float64 { return float64(l.DP*l.CP) / float64(max(l.Replicas, 1)) }
 
 // stageParams are one GPU's parameters on a pipeline stage, split by what training keeps.
 type stageParams struct {
@@ -128,7 +160,18 @@ type stageParams struct {
 func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 	fp := m.Fingerprint
 	L := max(fp.Layers, 1)
-	frac := float64(l.StageLayers(L)) / float64(L)
+	nFirst, _, nLast := l.StageCounts(L)
+	n := nLast
+	if first {
+		n = nFirst
+	}
+	if l.PP == 1 {
+		n = L
+	}
+	frac := float64(n) / float64(L)
+	if l.A2AOverlap == OverlapDualPipe {
+		frac *= 2 // DualPipe: every rank holds a stage from each end of the pipeline
+	}
 	var sp stageParams
 	if len(m.Ops) == 0 { // a bare count (no module tree): everything trainable, split evenly
 		sp.Trainable = m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)
@@ -151,7 +194,7 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 	}
 	add(sum.layers, frac)
 	layer := sp
-	sp.layer = (layer.Trainable + layer.Frozen + layer.Quantized) / float64(l.StageLayers(L))
+	sp.layer = (layer.Trainable + layer.Frozen + layer.Quantized) / math.Max(frac*float64(L), 1)
 	if first {
 		add(sum.embedding, 1)
 	}
@@ -263,6 +306,9 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 		wBytes, gBytes, masterBytes = 2, 2, 4
 	} else {
 		wBytes, gBytes, masterBytes = 2, 4, 4
+		if l.BF16Grads {
+			gBytes = 2
+		}
 	}
 	// Weights: the compute copy, and FP8 recipes' cached low-precision copies of the linear
 	// weights (Transformer Engine keeps an FP8 weight and its transpose between micro-batches;
@@ -277,12 +323,25 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 		mem.Weights = wBytes*all/shard + sp.FrozenQuantBytes
 	}
 	if fw != FSDP {
+		// the low-precision copies: sharded with the weights under ZeRO-3 (Megatron FSDP gathers
+		// them per layer); with --fp8-param-gather the FP8 copy is the parameter itself, so the
+		// 16-bit copy of the linear weights is not kept
+		cache := 0.0
 		switch prec {
 		case "fp8":
-			mem.Weights += 2 * sp.linear
+			cache = 2
 		case "mxfp8":
-			mem.Weights += 2 * (1 + 1.0/32) * sp.linear
+			cache = 2 * (1 + 1.0/32)
+		case "nvfp4":
+			cache = 2 * (0.5 + 1.0/16)
 		}
+		if cache > 0 && l.FP8ParamGather {
+			mem.Weights -= wBytes * sp.linear * trainableShare(sp)
+		}
+		if stage == 3 {
+			cache /= shard
+		}
+		mem.Weights += cache * sp.linear
 	}
 	// Gradients of trainable parameters; master weights and optimizer moments.
 	mem.Gradients = gBytes * sp.Trainable
@@ -403,6 +462,8 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 			lin = 1
 		case "mxfp8":
 			lin = 1 + 1.0/32
+		case "nvfp4":
+			lin = 0.5 + 1.0/16
 		}
 	}
 	q := float64(fp.Heads * fp.HeadDim)
@@ -479,6 +540,9 @@ const MoEImbalance = 1.0
 // interleaved schedule adds (PP-1)/(PP·VP) of a stage on the first (Narayanan et al. 2021,
 // Megatron's theoretical memory).
 func (l Layout) inFlight(first bool) float64 {
+	if l.A2AOverlap == OverlapDualPipe && l.PP > 1 {
+		return math.Min(float64(l.PP+1), math.Max(float64(l.GA()), 1)) // DeepSeek-V3 Table 2: PP + 1
+	}
 	if l.PP == 1 || !first {
 		return 1
 	}
@@ -502,7 +566,14 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 		spDiv = 1
 	}
 	L := max(fp.Layers, 1)
-	stageLayers := float64(l.StageLayers(L))
+	nFirst, _, nLast := l.StageCounts(L)
+	stageLayers := float64(nLast)
+	if first {
+		stageLayers = float64(nFirst)
+	}
+	if l.PP == 1 {
+		stageLayers = float64(L)
+	}
 	moeShare := 0.0
 	if fp.MoE != nil && fp.MoE.MoELayers > 0 {
 		moeShare = float64(fp.MoE.MoELayers) / float64(L)
@@ -582,8 +653,8 @@ func (l Layout) validateMemoryOptions() error {
 		return fmt.Errorf("framework %q: want megatron, fsdp or deepspeed", l.Framework)
 	case l.Optimizer != "" && Optimizers[l.Optimizer].Name == "":
 		return fmt.Errorf("optimizer %q: want adamw, adamw-bf16, adam8bit, adafactor or sgd", l.Optimizer)
-	case l.Precision != "" && l.Precision != "bf16" && l.Precision != "fp8" && l.Precision != "mxfp8":
-		return fmt.Errorf("precision recipe %q: want bf16, fp8 or mxfp8", l.Precision)
+	case l.Precision != "" && !slices.Contains(Recipes, l.Precision):
+		return fmt.Errorf("precision recipe %q: want one of %s", l.Precision, strings.Join(Recipes, ", "))
 	case l.OffloadParams && l.Stage() < 3 && l.Framework != FSDP:
 		return fmt.Errorf("parameter offload streams ZeRO-3 shards: it needs zero stage 3 (or fsdp)")
 	case l.OffloadActivations < 0:
@@ -595,4 +666,14 @@ func (l Layout) validateMemoryOptions() error {
 		return err
 	}
 	return nil
+}
+
+// trainableShare is the trainable part of a stage's parameters (FP8 parameters replace the
+// 16-bit copy of trainable linear weights; frozen ones keep theirs).
+func trainableShare(sp stageParams) float64 {
+	all := sp.Trainable + sp.Frozen + sp.Quantized
+	if all <= 0 {
+		return 0
+	}
+	return sp.Trainable / all
 }

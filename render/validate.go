@@ -60,6 +60,24 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		w.printf("\nBy model, chip and layout (median ratio = predicted / measured: below 1, mrep predicts less than was measured):\n\n")
 		table(w, []string{"Model, chip, layout", "Phase", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "llrrrr", gs)
 	}
+	if len(rep.Lanes) > 0 {
+		var ls [][]string
+		for _, g := range rep.Lanes {
+			ls = append(ls, []string{g.Group, fmt.Sprint(g.Rows), fmt.Sprintf("%.3f", g.MedianRatio),
+				fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.WorstAbsErr)})
+		}
+		w.printf("\nTraining by lane (framework, dense or MoE, chip family; each lane's figures are fitted per chip, chips.json efficiency.lanes):\n\n")
+		table(w, []string{"Lane", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", ls)
+	}
+	if len(rep.LeaveOneSourceOut) > 0 {
+		var ls [][]string
+		for _, s := range rep.LeaveOneSourceOut {
+			ls = append(ls, []string{s.Source, fmt.Sprint(s.Rows), fmt.Sprintf("%.1f%%", 100*s.InSample),
+				fmt.Sprintf("%.1f%%", 100*s.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*s.WorstAbsErr)})
+		}
+		w.printf("\nLeave one source out (the lanes refitted without the source's rows, then its rows predicted; a chip left without rows takes its sibling's lane):\n\n")
+		table(w, []string{"Source held out", "Rows", "In-sample median", "Held-out median", "Held-out worst"}, "lrrrr", ls)
+	}
 	if len(skipped) > 0 {
 		w.printf("\nNot expressible yet (%d rows; they count once those features land):\n\n", len(skipped))
 		reasons := map[string]int{}
@@ -130,4 +148,29 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// WriteLaneFits renders `mrep calibrate --lanes`: each lane's fitted figures with its fit set
+// and errors, then the leave-one-source-out errors.
+func WriteLaneFits(out io.Writer, fits []calib.LaneFit, loo []calib.SourceError) error {
+	w := &errWriter{w: out}
+	w.printf("# Training lanes fitted\n\n")
+	var rows [][]string
+	for _, f := range fits {
+		var ps []string
+		for _, k := range sortedKeys(f.Params) {
+			ps = append(ps, fmt.Sprintf("%s %.4g", k, f.Params[k]))
+		}
+		rows = append(rows, []string{f.Lane.String(), fmt.Sprint(f.Rows), strings.Join(ps, ", "), fmt.Sprintf("%.1f%%", 100*f.Before),
+			fmt.Sprintf("%.1f%%", 100*f.After), strings.Join(f.Sources, "; ")})
+	}
+	table(w, []string{"Lane", "Rows", "Fitted", "Median abs error before", "After", "Fit set"}, "lrlrrl", rows)
+	var ls [][]string
+	for _, s := range loo {
+		ls = append(ls, []string{s.Source, fmt.Sprint(s.Rows), fmt.Sprintf("%.1f%%", 100*s.InSample),
+			fmt.Sprintf("%.1f%%", 100*s.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*s.WorstAbsErr)})
+	}
+	w.printf("\nLeave one source out:\n\n")
+	table(w, []string{"Source held out", "Rows", "In-sample median", "Held-out median", "Held-out worst"}, "lrrrr", ls)
+	return w.err
 }

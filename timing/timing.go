@@ -230,6 +230,12 @@ func (m *Model) idealNet(k kernels.Kernel) float64 {
 
 // PipelineStepOverhead is the fixed cost of one micro-batch step of a pipeline stage beyond
 // its kernels, in seconds (serve's pipelines ask for it).
+// EagerElementwise is the chip's (or lane's) byte multiplier for eager PyTorch elementwise ops.
+func (m *Model) EagerElementwise() float64 { return m.Eff.EagerElementwise }
+
+// MoESync is the seconds each MoE layer's pass waits on the host (dropless token counts).
+func (m *Model) MoESync() float64 { return m.Eff.MoESyncUs * 1e-6 }
+
 func (m *Model) PipelineStepOverhead() float64 { return m.Eff.PPStepUs * 1e-6 }
 
 // Predict times a step: kernels run one after another on the GPU (a kernel overlaps its own

@@ -24,12 +24,16 @@ func calibrateCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "from", Usage: "use the training steps measured by the exporter's hook in these runs (MODEL, MODEL@LABEL; repeatable) as the measured rows"},
 			&cli.StringFlag{Name: "chip", Usage: "with --from: the chip the runs ran on (default: the one each run's device names)"},
 			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac"},
+			&cli.BoolFlag{Name: "lanes", Usage: "fit the training lanes (each framework's figures per chip: GEMM fraction per precision, grouped GEMM, MoE host sync; attention and eager elementwise for fsdp) to the training rows, the shipped calibration set unless a rows file is given"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
 			path := c.Args().First()
 			var ps []calib.Prepared
 			var err error
+			if c.Bool("lanes") {
+				return calibrateLanes(c, path)
+			}
 			switch {
 			case len(c.StringSlice("from")) > 0 && path != "":
 				return cli.Exit("calibrate: give a rows file or --from runs, not both", exitUsage)
@@ -137,4 +141,27 @@ func measuredRunRows(c *cli.Context) ([]calib.Prepared, error) {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
 	return ps, nil
+}
+
+// calibrateLanes fits the training lanes and prints them, with each source held out in turn.
+func calibrateLanes(c *cli.Context, path string) error {
+	ps, err := preparedRows(c, path)
+	if err != nil {
+		return err
+	}
+	fits, err := calib.FitLanes(ps)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	loo, err := calib.LeaveOneSourceOut(ps)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, struct {
+			Lanes             []calib.LaneFit     `json:"lanes"`
+			LeaveOneSourceOut []calib.SourceError `json:"leave_one_source_out"`
+		}{fits, loo})
+	}
+	return render.WriteLaneFits(c.App.Writer, fits, loo)
 }

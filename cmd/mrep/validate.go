@@ -36,8 +36,12 @@ func bundledModels(ctx context.Context, dbPath string, sets configSets) calib.Mo
 	}
 }
 
-// extendedRows stands for the shipped out-of-sample set where a rows path is expected.
-const extendedRows = "\x00extended"
+// extendedRows and heldoutRows stand for the shipped out-of-sample sets where a rows path is
+// expected.
+const (
+	extendedRows = "\x00extended"
+	heldoutRows  = "\x00heldout"
+)
 
 func readRows(path string) ([]calib.Row, error) {
 	switch path {
@@ -45,6 +49,8 @@ func readRows(path string) ([]calib.Row, error) {
 		return calib.Default(), nil
 	case extendedRows:
 		return calib.Extended(), nil
+	case heldoutRows:
+		return calib.HeldOutTraining(), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,7 +73,7 @@ func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
 	}
 	ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db"), runSets(c)))
 	if err != nil {
-		if path != "" && path != extendedRows {
+		if path != "" && path != extendedRows && path != heldoutRows {
 			return nil, cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
 		}
 		return nil, cli.Exit(err.Error(), exitFailure)
@@ -82,10 +88,18 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "[ROWS.json|ROWS.csv]",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "extended", Usage: "the out-of-sample serving rows shipped with mrep (other chips, models, MoE and TP sizes; nothing was fitted to them) instead of the calibration set"},
+			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
+			&cli.BoolFlag{Name: "no-loo", Usage: "skip the leave-one-source-out refits of the training lanes"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
 			path := c.Args().First()
+			if c.Bool("heldout") {
+				if path != "" || c.Bool("extended") {
+					return cli.Exit("validate: give a rows file, --extended or --heldout, one of them", exitUsage)
+				}
+				path = heldoutRows
+			}
 			if c.Bool("extended") {
 				if path != "" {
 					return cli.Exit("validate: give a rows file or --extended, not both", exitUsage)
@@ -99,6 +113,11 @@ func validateCommand() *cli.Command {
 			rep, err := calib.Validate(ps, nil)
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
+			}
+			if len(rep.Lanes) > 0 && !c.Bool("no-loo") {
+				if rep.LeaveOneSourceOut, err = calib.LeaveOneSourceOut(ps); err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
 			}
 			if c.Bool("json") {
 				return writeJSON(c.App.Writer, rep)

@@ -24,12 +24,40 @@ func TestValidateJSON(t *testing.T) {
 			MedianAbsErr float64 `json:"median_abs_err"`
 			WorstAbsErr  float64 `json:"worst_abs_err"`
 		} `json:"summary"`
+		Lanes []struct {
+			Group string `json:"group"`
+			Rows  int    `json:"rows"`
+		} `json:"lanes"`
+		LOO []struct {
+			Source       string  `json:"source"`
+			Rows         int     `json:"rows"`
+			MedianAbsErr float64 `json:"median_abs_err"`
+		} `json:"leave_one_source_out"`
 	}
 	if err := json.Unmarshal([]byte(mustRun(t, db, "validate", "--json")), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 40 {
-		t.Errorf("%d rows, want the 40 of the calibration set", len(rep.Rows))
+	// measured.json's 40, Megatron-Bridge 25.11's 32 pre-training rows, torchtitan's 18
+	if len(rep.Rows) != 90 {
+		t.Errorf("%d rows, want the 90 of the calibration set", len(rep.Rows))
+	}
+	lanes := 0
+	for _, l := range rep.Lanes {
+		lanes += l.Rows
+	}
+	if lanes != 62 || len(rep.Lanes) != 7 {
+		t.Errorf("lanes %+v: want the 62 training rows in 7 lanes", rep.Lanes)
+	}
+	// one held-out fit per source: Megatron-Bridge's four system tables, the NeMo 70B rows, torchtitan
+	loo := map[string]int{}
+	for _, s := range rep.LOO {
+		loo[s.Source] = s.Rows
+		if !(s.MedianAbsErr > 0) {
+			t.Errorf("source %s held out: median %g", s.Source, s.MedianAbsErr)
+		}
+	}
+	if len(loo) != 6 || loo["torchtitan llama3_h100_202412"] != 18 || loo["Megatron-Bridge 25.11 DGX-GB300"] != 9 {
+		t.Errorf("leave-one-source-out: %v", loo)
 	}
 	for _, ph := range []string{"ttft", "static_throughput"} {
 		s := rep.Summary[ph]

@@ -1,0 +1,311 @@
+package calib
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/layout"
+)
+
+// Training lanes: a framework's figures on a chip (chips.Efficiency.Lanes), fitted to the
+// training rows of that framework and chip. A lane fits few, physical figures: the achieved GEMM
+// fraction of each precision its rows use (Transformer Engine's or torch's GEMMs in training,
+// not an inference engine's), the grouped GEMM share and the dropless MoE host sync where it
+// trains MoE models, and for eager PyTorch (fsdp) the attention kernels' fraction and the
+// elementwise ops' extra traffic. Never a figure per model or per row.
+
+// LaneKey names a lane on a chip.
+type LaneKey struct{ Framework, Chip string }
+
+func (k LaneKey) String() string { return k.Framework + " on " + k.Chip }
+
+// laneOf is a training row's lane.
+func laneOf(p Prepared) LaneKey {
+	fw := p.Row.Framework
+	if fw == "" {
+		fw = layout.Megatron
+	}
+	return LaneKey{fw, p.Chip.Name}
+}
+
+// LaneFallback are the chips whose lane figures carry to a chip without rows of its own, nearest
+// first: the same silicon in another system, then the same generation.
+var LaneFallback = map[string][]string{
+	"GB300": {"B300", "GB200", "B200"}, "B300": {"GB300", "B200", "GB200"},
+	"GB200": {"B200", "GB300", "B300"}, "B200": {"GB200", "B300", "GB300"},
+	"H100-SXM": {"H100-96GB", "H200"}, "H100-96GB": {"H100-SXM", "H200"}, "H200": {"H100-SXM", "H100-96GB"},
+}
+
+// laneParams are the figures a lane fits, given its rows.
+func laneParams(fw string, rows []Prepared) []Param {
+	var out []Param
+	seen := map[string]bool{}
+	moe := false
+	for _, p := range rows {
+		isMoE := p.train != nil && p.train.m.Fingerprint.MoE != nil
+		// a precision's GEMM fraction is fitted where dense rows pin it; MoE rows fit the
+		// grouped GEMM and the host sync over whatever the dense rows set
+		if d := strings.ToLower(p.Row.DType); !seen[d] && !isMoE {
+			seen[d] = true
+			out = append(out, gemmParam(d))
+		}
+		moe = moe || isMoE
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	f := func(name string, lo, hi float64, ptr func(e *chips.Efficiency) *float64) Param {
+		return Param{Name: name, Lo: lo, Hi: hi, get: func(e *chips.Efficiency) float64 { return *ptr(e) },
+			set: func(e *chips.Efficiency, v float64) { *ptr(e) = v }}
+	}
+	if moe {
+		out = append(out, f("grouped_gemm_frac", 0.2, 1, func(e *chips.Efficiency) *float64 { return &e.GroupedGEMMFrac }),
+			f("moe_sync_us", 0, 20000, func(e *chips.Efficiency) *float64 { return &e.MoESyncUs }))
+	}
+	if fw == layout.FSDP {
+		out = append(out, Param{Name: "attn_frac", Lo: 0.1, Hi: 1,
+			get: func(e *chips.Efficiency) float64 { return e.AttnFrac },
+			// one figure for the kernel generation: the backward keeps its 0.8 ratio (FA2 paper)
+			set: func(e *chips.Efficiency, v float64) { e.AttnFrac, e.AttnBwdFrac = v, 0.8*v }},
+			f("eager_elementwise", 1, 20, func(e *chips.Efficiency) *float64 { return &e.EagerElementwise }))
+	}
+	return out
+}
+
+// LaneFit is one lane's fitted figures and its fit set.
+type LaneFit struct {
+	Lane    LaneKey            `json:"lane"`
+	Rows    int                `json:"rows"`
+	Sources []string           `json:"sources"`
+	Params  map[string]float64 `json:"params"`
+	// Lane holds only the fitted figures, as chips.json's efficiency.lanes keeps them.
+	Figures chips.Efficiency `json:"figures"`
+	Before  float64          `json:"median_abs_err_before"`
+	After   float64          `json:"median_abs_err_after"`
+}
+
+// FitLanes fits every lane the training rows name. Rows that are not training, or not
+// predictable, are ignored.
+func FitLanes(ps []Prepared) ([]LaneFit, error) {
+	groups := map[LaneKey][]Prepared{}
+	var keys []LaneKey
+	for _, p := range ps {
+		if p.Skip != nil || p.train == nil {
+			continue
+		}
+		k := laneOf(p)
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	var out []LaneFit
+	for _, k := range keys {
+		rows := groups[k]
+		params := laneParams(k.Framework, rows)
+		base := rows[0].Chip.Efficiency
+		base.Lanes = nil // fit the lane's figures over the chip's own
+		eff, _, err := fitWith(rows, base, params, AbsLoss)
+		if err != nil {
+			return nil, fmt.Errorf("lane %s: %w", k, err)
+		}
+		lf := LaneFit{Lane: k, Rows: len(rows), Params: map[string]float64{}, Figures: chips.Efficiency{GEMMFrac: map[string]float64{}, Sources: map[string]string{}}}
+		srcs := map[string]bool{}
+		for _, p := range rows {
+			srcs[SourceOf(p.Row)] = true
+		}
+		for s := range srcs {
+			lf.Sources = append(lf.Sources, s)
+		}
+		sort.Strings(lf.Sources)
+		for _, pr := range params {
+			v := pr.get(&eff)
+			lf.Params[pr.Name] = v
+			pr.set(&lf.Figures, v)
+		}
+		lf.Before = medianAbs(rows, rows[0].Chip.Efficiency)
+		lf.After = medianAbs(rows, eff)
+		out = append(out, lf)
+	}
+	return out, nil
+}
+
+func medianAbs(rows []Prepared, eff chips.Efficiency) float64 {
+	var es []float64
+	for _, p := range rows {
+		pred, _, err := p.Predict(eff)
+		if err != nil {
+			continue
+		}
+		es = append(es, math.Abs(pred/p.Row.Measured-1))
+	}
+	sort.Float64s(es)
+	return median(es)
+}
+
+// WithLanes is each chip's efficiency with the fitted lanes set over its own lanes, and the
+// lanes carried to the chips in LaneFallback that have no rows of their own.
+func WithLanes(db map[string]chips.Efficiency, fits []LaneFit) map[string]chips.Efficiency {
+	byKey := map[LaneKey]LaneFit{}
+	for _, f := range fits {
+		byKey[f.Lane] = f
+	}
+	out := map[string]chips.Efficiency{}
+	for name, eff := range db {
+		lanes := map[string]chips.Efficiency{}
+		for k, v := range eff.Lanes {
+			lanes[k] = v
+		}
+		for _, fw := range layout.Frameworks {
+			if f, ok := byKey[LaneKey{fw, name}]; ok {
+				lanes[fw] = f.Figures
+				continue
+			}
+			for _, other := range LaneFallback[name] {
+				if f, ok := byKey[LaneKey{fw, other}]; ok {
+					lanes[fw] = f.Figures
+					break
+				}
+			}
+		}
+		eff.Lanes = lanes
+		out[name] = eff
+	}
+	return out
+}
+
+// SourceOf is the source a row's measurement comes from, at the grain leave-one-source-out
+// holds out: one published table (a release's table per system), one benchmark file.
+func SourceOf(r Row) string {
+	s := r.Source
+	switch {
+	case strings.Contains(s, "Megatron-Bridge"):
+		rel, sys := "", ""
+		if i := strings.Index(s, "("); i >= 0 {
+			f := strings.Fields(s[i+1:])
+			if len(f) > 0 {
+				rel = f[0]
+			}
+			for _, w := range f {
+				if strings.HasPrefix(w, "DGX-") {
+					sys = w
+				}
+			}
+		}
+		return "Megatron-Bridge " + rel + " " + sys
+	case strings.Contains(s, "torchtitan"):
+		return "torchtitan llama3_h100_202412"
+	case strings.Contains(s, "dgxc-benchmarking"):
+		return "dgxc-benchmarking llama3.1 70B"
+	}
+	if i := strings.Index(s, " @"); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// SourceError is one source's rows predicted by lanes fitted without them.
+type SourceError struct {
+	Source       string  `json:"source"`
+	Rows         int     `json:"rows"`
+	MedianAbsErr float64 `json:"median_abs_err"`
+	WorstAbsErr  float64 `json:"worst_abs_err"`
+	// InSample is the same rows' median |error| with every source fitted.
+	InSample float64 `json:"in_sample_median_abs_err"`
+}
+
+// LeaveOneSourceOut fits the lanes on every training source but one and predicts the one left
+// out, for each source: the error a new table of runs should expect.
+func LeaveOneSourceOut(ps []Prepared) ([]SourceError, error) {
+	bySrc := map[string][]int{}
+	var srcs []string
+	for i, p := range ps {
+		if p.Skip != nil || p.train == nil {
+			continue
+		}
+		s := SourceOf(p.Row)
+		if bySrc[s] == nil {
+			srcs = append(srcs, s)
+		}
+		bySrc[s] = append(bySrc[s], i)
+	}
+	sort.Strings(srcs)
+	all, err := FitLanes(ps)
+	if err != nil {
+		return nil, err
+	}
+	var out []SourceError
+	for _, s := range srcs {
+		var rest []Prepared
+		held := map[int]bool{}
+		for _, i := range bySrc[s] {
+			held[i] = true
+		}
+		for i, p := range ps {
+			if !held[i] {
+				rest = append(rest, p)
+			}
+		}
+		fits, err := FitLanes(rest)
+		if err != nil {
+			return nil, err
+		}
+		se := SourceError{Source: s, Rows: len(bySrc[s])}
+		var es, in []float64
+		for _, i := range bySrc[s] {
+			p := ps[i]
+			e, err := laneEff(p, fits)
+			if err != nil {
+				return nil, err
+			}
+			pred, _, err := p.Predict(e)
+			if err != nil {
+				return nil, fmt.Errorf("row %s: %w", p.Row.ID, err)
+			}
+			es = append(es, math.Abs(pred/p.Row.Measured-1))
+			e, _ = laneEff(p, all)
+			if pred, _, err = p.Predict(e); err == nil {
+				in = append(in, math.Abs(pred/p.Row.Measured-1))
+			}
+		}
+		sort.Float64s(es)
+		sort.Float64s(in)
+		se.MedianAbsErr, se.WorstAbsErr, se.InSample = median(es), es[len(es)-1], median(in)
+		out = append(out, se)
+	}
+	return out, nil
+}
+
+// laneEff is the row's chip efficiency with the fitted lanes (or those carried from a sibling).
+func laneEff(p Prepared, fits []LaneFit) (chips.Efficiency, error) {
+	e := WithLanes(map[string]chips.Efficiency{p.Chip.Name: p.Chip.Efficiency}, fits)
+	return e[p.Chip.Name], nil
+}
+
+// LaneName is the lane a training row reports under: framework x dense/MoE x chip family.
+func LaneName(p Prepared) string {
+	fw := p.Row.Framework
+	if fw == "" {
+		fw = layout.Megatron
+	}
+	kind := "dense"
+	if p.train != nil && p.train.m.Fingerprint.MoE != nil {
+		kind = "MoE"
+	}
+	return fmt.Sprintf("%s %s %s", fw, kind, ChipFamily(p.Chip.Name))
+}
+
+// ChipFamily groups chips of one generation: Hopper, Blackwell, Blackwell Ultra.
+func ChipFamily(chip string) string {
+	switch {
+	case strings.HasPrefix(chip, "H100"), strings.HasPrefix(chip, "H200"), strings.HasPrefix(chip, "H800"):
+		return "Hopper"
+	case strings.HasPrefix(chip, "GB300"), strings.HasPrefix(chip, "B300"):
+		return "Blackwell Ultra"
+	case strings.HasPrefix(chip, "GB200"), strings.HasPrefix(chip, "B200"):
+		return "Blackwell"
+	}
+	return chip
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Transcribe NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md into mrep rows.
+
+Every row of every pre-training table becomes one row per precision (a cell "FP8-CS (FP8-MX)"
+with "37556 (36108)" is two runs). The 25.11 NeMo Container section is the fit set
+(calib/training.json); the other releases are held out (calib/heldout_training.json), never fitted.
+Rows of models without a bundled dump are listed in the file's "about", not dropped silently.
+
+Usage: git -C MIRROR show COMMIT:docs/performance-summary-archive.md > archive.md
+       python3 calib/sources/megatron_bridge_tables.py archive.md COMMIT
+"""
+import json
+import re
+import sys
+
+MODELS = {  # the tables' names -> bundled dumps (examples/dumps); Llama 3 and 3.1 share the architecture
+    "LLAMA3_8B": "Llama-3.1-8B", "LLAMA3_70B": "Llama-3.1-70B-Instruct", "LLAMA3.1_405B": "Llama-3.1-405B",
+    "DeepSeekV3": "DeepSeek-V3", "GPT OSS 120B": "gpt-oss-120b", "Qwen3_30B_a3B": "Qwen3-30B-A3B",
+    "Qwen3_235B_a22B": "Qwen3-235B-A22B",
+}
+MOE = {"DeepSeekV3", "GPT OSS 120B", "Qwen3_30B_a3B", "Qwen3_235B_a22B"}
+SYSTEMS = {"DGX-GB300": "GB300", "DGX-GB200": "GB200", "DGX-B300": "B300", "DGX-B200": "B200", "DGX-H100": "H100-SXM"}
+# precision -> (dtype whose peak the GEMMs run at, recipe)
+PRECISIONS = {"BF16": ("bf16", ""), "FP8-CS": ("fp8", "fp8-cs"), "FP8-DS": ("fp8", "fp8-ds"),
+              "FP8-MX": ("fp8", "mxfp8"), "MXFP8": ("fp8", "mxfp8"), "NVFP4": ("fp4", "nvfp4"), "FP8": ("fp8", "fp8-cs")}
+
+
+# How each 25.11 run was set up beyond the table's columns, from the performance recipes of the
+# r0.2.0 release branch (scripts/performance/configs, tags v0.2.0 7af9601c / v0.2.1 1c43b392) and
+# the branch gaod/r0.2.0_test 4a82e165 where the tables' layouts match it. Keys: (model, system);
+# values apply to every precision of the row. Unknowns are left at Megatron's defaults.
+SETTINGS = {
+    ("LLAMA3_8B", "DGX-H100"): {"recompute": "full", "recompute_layers": 5},  # LLAMA3_8B_H100_FP8_CS_BASE_CONFIG
+    ("LLAMA3_70B", "DGX-GB300"): {"offload_activations": 20},  # Megatron FSDP, cpu_offloading_num_layers=20, no recompute
+    ("LLAMA3_70B", "DGX-GB200"): {"offload_activations": 40},
+    ("DeepSeekV3", "DGX-GB300"): {"recompute": "selective:mlp,act", "dispatcher": "hybridep"},  # recompute_modules mlp, moe_act
+    ("DeepSeekV3", "DGX-GB200"): {"dispatcher": "hybridep"},  # mla_up_proj recompute (not modelled: the up-projections only)
+    ("GPT OSS 120B", "DGX-B200"): {"recompute": "selective:layernorm,act"},
+    ("GPT OSS 120B", "DGX-H100"): {"recompute": "selective:layernorm,act"},
+    ("GPT OSS 120B", "DGX-GB200"): {"dispatcher": "hybridep"},
+    ("Qwen3_30B_a3B", "DGX-GB300"): {"dispatcher": "hybridep"},
+    ("Qwen3_30B_a3B", "DGX-GB200"): {"dispatcher": "hybridep"},
+    ("Qwen3_30B_a3B", "DGX-H100"): {"a2a_overlap": "1f1b"},  # moe_a2a_overlap=True, delay_wgrad_compute
+    ("Qwen3_235B_a22B", "DGX-GB300"): {"dispatcher": "hybridep", "pipeline_account": True},
+    ("Qwen3_235B_a22B", "DGX-GB200"): {"dispatcher": "hybridep", "pipeline_account": True},
+    ("Qwen3_235B_a22B", "DGX-B200"): {"pipeline_account": True},
+    ("Qwen3_235B_a22B", "DGX-H100"): {"pipeline_account": True},
+}
+
+
+def alts(cell):
+    """'a (b)' -> ['a', 'b']"""
+    m = re.match(r"^\s*([^()]+?)\s*(?:\(\s*([^()]+?)\s*\))?\s*$", cell)
+    if not m:
+        raise ValueError(f"cell {cell!r}")
+    return [m.group(1)] + ([m.group(2)] if m.group(2) else [])
+
+
+def num(s):
+    s = s.strip()
+    return None if s.lower() in ("n/a", "-", "") else int(s.replace(",", ""))
+
+
+def main(path, commit):
+    text = open(path).read().splitlines()
+    release = system = model_hdr = None
+    fit, held, skipped = [], [], {}
+    header = None
+    for i, line in enumerate(text):
+        if m := re.match(r"^## (\S+) NeMo Container", line):
+            release, system, model_hdr = m.group(1), None, None
+            continue
+        if m := re.match(r"^#### System: (\S+)", line):
+            system, model_hdr = m.group(1), None
+            continue
+        if m := re.match(r"^#### Model: (.+)$", line):
+            model_hdr, system = m.group(1).strip(), None
+            continue
+        if re.match(r"^### ", line):
+            section = line[4:].strip()
+            header = None
+            if not section.startswith("Pre-Training"):
+                release_pre = False
+            else:
+                release_pre = True
+            continue
+        if not line.startswith("|") or release is None:
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] in ("Model", "System") or cells[0].startswith("--") or set(cells[0]) <= set("-: "):
+            if cells[0] in ("Model", "System"):
+                header = [c.lower() for c in cells]
+            continue
+        if not release_pre or header is None:
+            continue
+        cells = [re.sub(r"\[\^[^\]]*\]", "", c).strip() for c in cells]  # footnote marks
+        row = dict(zip(header, cells))
+        if "precision" not in row:
+            # 25.09's tables give no precision column and put alternative layouts in
+            # parentheses in every column: the run's recipe cannot be read, so it is not a row
+            skipped.setdefault(f"{release} tables without a precision column", []).append(f"line {i+1}")
+            continue
+        name = row.get("model", model_hdr or "")
+        sysname = row.get("system", system or "")
+        mtp = 1 if "w/ MTP" in name else 0
+        base = re.sub(r"\s*\(w/o? MTP\)\s*", "", name).strip()
+        chip = SYSTEMS.get(sysname.strip())
+        precs, toks = alts(row["precision"]), alts(row["tokens / sec / gpu"])
+        if len(toks) != len(precs):
+            raise SystemExit(f"line {i+1}: {len(precs)} precisions but {len(toks)} throughputs")
+        for p, t in zip(precs, toks):
+            dtype, recipe = PRECISIONS[p.strip()]
+            if sysname.strip() == "DGX-H100" and p.strip() == "FP8-MX":
+                recipe = "fp8-blockwise"  # the tables' footnote: 128x128 weights, 1x128 activations on H100
+            fsdp = num(row.get("fsdp", "0")) or 0
+            r = {
+                "id": f"MB{release}-{base.replace(' ', '_')}{'-mtp' if mtp else ''}-{sysname.replace('DGX-', '').lower()}-{num(row['#-gpus'])}gpu-{p.strip().lower()}",
+                "kind": "train_throughput",
+                "source": f"NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @{commit} ({release} NeMo Container, pre-training, {sysname} {model_hdr or ''} table line {i+1})".replace("  ", " "),
+                "model": MODELS.get(base, base), "chip": chip or sysname, "dtype": dtype,
+                "gpus": num(row["#-gpus"]), "tp": num(row["tp"]), "pp": num(row["pp"]), "cp": num(row["cp"]),
+                "vp": num(row["vp"]) or None, "ep": num(row["ep"]), "seq": num(row["sequence length"]),
+                "gbs": num(row["gbs"]), "mbs": num(row["mbs"]), "framework": "megatron",
+                "measured": float(t.replace(",", "")), "unit": "tok/s/gpu",
+            }
+            if recipe:
+                r["recipe"] = recipe
+            if fsdp:
+                r["zero"] = 3
+            if mtp:
+                r["mtp"] = 1
+            if "etp" in row and num(row["etp"]):
+                r["etp"] = num(row["etp"])
+            elif base in MOE:
+                r["etp"] = 1  # the performance recipes set expert_tensor_parallel_size=1 for every MoE model
+            if release == "25.11":
+                r.update(SETTINGS.get((base, sysname.strip()), {}))
+                if recipe in ("fp8-cs", "mxfp8"):
+                    r["fp8_param_gather"] = True  # the FP8-CS and MXFP8 perf configs gather parameters in FP8
+                if base in ("GPT OSS 120B", "Qwen3_30B_a3B", "Qwen3_235B_a22B"):
+                    r["bf16_grads"] = True  # their perf common configs set grad_reduce_in_fp32=False
+            ga = num(row.get("ga", "")) if "ga" in row else None
+            r["note"] = f"{p.strip()}; GA {ga}; Model TFLOP/s/GPU as published: {alts(row['model tflop / sec / gpu'])[precs.index(p)]}" + (
+                "; Megatron FSDP (sharding over #GPUs / (TP x PP))" if fsdp else "")
+            r = {k: v for k, v in r.items() if v is not None}
+            if base not in MODELS or chip is None:
+                skipped.setdefault(f"{base} on {sysname}", []).append(r["id"])
+                continue
+            (fit if release == "25.11" else held).append(r)
+    return fit, held, skipped
+
+
+if __name__ == "__main__":
+    path, commit = sys.argv[1], sys.argv[2]
+    fit, held, skipped = main(path, commit)
+    src = f"NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @{commit}"
+    json.dump({"about": f"Every pre-training row of the 25.11 NeMo Container tables of {src} (one row per precision where a cell gives two): "
+               "Megatron-Core on DGX-H100, B200, GB200 and GB300, dense Llama 3 and MoE (DeepSeek-V3, GPT-OSS-120B, Qwen3-30B-A3B, "
+               "Qwen3-235B-A22B). The fit set of the training lanes (issue 20). Tokens/s/GPU as published; MoE runs force-balance the "
+               "routed tokens and are dropless (the tables' footnote). Transcribed by calib/sources/megatron_bridge_tables.py.",
+               "rows": fit}, open("calib/training.json", "w"), indent=1)
+    json.dump({"about": f"Held out, never fitted: the pre-training rows of every other release's tables in {src} with a bundled model "
+               f"({sorted(set(r['model'] for r in held))}). Rows of models mrep does not bundle are not here: {json.dumps(skipped)}. "
+               "Transcribed by calib/sources/megatron_bridge_tables.py.", "rows": held}, open("calib/heldout_training.json", "w"), indent=1)
+    print(len(fit), "fit rows;", len(held), "held-out rows;", sum(len(v) for v in skipped.values()), "skipped", file=sys.stderr)

@@ -1,0 +1,166 @@
+package layout
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/kernels"
+)
+
+// MoE training's expert all-to-all, as the frameworks run it.
+//
+// Volume: every MoE layer dispatches each of this GPU's tokens to its top-k experts and combines
+// the results back, in the forward and again (their gradients) in the backward: four all-to-alls
+// of tokens x top-k x hidden elements per MoE layer and micro-batch. Dropless routing sends every
+// assignment; force-balanced benchmarks (Megatron-Bridge's tables) spread them evenly, and
+// Imbalance scales the busiest rank's share above the mean.
+//
+// Placement: Megatron orders expert ranks tp(etp)-ep-dp-pp, so an EP group spans EP x ETP
+// consecutive GPUs. Peers inside the scale-up domain (an HGX node of 8, an NVL72 rack) are
+// reached over NVLink, the others over the scale-out network; the two run concurrently and the
+// slower bounds the collective.
+//
+// Dispatchers: alltoall (Megatron's NCCL all-to-all) sends each assignment to its expert's
+// rank; deepep (DeepSeek's DeepEP kernels, Megatron's flex dispatcher) sends a token once per
+// destination node and forwards it over NVLink inside the node, and dispatches in FP8 under an
+// FP8 recipe (the DeepSeek-V3 report, section 3.2.2).
+//
+// Overlap (A2AOverlap): none (the all-to-all sits between the router and the experts, exposed);
+// 1f1b (Megatron's --overlap-moe-expert-parallel-comm: in the steady state one micro-batch's
+// forward runs beside another's backward, so each direction's all-to-all hides behind the other's
+// compute); dualpipe (DeepSeek-V3's bidirectional schedule: the same forward/backward pairing
+// from both pipeline ends, bubble (PP/2 - 1)(F&B + B - 3W), two copies of the stage's parameters
+// and PP + 1 micro-batches of activations in flight; DeepSeek-V3 report, section 3.2.1, Table 2).
+
+// Dispatchers and overlap modes.
+const (
+	DispatchAllToAll = "alltoall"
+	DispatchDeepEP   = "deepep"
+	// DispatchHybridEP is NVIDIA's HybridEP (Megatron's flex dispatcher on GB200/GB300): DeepEP's
+	// node-deduplicated exchange with the NVLink domain (72 GPUs in an NVL72) as the node.
+	DispatchHybridEP = "hybridep"
+	OverlapNone      = "none"
+	Overlap1F1B      = "1f1b"
+	OverlapDualPipe  = "dualpipe"
+)
+
+func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
+	switch {
+	case l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll && l.Dispatcher != DispatchDeepEP && l.Dispatcher != DispatchHybridEP:
+		return fmt.Errorf("dispatcher %q: want alltoall, deepep or hybridep", l.Dispatcher)
+	case l.A2AOverlap != "" && l.A2AOverlap != OverlapNone && l.A2AOverlap != Overlap1F1B && l.A2AOverlap != OverlapDualPipe:
+		return fmt.Errorf("a2a overlap %q: want none, 1f1b or dualpipe", l.A2AOverlap)
+	case l.A2AOverlap == OverlapDualPipe && (l.PP < 2 || l.PP%2 != 0 || l.VP > 1):
+		return fmt.Errorf("dualpipe runs an even number of pipeline stages (pp %d) from both ends, without virtual stages (vp %d)", l.PP, l.VP)
+	case l.A2AOverlap == OverlapDualPipe && l.GA()%2 != 0:
+		return fmt.Errorf("dualpipe feeds micro-batches from both ends: gradient accumulation %d must be even", l.GA())
+	case l.Imbalance != 0 && (l.Imbalance < 1 || l.Imbalance > 64):
+		return fmt.Errorf("moe imbalance %g: want the busiest rank's tokens over the mean, 1 to 64", l.Imbalance)
+	}
+	return nil
+}
+
+func (l Layout) imbalance() float64 {
+	if l.Imbalance >= 1 {
+		return l.Imbalance
+	}
+	return MoEImbalance
+}
+
+// A2A is one micro-batch's expert all-to-all on one GPU of a stage.
+type A2A struct {
+	// BytesPerLayer is what this GPU sends per MoE layer and micro-batch: dispatch and combine,
+	// forward and backward.
+	BytesPerLayer float64 `json:"bytes_per_layer"`
+	// ScaleOutShare is the part of it that leaves the scale-up domain.
+	ScaleOutShare float64 `json:"scale_out_share"`
+	// Time is the stage's all-to-all time per micro-batch; Exposed what compute does not hide.
+	Time    float64 `json:"time"`
+	Exposed float64 `json:"exposed"`
+}
+
+// a2aTime is the stage's all-to-all per micro-batch: k is the analyzer's ep_all_to_all kernel
+// (four per MoE layer and micro-batch over the whole model), moeLayers the stage's MoE layers.
+func (tr *Trainer) a2aTime(l Layout, k kernels.Kernel, moeLayers float64, p kernels.Predictor) A2A {
+	fp := tr.m.Fingerprint
+	var a A2A
+	if l.EP <= 1 || fp.MoE == nil || k.Count == 0 {
+		return a
+	}
+	ep := float64(l.EP)
+	domain := float64(max(tr.domain, 1))
+	// EP peers inside this GPU's scale-up domain (the group spans EP x ETP consecutive ranks)
+	intra := math.Min(ep, math.Max(1, math.Floor(domain/float64(l.etp()))))
+	msg := k.Message * l.imbalance() // the full tensor of one all-to-all: tokens x top-k x hidden
+	fwdScale := 1.0
+	dedup := l.Dispatcher == DispatchDeepEP || l.Dispatcher == DispatchHybridEP
+	if dedup && l.lowPrecision() {
+		fwdScale = (1 + 1.0/128) / math.Max(tr.s.ActBytes, 2) // FP8 dispatch with 1x128 scales
+	}
+	// of the four all-to-alls per layer (dispatch and combine, forward and backward) the forward
+	// dispatch may travel in FP8
+	perLayer := msg * (3 + fwdScale)
+	up := perLayer * (intra - 1) / ep
+	out := perLayer * (ep - intra) / ep
+	if dedup && ep > intra {
+		// a token crosses to each destination node once: of N nodes the top-k experts
+		// (uniformly spread) touch N(1 - (1 - 1/N)^k) on average, then NVLink fans it out
+		nodes := ep / intra
+		topk := float64(fp.MoE.TopK)
+		touched := nodes * (1 - math.Pow(1-1/nodes, topk))
+		remote := touched * (nodes - 1) / nodes // of them, other nodes
+		out = perLayer / topk * remote
+		up = perLayer * (intra - 1) / ep
+	}
+	a.BytesPerLayer = up + out
+	if a.BytesPerLayer > 0 {
+		a.ScaleOutShare = out / a.BytesPerLayer
+	}
+	// time both tiers as the predictor's collectives (its link efficiency and latency), as a
+	// point-to-point volume each; they run concurrently
+	t := func(bytes float64, tier kernels.Tier) float64 {
+		if bytes <= 0 {
+			return 0
+		}
+		return p.Predict([]kernels.Kernel{{Name: "ep_all_to_all", Category: "network", Kind: kernels.Collective, Coll: kernels.P2P,
+			Count: 4, Ranks: 2, Message: bytes / 4, Tier: tier, Exposed: 1}}).TEst
+	}
+	a.Time = moeLayers * math.Max(t(up, kernels.ScaleUp), t(out, kernels.ScaleOut))
+	return a
+}
+
+// lowPrecision says whether the recipe runs the GEMMs below 16 bits.
+func (l Layout) lowPrecision() bool {
+	switch l.precision() {
+	case "bf16", "fp16":
+		return false
+	}
+	return true
+}
+
+// overlapA2A is the exposed all-to-all of one micro-batch given the stage's compute: under 1f1b
+// and dualpipe the all-to-all of one micro-batch runs beside another's computation.
+func (l Layout) overlapA2A(a2a, compute float64) float64 {
+	switch l.A2AOverlap {
+	case Overlap1F1B, OverlapDualPipe:
+		return math.Max(0, a2a-compute)
+	}
+	return a2a
+}
+
+// DualPipeBubble is the DeepSeek-V3 report's DualPipe bubble, (PP/2 - 1)(F&B + B - 3W): F the
+// forward of a chunk, B its input backward, W its weight backward, F&B a forward and backward
+// pair run together (the longer of the two plus what does not overlap).
+func DualPipeBubble(pp int64, f, b, w, fb float64) float64 {
+	if pp < 2 {
+		return 0
+	}
+	return math.Max(0, float64(pp/2-1)*(fb+b-3*w))
+}
+
+// OneFOneBBubble is 1F1B's bubble, (PP - 1)(F + B) over VP virtual stages (Narayanan et al.
+// 2021; the DeepSeek-V3 report's Table 2 writes B for the whole backward).
+func OneFOneBBubble(pp, vp int64, microbatch float64) float64 {
+	return float64(pp-1) / float64(max(vp, 1)) * microbatch
+}

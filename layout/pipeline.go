@@ -1,0 +1,100 @@
+package layout
+
+import "fmt"
+
+// Pipeline accounting as Megatron-Core splits a model into PP x VP chunks:
+//
+//   - even (the default): each chunk holds layers / (PP·VP) decoder layers (the fullest holds the
+//     ceiling when they do not divide), the embedding rides on the first chunk and the LM head and
+//     loss on the last;
+//   - --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split: the
+//     embedding and the loss count as one layer each, so (layers + 2) / (PP·VP) per chunk, and
+//     the first and last stages hold one decoder layer fewer (Llama-3.1-405B's 126 layers as
+//     PP16 x VP8: 128 units, one per chunk);
+//   - --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (uneven first and
+//     last stages): the rest split evenly over the middle stages.
+//
+// Megatron-LM megatron/core/transformer/transformer_block.py (get_num_layers_to_build) and
+// megatron/training/arguments.py define these; mrep follows their arithmetic.
+
+// StageCounts are the decoder layers the first, a middle and the last pipeline stage hold (all
+// VP chunks of the stage together).
+func (l Layout) StageCounts(layers int64) (first, mid, last int64) {
+	chunks := max(l.PP*l.VP, 1)
+	switch {
+	case l.FirstStageLayers > 0 || l.LastStageLayers > 0:
+		f, la := l.FirstStageLayers, l.LastStageLayers
+		inner := l.PP - boolInt(f > 0) - boolInt(la > 0)
+		rest := layers - f - la
+		per := int64(0)
+		if inner > 0 {
+			per = (rest + inner - 1) / inner
+		}
+		if f == 0 {
+			f = per
+		}
+		if la == 0 {
+			la = per
+		}
+		if l.PP == 1 {
+			return layers, layers, layers
+		}
+		return f, per, la
+	case l.EmbeddingInPipe || l.LossInPipe:
+		units := layers + boolInt(l.EmbeddingInPipe) + boolInt(l.LossInPipe)
+		perStage := (units + chunks - 1) / chunks * l.VP
+		first, mid, last = perStage, perStage, perStage
+		if l.EmbeddingInPipe {
+			first--
+		}
+		if l.LossInPipe {
+			last--
+		}
+		if l.PP == 1 {
+			first = perStage - boolInt(l.EmbeddingInPipe) - boolInt(l.LossInPipe)
+			return first, first, first
+		}
+		return first, mid, last
+	}
+	per := (layers + chunks - 1) / chunks * l.VP
+	return per, per, per
+}
+
+// StageLayers is how many decoder layers the fullest pipeline stage holds: stages need not
+// divide the layers evenly (Llama 3 405B ran 126 layers on 16 stages).
+func (l Layout) StageLayers(layers int64) int64 {
+	f, m, la := l.StageCounts(layers)
+	return max(f, m, la)
+}
+
+// validatePipeline checks the split Megatron would accept.
+func (l Layout) validatePipeline(layers int64) error {
+	units := layers + boolInt(l.EmbeddingInPipe) + boolInt(l.LossInPipe)
+	switch {
+	case l.FirstStageLayers < 0 || l.LastStageLayers < 0:
+		return fmt.Errorf("first and last stage layers must be >= 0 (got %d, %d)", l.FirstStageLayers, l.LastStageLayers)
+	case (l.FirstStageLayers > 0 || l.LastStageLayers > 0) && (l.EmbeddingInPipe || l.LossInPipe):
+		return fmt.Errorf("uneven first/last stages and accounting the embedding or loss as layers are Megatron alternatives: give one")
+	case (l.FirstStageLayers > 0 || l.LastStageLayers > 0) && l.PP < 2:
+		return fmt.Errorf("first/last stage layers need pp >= 2")
+	case l.FirstStageLayers+l.LastStageLayers > layers:
+		return fmt.Errorf("first %d + last %d stage layers exceed the %d layers", l.FirstStageLayers, l.LastStageLayers, layers)
+	case l.PP*l.VP > units:
+		what := ""
+		if units > layers {
+			what = fmt.Sprintf(" (+%d for the embedding and loss counted as layers)", units-layers)
+		}
+		return fmt.Errorf("pp %d x vp %d stages exceed the %d layers%s", l.PP, l.VP, layers, what)
+	}
+	if f, m, la := l.StageCounts(layers); f < 0 || m < 0 || la < 0 {
+		return fmt.Errorf("pp %d x vp %d leaves a stage without layers", l.PP, l.VP)
+	}
+	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
