@@ -488,6 +488,26 @@ func (tr *Trainer) eager(l Layout) float64 {
 	return 1
 }
 
+// ShardTraffic is what one GPU sends per decoder layer in the sharded data-parallel collectives
+// of one micro-batch under ZeRO-3/FSDP: the layer's 16-bit weights all-gathered from the shard
+// group and its gradients reduce-scattered to it, each (n-1)/n of the layer's bytes.
+func ShardTraffic(m *analyzer.Model, l Layout) (allGather, reduceScatter float64) {
+	n := l.ShardGroup()
+	if n <= 1 {
+		return 0, 0
+	}
+	sum := summarize(m)
+	L := float64(max(m.Fingerprint.Layers, 1))
+	var layer, trainable float64
+	for e, div := range [2]float64{float64(l.TP), float64(l.EP * l.etp())} {
+		g := sum.layers[e]
+		layer += (g.trainable + g.frozen + g.quantized) / div / L
+		trainable += g.trainable / div / L
+	}
+	f := (n - 1) / n
+	return 2 * layer * f, 2 * trainable * f
+}
+
 // predictor is the time model of the layout's framework (its lane), or the chip's.
 func (tr *Trainer) predictor(l Layout) kernels.Predictor {
 	if p, ok := tr.Lanes[l.framework()]; ok && p != nil {

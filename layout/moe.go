@@ -55,6 +55,8 @@ func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("dualpipe runs an even number of pipeline stages (pp %d) from both ends, without virtual stages (vp %d)", l.PP, l.VP)
 	case l.A2AOverlap == OverlapDualPipe && l.GA()%2 != 0:
 		return fmt.Errorf("dualpipe feeds micro-batches from both ends: gradient accumulation %d must be even", l.GA())
+	case l.A2AOverlap == Overlap1F1B && l.Recompute == "full":
+		return fmt.Errorf("1f1b all-to-all overlap runs without full recompute (Megatron asserts it)")
 	case l.Imbalance != 0 && (l.Imbalance < 1 || l.Imbalance > 64):
 		return fmt.Errorf("moe imbalance %g: want the busiest rank's tokens over the mean, 1 to 64", l.Imbalance)
 	}

@@ -3,6 +3,7 @@ package layout
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -18,6 +19,12 @@ type PlanOptions struct {
 	// Knobs are what every candidate runs with: framework, optimizer, precision recipe,
 	// offload, compile.
 	Knobs Knobs
+	// Frameworks are the lanes searched (nil: the knobs' framework alone): each layout is tried
+	// with each framework's mechanisms and time model (megatron, fsdp).
+	Frameworks []string
+	// MoEOverlaps are the expert all-to-all schedules tried for MoE models (nil: the knobs'
+	// alone; none, 1f1b, dualpipe), and Dispatchers the token dispatchers (alltoall, deepep).
+	MoEOverlaps, Dispatchers []string
 }
 
 // Knobs are a training job's settings that change memory (and some the time) but not the
@@ -27,12 +34,21 @@ type Knobs struct {
 	OffloadOptimizer, OffloadParams bool
 	OffloadActivations              int64
 	Compile                         bool
+	// MoE and pipeline mechanisms (moe.go, pipeline.go).
+	Dispatcher, A2AOverlap    string
+	MTP                       int64
+	PipelineAccount           bool
+	FP8ParamGather, BF16Grads bool
+	Replicas                  int64
 }
 
 // Apply sets the knobs on a layout.
 func (k Knobs) Apply(l Layout) Layout {
 	l.Framework, l.Optimizer, l.Precision = k.Framework, k.Optimizer, k.Precision
 	l.OffloadOptimizer, l.OffloadParams, l.OffloadActivations, l.Compile = k.OffloadOptimizer, k.OffloadParams, k.OffloadActivations, k.Compile
+	l.Dispatcher, l.A2AOverlap, l.MTP = k.Dispatcher, k.A2AOverlap, k.MTP
+	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
+	l.FP8ParamGather, l.BF16Grads, l.Replicas = k.FP8ParamGather, k.BF16Grads, k.Replicas
 	return l
 }
 
@@ -128,11 +144,41 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	if err := o.Knobs.Apply(Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 1, Seq: 1, ZeRO: 3}).validateMemoryOptions(); err != nil {
 		return plan, fmt.Errorf("plan: %w", err)
 	}
-	zrc := zeroRecompute(o.ZeRO, o.Knobs.Framework)
+	frameworks := o.Frameworks
+	if len(frameworks) == 0 {
+		frameworks = []string{o.Knobs.Framework}
+	}
+	overlaps, dispatchers := o.MoEOverlaps, o.Dispatchers
+	if fp.MoE == nil || len(overlaps) == 0 {
+		overlaps = []string{o.Knobs.A2AOverlap}
+	}
+	if len(overlaps) > 1 && slices.Contains(overlaps, Overlap1F1B) {
+		// 1f1b overlap holds the same memory as none and never exposes more: none is dominated
+		overlaps = slices.DeleteFunc(slices.Clone(overlaps), func(s string) bool { return s == OverlapNone || s == "" })
+	}
+	if fp.MoE == nil || len(dispatchers) == 0 {
+		dispatchers = []string{o.Knobs.Dispatcher}
+	}
 	var all []Candidate
 	var smallest *Candidate
-	consider := func(l Layout) error {
-		l = o.Knobs.Apply(l)
+	var considerOne func(Layout) error
+	knobs := o.Knobs
+	consider := func(base Layout) error {
+		for _, ov := range overlaps {
+			for _, d := range dispatchers {
+				l := knobs.Apply(base)
+				l.A2AOverlap, l.Dispatcher = ov, d
+				if d == DispatchDeepEP && l.EP*l.etp() <= o.Domain && len(dispatchers) > 1 {
+					continue // inside one NVLink domain DeepEP's node deduplication changes nothing
+				}
+				if err := considerOne(l); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	considerOne = func(l Layout) error {
 		if l.Validate(fp) != nil {
 			return nil
 		}
@@ -160,42 +206,54 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 			pps = append(pps, p)
 		}
 	}
-	for _, tp := range divisors(fp.Heads, min(o.Domain, 8)) {
-		for _, pp := range pps {
-			for _, cp := range []int64{1, 2, 4, 8, 16} {
-				if o.GPUs%(tp*pp*cp) != 0 || o.Seq%(2*cp) != 0 && cp > 1 {
-					continue
-				}
-				dp := o.GPUs / (tp * pp * cp)
-				eps := []int64{1}
-				if fp.MoE != nil { // experts spread over the data- and context-parallel ranks
-					eps = nil
-					for _, e := range divisors(fp.MoE.RoutedExperts, dp*cp) {
-						eps = append(eps, e)
+	for _, fw := range frameworks {
+		knobs.Framework = fw
+		zrc := zeroRecompute(o.ZeRO, fw)
+		if fp.MoE != nil && fw != FSDP && len(o.ZeRO) == 0 {
+			// MoE in Megatron runs the distributed optimizer (ZeRO-1); sharding the experts'
+			// weights per micro-batch is not its schedule
+			zrc = zeroRecompute([]int{1}, fw)
+		}
+		for _, tp := range divisors(fp.Heads, min(o.Domain, 8)) {
+			for _, pp := range pps {
+				for _, cp := range []int64{1, 2, 4, 8, 16} {
+					if o.GPUs%(tp*pp*cp) != 0 || o.Seq%(2*cp) != 0 && cp > 1 {
+						continue
 					}
-				}
-				vps := []int64{1}
-				if pp > 1 {
-					vps = nil
-					for _, v := range []int64{1, 2, 3, 4, 5, 6, 8} {
-						if pp*v <= fp.Layers {
-							vps = append(vps, v)
+					if fp.MoE != nil && cp > 1 && o.Seq/cp < 4096 {
+						continue // MoE: context parallel only for long sequences (>= 4k tokens per rank)
+					}
+					dp := o.GPUs / (tp * pp * cp)
+					eps := []int64{1}
+					if fp.MoE != nil { // experts spread over the data- and context-parallel ranks
+						eps = nil
+						for _, e := range divisors(fp.MoE.RoutedExperts, dp*cp) {
+							eps = append(eps, e)
 						}
 					}
-				}
-				for _, vp := range vps {
-					for _, mbs := range []int64{1, 2, 4, 8} {
-						if o.GBS%(mbs*dp) != 0 {
-							continue
-						}
-						for _, zl := range zrc {
-							if dp*cp == 1 && zl.zero > 1 && len(zrc) > 3 {
-								continue // nothing to shard over: every stage is the same layout
+					vps := []int64{1}
+					if pp > 1 {
+						vps = nil
+						for _, v := range []int64{1, 2, 3, 4, 5, 6, 8} {
+							if pp*v <= fp.Layers {
+								vps = append(vps, v)
 							}
-							for _, ep := range eps {
-								for _, etp := range etps(tp, fp.MoE != nil) {
-									if err := consider(Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: ep, ETP: etp, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: zl.zero >= 1, ZeRO: zl.zero, Recompute: zl.rc}); err != nil {
-										return plan, err
+						}
+					}
+					for _, vp := range vps {
+						for _, mbs := range []int64{1, 2, 4, 8} {
+							if o.GBS%(mbs*dp) != 0 || fp.MoE != nil && mbs > 2 && o.Seq >= 4096 {
+								continue // long MoE micro-batches: their token buffers rule out MBS > 2
+							}
+							for _, zl := range zrc {
+								if dp*cp == 1 && zl.zero > 1 && len(zrc) > 3 {
+									continue // nothing to shard over: every stage is the same layout
+								}
+								for _, ep := range eps {
+									for _, etp := range etps(tp, fp.MoE != nil) {
+										if err := consider(Layout{TP: tp, PP: pp, VP: vp, CP: cp, DP: dp, EP: ep, ETP: etp, MBS: mbs, GBS: o.GBS, Seq: o.Seq, DistOptimizer: zl.zero >= 1, ZeRO: zl.zero, Recompute: zl.rc}); err != nil {
+											return plan, err
+										}
 									}
 								}
 							}

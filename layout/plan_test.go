@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/kernels"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 // Llama-3.1-70B on 64 H100s at the NeMo recipe's batch, with what NeMo 24.09's Megatron has
@@ -157,6 +160,69 @@ func BenchmarkPlanTrainFineTuneOn16384(b *testing.B) {
 		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
 		plan, err := tr.PlanTrain(PlanOptions{GPUs: 16384, GBS: 2048, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
 			Knobs: Knobs{OffloadOptimizer: true, Optimizer: "adam8bit"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evaluated, feasible = plan.Evaluated, plan.Feasible
+	}
+	b.ReportMetric(float64(evaluated), "layouts")
+	b.ReportMetric(float64(feasible), "feasible")
+}
+
+// lanes is a chip's training lanes as time models.
+func lanes(b testing.TB, chip chips.Chip, dtype string) map[string]kernels.Predictor {
+	out := map[string]kernels.Predictor{}
+	for fw := range chip.Efficiency.Lanes {
+		c := chip
+		c.Efficiency = chip.Efficiency.Lane(fw)
+		tm, err := timing.New(c, dtype)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[fw] = tm
+	}
+	return out
+}
+
+// Both lanes searched: Llama-3.1-405B on 16,384 H100 with megatron's and fsdp's mechanisms and
+// time models. Goal (issue 20): ≤ 1 s.
+// go test ./layout -run '^$' -bench PlanTrainBothLanes -benchmem
+func BenchmarkPlanTrainBothLanes405BOn16384(b *testing.B) {
+	m := bundled(b, "Llama-3.1-405B")
+	chip, _ := chips.Default().Lookup("H100")
+	_, k := llama70b(b)
+	ls := lanes(b, chip, "bf16")
+	b.ResetTimer()
+	var evaluated, feasible int
+	for i := 0; i < b.N; i++ {
+		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+		tr.Lanes = ls
+		plan, err := tr.PlanTrain(PlanOptions{GPUs: 16384, GBS: 2048, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
+			Frameworks: []string{Megatron, FSDP}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evaluated, feasible = plan.Evaluated, plan.Feasible
+	}
+	b.ReportMetric(float64(evaluated), "layouts")
+	b.ReportMetric(float64(feasible), "feasible")
+}
+
+// DeepSeek-V3 on 2,048 H100 searching EP, the all-to-all overlap (none, 1f1b, dualpipe) and
+// the dispatcher (alltoall, deepep). Goal (issue 20): ≤ 1 s.
+// go test ./layout -run '^$' -bench PlanTrainDeepSeek -benchmem
+func BenchmarkPlanTrainDeepSeekV3On2048(b *testing.B) {
+	m := bundled(b, "DeepSeek-V3")
+	chip, _ := chips.Default().Lookup("H100")
+	_, k := llama70b(b)
+	ls := lanes(b, chip, "bf16")
+	b.ResetTimer()
+	var evaluated, feasible int
+	for i := 0; i < b.N; i++ {
+		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+		tr.Lanes = ls
+		plan, err := tr.PlanTrain(PlanOptions{GPUs: 2048, GBS: 4096, Seq: 4096, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
+			MoEOverlaps: []string{OverlapNone, Overlap1F1B, OverlapDualPipe}, Dispatchers: []string{DispatchAllToAll, DispatchDeepEP}})
 		if err != nil {
 			b.Fatal(err)
 		}

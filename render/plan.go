@@ -161,5 +161,18 @@ func layoutName(l layout.Layout) string {
 	if l.ETP > 0 && l.ETP != l.TP {
 		s += fmt.Sprintf(" ETP%d", l.ETP)
 	}
-	return s + fmt.Sprintf(" ZeRO-%d", l.Stage())
+	s += fmt.Sprintf(" ZeRO-%d", l.Stage())
+	if l.Replicas > 1 {
+		s += fmt.Sprintf(" HSDP×%d", l.Replicas)
+	}
+	if l.Framework != "" && l.Framework != layout.Megatron {
+		s += " " + l.Framework
+	}
+	if l.EP > 1 && l.A2AOverlap != "" && l.A2AOverlap != layout.OverlapNone {
+		s += " a2a:" + l.A2AOverlap
+	}
+	if l.EP > 1 && l.Dispatcher != "" && l.Dispatcher != layout.DispatchAllToAll {
+		s += " " + l.Dispatcher
+	}
+	return s
 }

@@ -19,6 +19,11 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 	for i, t := range o.targets {
 		tr := layout.NewTrainer(m, o.scenario, t.Predictor, t.Peak, o.domains[i])
 		tr.HostGBps = t.Chip.HostGBps
+		lanes, err := trainerLanes(t.Chip, t.DType)
+		if err != nil {
+			return nil, cli.Exit(err.Error(), exitFailure)
+		}
+		tr.Lanes = lanes
 		st, err := tr.Train(*o.layout)
 		if err != nil {
 			return nil, cli.Exit("layout: "+err.Error(), exitFailure)

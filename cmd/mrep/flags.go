@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/mrep-dev/mrep/kernels"
 	"fmt"
 	"os"
 	"strings"
@@ -89,15 +90,48 @@ func trainingFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "lora-rank", Usage: "LoRA: adapters of rank `R` beside the targeted linear layers; everything else is frozen"},
 		&cli.StringSliceFlag{Name: "lora-targets", Usage: "LoRA: glob `PATTERN`s of the module names that get adapters (default: every attention and MLP linear layer)"},
 		&cli.BoolFlag{Name: "qlora", Usage: "QLoRA: the LoRA base in 4-bit NF4 with double quantization (0.52 B per weight), dequantized for each pass"},
+		&cli.StringFlag{Name: "recipe", Usage: "low-precision recipe with --dtype fp8/fp4: fp8-ds (delayed scaling), fp8-cs (current scaling), fp8-blockwise (DeepSeek-V3's blocks), mxfp8, nvfp4"},
+		&cli.StringFlag{Name: "a2a-overlap", Usage: "MoE expert all-to-all schedule: none, 1f1b (Megatron's --overlap-moe-expert-parallel-comm), dualpipe (DeepSeek-V3's bidirectional pipeline)"},
+		&cli.StringFlag{Name: "dispatcher", Usage: "MoE token dispatcher: alltoall (NCCL), deepep (DeepEP: one copy per node, FP8 dispatch), hybridep (NVL72)"},
+		&cli.Int64Flag{Name: "mtp", Usage: "multi-token-prediction modules trained on the last stage (DeepSeek-V3: 1)"},
+		&cli.BoolFlag{Name: "pipeline-account", Usage: "count the embedding and the loss as pipeline layers (Megatron's --account-for-embedding/loss-in-pipeline-split)"},
+		&cli.BoolFlag{Name: "fp8-param-gather", Usage: "Megatron --fp8-param-gather: FP8 parameters, no 16-bit copy of the linear weights"},
+		&cli.Int64Flag{Name: "hsdp-replicas", Usage: "HSDP: shard within DP x CP / `R` ranks and replicate across R groups (torchtitan dp_replicate; TPU slices over the data-center network)"},
 	}
+}
+
+// trainerLanes are the chip's training lanes as time models, for a Trainer.
+func trainerLanes(chip chips.Chip, dtype string) (map[string]kernels.Predictor, error) {
+	out := map[string]kernels.Predictor{}
+	for fw := range chip.Efficiency.Lanes {
+		c := chip
+		c.Efficiency = chip.Efficiency.Lane(fw)
+		tm, err := timing.New(c, dtype)
+		if err != nil {
+			return nil, fmt.Errorf("lane %s: %w", fw, err)
+		}
+		out[fw] = tm
+	}
+	return out, nil
 }
 
 // readKnobs reads the training settings that change memory (and the offload's time).
 func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 	k := layout.Knobs{Framework: strings.ToLower(c.String("framework")), Optimizer: strings.ToLower(c.String("optimizer")),
-		OffloadActivations: c.Int64("offload-activations"), Compile: c.Bool("compile")}
+		OffloadActivations: c.Int64("offload-activations"), Compile: c.Bool("compile"),
+		A2AOverlap: strings.ToLower(c.String("a2a-overlap")), Dispatcher: strings.ToLower(c.String("dispatcher")), MTP: c.Int64("mtp"),
+		PipelineAccount: c.Bool("pipeline-account"), FP8ParamGather: c.Bool("fp8-param-gather"), Replicas: c.Int64("hsdp-replicas")}
+	if strings.Contains(k.Framework, ",") || k.Framework == "all" {
+		k.Framework = layout.Megatron // plan train searches the list (planFrameworks)
+	}
 	if dtype == "fp8" || dtype == "mxfp8" {
 		k.Precision = dtype
+	}
+	if r := strings.ToLower(c.String("recipe")); r != "" {
+		if dtype != "fp8" && dtype != "fp4" {
+			return k, fmt.Errorf("--recipe %s needs --dtype fp8 or fp4 (the GEMMs' precision)", r)
+		}
+		k.Precision = r
 	}
 	for _, o := range c.StringSlice("offload") {
 		for _, part := range strings.Split(o, ",") {
@@ -113,6 +147,24 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 		}
 	}
 	return k, nil
+}
+
+// planFrameworks is the lanes plan train searches: --framework megatron,fsdp (or all).
+func planFrameworks(c *cli.Context) []string {
+	v := strings.ToLower(c.String("framework"))
+	if v == "all" {
+		return layout.Frameworks
+	}
+	if !strings.Contains(v, ",") {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // readFineTune reads the fine-tune flags.

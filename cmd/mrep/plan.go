@@ -43,6 +43,8 @@ func planCommand(env Env) *cli.Command {
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write plan.md, plan.json and the step-time-against-memory chart (plan.png) to `DIR`"},
 				&cli.IntSliceFlag{Name: "zero", Usage: "ZeRO stages to try (default 1, 2 and 3; NeMo's Megatron has 1, the distributed optimizer)"},
+				&cli.StringSliceFlag{Name: "try-a2a-overlap", Usage: "MoE: all-to-all schedules to search (none, 1f1b, dualpipe)"},
+				&cli.StringSliceFlag{Name: "try-dispatcher", Usage: "MoE: token dispatchers to search (alltoall, deepep)"},
 			}, trainingFlags()...),
 			Action: func(c *cli.Context) error {
 				dt := strings.ToLower(c.String("dtype"))
@@ -84,9 +86,13 @@ func planCommand(env Env) *cli.Command {
 				}
 				tr := layout.NewTrainer(m, s, tg.Predictor, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
 				tr.HostGBps = chip.HostGBps
+				if tr.Lanes, err = trainerLanes(chip, dt); err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
 				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),
 					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top"),
-					ZeRO: c.IntSlice("zero"), Knobs: knobs})
+					ZeRO: c.IntSlice("zero"), Knobs: knobs, Frameworks: planFrameworks(c),
+					MoEOverlaps: c.StringSlice("try-a2a-overlap"), Dispatchers: c.StringSlice("try-dispatcher")})
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}

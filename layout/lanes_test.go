@@ -1,0 +1,181 @@
+package layout
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+// Megatron counts the embedding and the loss as pipeline layers when asked
+// (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split): Llama-3.1-
+// 405B's 126 layers run as PP16 x VP8, 128 units, one per chunk, so the first and last stages
+// hold 7 decoder layers and the others 8. Without the accounting the layout is refused.
+func TestPipelineAccounting405B(t *testing.T) {
+	m := bundled(t, "Llama-3.1-405B")
+	l := Layout{TP: 8, PP: 16, VP: 8, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 128, Seq: 8192, DistOptimizer: true}
+	if err := l.Validate(m.Fingerprint); err == nil || !strings.Contains(err.Error(), "exceed the 126 layers") {
+		t.Errorf("PP16 x VP8 without accounting: %v", err)
+	}
+	l.EmbeddingInPipe, l.LossInPipe = true, true
+	if err := l.Validate(m.Fingerprint); err != nil {
+		t.Fatalf("PP16 x VP8 with the embedding and loss counted: %v", err)
+	}
+	if f, mid, last := l.StageCounts(126); f != 7 || mid != 8 || last != 7 {
+		t.Errorf("stages hold %d, %d, %d layers, want 7, 8, 7", f, mid, last)
+	}
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "bf16")
+	if _, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8); err != nil {
+		t.Fatal(err)
+	}
+	// uneven first and last stages (--decoder-first/last-pipeline-num-layers)
+	u := Layout{TP: 8, PP: 16, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 16, Seq: 8192, FirstStageLayers: 6, LastStageLayers: 8}
+	if f, mid, last := u.StageCounts(126); f != 6 || mid != 8 || last != 8 {
+		t.Errorf("uneven stages hold %d, %d, %d, want 6, 8 (112 over 14), 8", f, mid, last)
+	}
+	u.EmbeddingInPipe = true
+	if err := u.Validate(m.Fingerprint); err == nil {
+		t.Error("uneven stages with the embedding counted: want Megatron's refusal")
+	}
+}
+
+// DeepSeek-V3's expert all-to-all at EP64 (MBS 1, 4,096 tokens, top-8 of 256 experts, hidden
+// 7,168, bf16): each all-to-all moves tokens x top-k x hidden x 2 B = 469,762,048 B, four per MoE
+// layer (dispatch and combine, forward and backward), of which each GPU sends 63/64; with 8 GPUs
+// per NVLink domain, 56 of those 63 parts leave the node. DeepEP's FP8 dispatch and per-node
+// deduplication cut what crosses the network.
+func TestDeepSeekA2ABytesAtEP64(t *testing.T) {
+	m := bundled(t, "DeepSeek-V3")
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "bf16")
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 64, ETP: 1, MBS: 1, GBS: 64, Seq: 4096, DistOptimizer: true}
+	st, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := 4096.0 * 8 * 7168 * 2
+	near(t, "bytes per MoE layer", st.A2A.BytesPerLayer, 4*msg*63/64, 1e-9)
+	near(t, "scale-out share", st.A2A.ScaleOutShare, 56.0/63, 1e-9)
+	// overlapping it with the other micro-batch's compute hides what compute covers
+	l.A2AOverlap = Overlap1F1B
+	ov, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(ov.A2A.Exposed < st.A2A.Exposed && ov.StepTime < st.StepTime) {
+		t.Errorf("1f1b overlap: exposed %g vs %g, step %g vs %g", ov.A2A.Exposed, st.A2A.Exposed, ov.StepTime, st.StepTime)
+	}
+	l.A2AOverlap, l.Dispatcher, l.Precision = "", DispatchDeepEP, "fp8-blockwise"
+	dp, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 nodes; top-8 uniformly over them touch 8(1-(7/8)^8) = 5.25 nodes, 7/8 of them remote
+	nodes := 8.0
+	touched := nodes * (1 - pow(7.0/8, 8))
+	perLayer := msg * (3 + (1+1.0/128)/2)
+	near(t, "deepep bytes off-node", dp.A2A.BytesPerLayer*dp.A2A.ScaleOutShare, perLayer/8*touched*7/8, 1e-9)
+	if dp.A2A.Time >= st.A2A.Time {
+		t.Errorf("deepep all-to-all %g not below alltoall's %g", dp.A2A.Time, st.A2A.Time)
+	}
+}
+
+func pow(x float64, n int) float64 {
+	r := 1.0
+	for i := 0; i < n; i++ {
+		r *= x
+	}
+	return r
+}
+
+// FSDP's per-layer traffic, by hand: a Llama-3.1-8B decoder layer holds 218,112,000 parameters
+// (q and o 4096x4096, k and v 4096x1024, gate, up and down 4096x14336, two norms of 4096); each
+// micro-batch all-gathers its bf16 weights and reduce-scatters its gradients over the 8-GPU shard
+// group, each GPU sending 7/8 of 436,224,000 B. HSDP with 2 replicas shards over 4.
+func TestFSDPTrafficPerLayer(t *testing.T) {
+	m := bundled(t, "Llama-3.1-8B")
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 2, GBS: 16, Seq: 8192, ZeRO: 3, Framework: FSDP}
+	ag, rs := ShardTraffic(m, l)
+	layer := 2.0 * (2*4096*4096 + 2*4096*1024 + 3*4096*14336 + 2*4096)
+	near(t, "all-gather per layer", ag, layer*7/8, 1e-9)
+	near(t, "reduce-scatter per layer", rs, layer*7/8, 1e-9)
+	l.Replicas = 2
+	if err := l.Validate(m.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	ag, _ = ShardTraffic(m, l)
+	near(t, "HSDP all-gather per layer", ag, layer*3/4, 1e-9)
+	one := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 2, GBS: 16, Seq: 8192, ZeRO: 3, Framework: FSDP}
+	if a, b := TrainingMemory(m, l).MasterWeights, TrainingMemory(m, one).MasterWeights; !(a > 1.99*b && a < 2.01*b) {
+		t.Errorf("HSDP 2 replicas: master weights %g, want twice FSDP's %g", a, b)
+	}
+	l.Replicas = 3
+	if err := l.Validate(m.Fingerprint); err == nil {
+		t.Error("3 replicas of 8 ranks: want an error")
+	}
+}
+
+// DualPipe's bubble and memory, the DeepSeek-V3 report's Table 2: bubble (PP/2 - 1)(F&B + B -
+// 3W) against 1F1B's (PP - 1)(F + B); parameters twice, activations PP + 1 micro-batches.
+func TestDualPipe(t *testing.T) {
+	// by hand: PP 8, F 1, B 1, W 0.5, F&B 2: (4 - 1)(2 + 1 - 1.5) = 4.5 against 1F1B's 7 x 2.5
+	near(t, "dualpipe bubble", DualPipeBubble(8, 1, 1, 0.5, 2), 4.5, 1e-12)
+	near(t, "1f1b bubble", OneFOneBBubble(8, 1, 2.5), 17.5, 1e-12)
+	m := bundled(t, "DeepSeek-V3")
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "bf16")
+	base := Layout{TP: 1, PP: 8, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 128, Seq: 4096, DistOptimizer: true}
+	dual := base
+	dual.A2AOverlap = OverlapDualPipe
+	a, err := Train(m, analyzer.DefaultScenario(), base, tm, 989.4e12, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Train(m, analyzer.DefaultScenario(), dual, tm, 989.4e12, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(b.Bubble < a.Bubble && b.StepTime < a.StepTime) {
+		t.Errorf("dualpipe bubble %g step %g vs 1f1b %g, %g", b.Bubble, b.StepTime, a.Bubble, a.StepTime)
+	}
+	ma, mb := TrainingMemory(m, base), TrainingMemory(m, dual)
+	if !(mb.Weights > 1.9*ma.Weights) {
+		t.Errorf("dualpipe weights %g, want about twice 1f1b's %g", mb.Weights, ma.Weights)
+	}
+	if dual.inFlight(true) != 9 {
+		t.Errorf("dualpipe holds %g micro-batches, want PP + 1 = 9", dual.inFlight(true))
+	}
+	odd := dual
+	odd.PP, odd.DP = 3, 8
+	if err := odd.Validate(m.Fingerprint); err == nil {
+		t.Error("dualpipe on 3 stages: want an error")
+	}
+}
+
+// The shipped lanes are physical and name their fit set.
+func TestShippedLanes(t *testing.T) {
+	for _, name := range []string{"H100-SXM", "B200", "GB200", "GB300", "B300", "H100-96GB"} {
+		chip, err := chips.Default().Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lane, ok := chip.Efficiency.Lanes[Megatron]
+		if !ok {
+			t.Fatalf("%s: no megatron lane", name)
+		}
+		for d, f := range lane.GEMMFrac {
+			if !(f > 0 && f <= 1) {
+				t.Errorf("%s megatron gemm_frac.%s = %g", name, d, f)
+			}
+		}
+		if src := lane.Sources["gemm_frac"]; !strings.Contains(src, "Megatron-Bridge") && !strings.Contains(src, "dgxc") {
+			t.Errorf("%s: gemm_frac source %q names no fit set", name, src)
+		}
+		if e := chip.Efficiency.Lane(Megatron); e.HBMFrac != chip.Efficiency.HBMFrac {
+			t.Errorf("%s: a lane must keep the chip's figures it does not set", name)
+		}
+	}
+}
