@@ -459,3 +459,28 @@ func TestPipelineHandOffFitPredictsFourStages(t *testing.T) {
 		t.Errorf("held-out four-stage rows: %+v", s)
 	}
 }
+
+// The held-out training rows (Megatron-Bridge's other releases) parse, every one is predicted,
+// and none was fitted to: their error is the out-of-sample check the note reports.
+func TestHeldOutTrainingRows(t *testing.T) {
+	rows := HeldOutTraining()
+	if len(rows) != 156 {
+		t.Errorf("%d held-out rows, want the 156 transcribed", len(rows))
+	}
+	rep, err := Validate(prepared(t, rows), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summary["training"]
+	if s.Rows != len(rows) || s.NotExpressible != 0 {
+		t.Errorf("held out: %+v", s)
+	}
+	if s.MedianAbsErr > 0.25 {
+		t.Errorf("held-out median |err| %.1f%% over 25%%", 100*s.MedianAbsErr)
+	}
+	for _, r := range rows {
+		if strings.Contains(r.Source, "25.11 NeMo") {
+			t.Errorf("%s: a fitted release in the held-out set", r.ID)
+		}
+	}
+}

@@ -280,7 +280,9 @@ func LeaveOneSourceOut(ps []Prepared) ([]SourceError, error) {
 
 // laneEff is the row's chip efficiency with the fitted lanes (or those carried from a sibling).
 func laneEff(p Prepared, fits []LaneFit) (chips.Efficiency, error) {
-	e := WithLanes(map[string]chips.Efficiency{p.Chip.Name: p.Chip.Efficiency}, fits)
+	base := p.Chip.Efficiency
+	base.Lanes = nil // the shipped lanes were fitted with every source: none of them may leak in
+	e := WithLanes(map[string]chips.Efficiency{p.Chip.Name: base}, fits)
 	return e[p.Chip.Name], nil
 }
 

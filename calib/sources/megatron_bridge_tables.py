@@ -65,6 +65,7 @@ def main(path, commit):
     text = open(path).read().splitlines()
     release = system = model_hdr = None
     fit, held, skipped = [], [], {}
+    seen = set()
     header = None
     for i, line in enumerate(text):
         if m := re.match(r"^## (\S+) NeMo Container", line):
@@ -143,6 +144,14 @@ def main(path, commit):
             r["note"] = f"{p.strip()}; GA {ga}; Model TFLOP/s/GPU as published: {alts(row['model tflop / sec / gpu'])[precs.index(p)]}" + (
                 "; Megatron FSDP (sharding over #GPUs / (TP x PP))" if fsdp else "")
             r = {k: v for k, v in r.items() if v is not None}
+            layers = {"LLAMA3.1_405B": 126, "Qwen3_235B_a22B": 94}.get(base)
+            if layers and (base == "Qwen3_235B_a22B" or r["pp"] * r.get("vp", 1) > layers):
+                # the recipes count the embedding and loss as pipeline layers (Qwen3-235B's always;
+                # a 405B split into more chunks than layers cannot run otherwise)
+                r["pipeline_account"] = True
+            if r["id"] in seen:  # one release's table can run the same model twice (other layouts)
+                r["id"] += f"-line{i+1}"
+            seen.add(r["id"])
             if base not in MODELS or chip is None:
                 skipped.setdefault(f"{base} on {sysname}", []).append(r["id"])
                 continue

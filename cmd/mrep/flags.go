@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/mrep-dev/mrep/kernels"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/timing"
 )
