@@ -160,7 +160,7 @@ func fitWith(ps []Prepared, base chips.Efficiency, params []Param, loss func([]P
 				}
 				return l
 			}
-			v := golden(f, pr.Lo, pr.Hi, 40)
+			v := golden(f, pr.Lo, pr.Hi, 28)
 			if l := f(v); l < best-1e-12 {
 				if math.Abs(v-pr.get(&eff)) > 1e-6*(pr.Hi-pr.Lo) {
 					moved = true

@@ -13,7 +13,7 @@ import (
 // Training lanes: a framework's figures on a chip (chips.Efficiency.Lanes), fitted to the
 // training rows of that framework and chip. A lane fits few, physical figures: the achieved GEMM
 // fraction of each precision its rows use (Transformer Engine's or torch's GEMMs in training,
-// not an inference engine's), the grouped GEMM share and the dropless MoE host sync where it
+// not an inference engine's), the grouped GEMM share and the eager MoE layer's host pace where it
 // trains MoE models, and for eager PyTorch (fsdp) the attention kernels' fraction and the
 // elementwise ops' extra traffic. Never a figure per model or per row.
 
@@ -61,7 +61,7 @@ func laneParams(fw string, rows []Prepared) []Param {
 	}
 	if moe {
 		out = append(out, f("grouped_gemm_frac", 0.2, 1, func(e *chips.Efficiency) *float64 { return &e.GroupedGEMMFrac }),
-			f("moe_sync_us", 0, 20000, func(e *chips.Efficiency) *float64 { return &e.MoESyncUs }))
+			f("moe_launch_us", 0, 100, func(e *chips.Efficiency) *float64 { return &e.MoELaunchUs }))
 	}
 	if fw == layout.FSDP {
 		out = append(out, Param{Name: "attn_frac", Lo: 0.1, Hi: 1,
@@ -88,6 +88,12 @@ type LaneFit struct {
 // FitLanes fits every lane the training rows name. Rows that are not training, or not
 // predictable, are ignored.
 func FitLanes(ps []Prepared) ([]LaneFit, error) {
+	return fitLanes(ps, nil)
+}
+
+// fitLanes fits each lane's rows, reusing from reuse the fits of lanes whose rows are the same
+// (leaving a source out refits only the lanes it had rows in).
+func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 	groups := map[LaneKey][]Prepared{}
 	var keys []LaneKey
 	for _, p := range ps {
@@ -104,12 +110,31 @@ func FitLanes(ps []Prepared) ([]LaneFit, error) {
 	var out []LaneFit
 	for _, k := range keys {
 		rows := groups[k]
+		if f, ok := reuse[rowSet(k, rows)]; ok {
+			out = append(out, f)
+			continue
+		}
 		params := laneParams(k.Framework, rows)
 		base := rows[0].Chip.Efficiency
 		base.Lanes = nil // fit the lane's figures over the chip's own
-		eff, _, err := fitWith(rows, base, params, AbsLoss)
+		// coordinate descent from a few starting points of each bounded figure: the host pace
+		// enters through a max, so the loss has more than one basin
+		eff, best, err := fitWith(rows, base, params, AbsLoss)
 		if err != nil {
 			return nil, fmt.Errorf("lane %s: %w", k, err)
+		}
+		for _, start := range []float64{0.3, 0.7} {
+			b := clone(base)
+			for _, pr := range params {
+				pr.set(&b, pr.Lo+start*(pr.Hi-pr.Lo))
+			}
+			e, l, err := fitWith(rows, b, params, AbsLoss)
+			if err != nil {
+				return nil, fmt.Errorf("lane %s: %w", k, err)
+			}
+			if l < best-1e-9 {
+				eff, best = e, l
+			}
 		}
 		lf := LaneFit{Lane: k, Rows: len(rows), Params: map[string]float64{}, Figures: chips.Efficiency{GEMMFrac: map[string]float64{}, Sources: map[string]string{}}}
 		srcs := map[string]bool{}
@@ -127,9 +152,21 @@ func FitLanes(ps []Prepared) ([]LaneFit, error) {
 		}
 		lf.Before = medianAbs(rows, rows[0].Chip.Efficiency)
 		lf.After = medianAbs(rows, eff)
+		if reuse != nil {
+			reuse[rowSet(k, rows)] = lf
+		}
 		out = append(out, lf)
 	}
 	return out, nil
+}
+
+// rowSet names a lane's fit set: the lane and its rows' ids.
+func rowSet(k LaneKey, rows []Prepared) string {
+	ids := make([]string, len(rows))
+	for i, p := range rows {
+		ids[i] = p.Row.ID
+	}
+	return k.String() + "\x00" + strings.Join(ids, "\x00")
 }
 
 func medianAbs(rows []Prepared, eff chips.Efficiency) float64 {
@@ -232,7 +269,8 @@ func LeaveOneSourceOut(ps []Prepared) ([]SourceError, error) {
 		bySrc[s] = append(bySrc[s], i)
 	}
 	sort.Strings(srcs)
-	all, err := FitLanes(ps)
+	reuse := map[string]LaneFit{}
+	all, err := fitLanes(ps, reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +286,7 @@ func LeaveOneSourceOut(ps []Prepared) ([]SourceError, error) {
 				rest = append(rest, p)
 			}
 		}
-		fits, err := FitLanes(rest)
+		fits, err := fitLanes(rest, reuse)
 		if err != nil {
 			return nil, err
 		}

@@ -255,7 +255,9 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 		return res.OutputTokS, res.RooflineTokS, nil
 	}
 	if tr := p.train; tr != nil {
-		st, err := tr.tr.With(tm, tg.Peak, int64(chip.Efficiency.ScaleUpDomain)).Train(tr.l)
+		t := tr.tr.With(tm, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
+		t.HostGBps = chip.HostGBps // the host link activation offload uses (GB200's C2C, PCIe)
+		st, err := t.Train(tr.l)
 		if err != nil {
 			return 0, 0, err
 		}

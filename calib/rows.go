@@ -105,6 +105,8 @@ type Row struct {
 	Dispatcher         string `json:"dispatcher,omitempty"`
 	A2AOverlap         string `json:"a2a_overlap,omitempty"`
 	PipelineAccount    bool   `json:"pipeline_account,omitempty"`
+	FirstStageLayers   int64  `json:"first_stage_layers,omitempty"`
+	LastStageLayers    int64  `json:"last_stage_layers,omitempty"`
 	FP8ParamGather     bool   `json:"fp8_param_gather,omitempty"`
 	BF16Grads          bool   `json:"bf16_grads,omitempty"`
 	// MemoryGiB is the measured peak per GPU (the fullest GPU) as the source reports it;
@@ -173,7 +175,8 @@ func (r Row) Layout() layout.Layout {
 		ETP: r.ETP, MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true, ZeRO: zero, Framework: fw, Recompute: r.Recompute,
 		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec, MTP: r.MTP, RecomputeLayers: r.RecomputeLayers,
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
-		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads}
+		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads,
+		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers}
 }
 
 func (r Row) dp() int64 {
@@ -235,7 +238,7 @@ func (r Row) validate() error {
 		return fmt.Errorf("measured must be a positive number, got %g", r.Measured)
 	case r.Unit != unit:
 		return fmt.Errorf("unit %q: a %s row is measured in %q", r.Unit, r.Kind, unit)
-	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.ETP < 0 || r.MTP < 0 || r.RecomputeLayers < 0 || r.OffloadActivations < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
+	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.ETP < 0 || r.MTP < 0 || r.RecomputeLayers < 0 || r.OffloadActivations < 0 || r.FirstStageLayers < 0 || r.LastStageLayers < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
 		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0:
 		return errors.New("layout and workload sizes must be >= 0")
 	case !(r.KVFraction >= 0 && r.KVFraction <= 1):
@@ -382,7 +385,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account fp8_param_gather bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {

@@ -96,10 +96,12 @@ type Efficiency struct {
 	// rotary, activations, residual adds) cross HBM compared with fused kernels: torch runs each
 	// op of an RMSNorm or a rotary embedding as its own kernel (torch.compile fuses them back).
 	EagerElementwise float64 `json:"eager_elementwise,omitempty"`
-	// MoESyncUs is what each MoE layer's pass costs beyond its kernels in a dropless MoE run:
-	// the router's per-expert token counts go to the host before the grouped GEMM can be
-	// launched, so the GPU drains and waits for the host to launch again.
-	MoESyncUs float64 `json:"moe_sync_us,omitempty"`
+	// MoELaunchUs is the host's time per kernel it issues in an eager MoE layer (Python,
+	// dispatch and launch; layout.MoELaunches counts them): when a stage's MoE layers take the
+	// host longer to issue than the GPU to run, the stage runs at the host's pace, as small
+	// experts on short micro-batches do. It depends on the host CPU (x86 beside an HGX board,
+	// Grace in an NVL72).
+	MoELaunchUs float64 `json:"moe_launch_us,omitempty"`
 	// Lanes are a training framework's figures on this chip (megatron, fsdp): what its kernels
 	// achieve where they differ from the chip's own (Transformer Engine's FP8 GEMMs, grouped
 	// GEMMs), each with its fit set. A lane names only the figures it changes.
@@ -152,7 +154,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 		out.ScaleUpDomain = o.ScaleUpDomain
 	}
 	setF(&out.EagerElementwise, o.EagerElementwise)
-	setF(&out.MoESyncUs, o.MoESyncUs)
+	setF(&out.MoELaunchUs, o.MoELaunchUs)
 	if len(o.Lanes) > 0 {
 		out.Lanes = map[string]Efficiency{}
 		for k, v := range e.Lanes {
@@ -186,7 +188,7 @@ func (e Efficiency) validate() error {
 		}
 	}
 	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
-		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_sync_us": e.MoESyncUs} {
+		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
 		}

@@ -294,11 +294,14 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 			ks = append(ks, e...)
 		}
 		t := p.Predict(ks)
-		if sy, ok := p.(interface{ MoESync() float64 }); ok && moeShare > 0 {
-			// forward, recomputed forward and backward of each MoE layer wait on the host once
-			sync := sy.MoESync() * moeShare * float64(n) * 2
-			t.TLatency += sync
-			t.TEst += sync
+		if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeShare > 0 && h.MoELaunch() > 0 {
+			// the host issues each MoE layer's kernels while the GPU runs ahead; when issuing
+			// takes longer than the stage's kernels, the stage runs at the host's pace
+			host := h.MoELaunch() * moeShare * float64(n) * l.MoELaunches(m.Fingerprint)
+			if gpu := t.TEst - t.TComm; host > gpu {
+				t.TLatency += host - gpu
+				t.TEst += host - gpu
+			}
 		}
 		a := tr.a2aTime(l, a2aK, moeShare*float64(n), p)
 		return t, a

@@ -95,6 +95,10 @@ func (tr *Trainer) a2aTime(l Layout, k kernels.Kernel, moeLayers float64, p kern
 	// EP peers inside this GPU's scale-up domain (the group spans EP x ETP consecutive ranks)
 	intra := math.Min(ep, math.Max(1, math.Floor(domain/float64(l.etp()))))
 	msg := k.Message * l.imbalance() // the full tensor of one all-to-all: tokens x top-k x hidden
+	if l.TP > 1 && !l.NoSP {
+		// sequence parallel: each TP rank dispatches its own S/TP tokens
+		msg /= float64(l.TP)
+	}
 	fwdScale := 1.0
 	dedup := l.Dispatcher == DispatchDeepEP || l.Dispatcher == DispatchHybridEP
 	if dedup && l.lowPrecision() {
@@ -165,4 +169,37 @@ func DualPipeBubble(pp int64, f, b, w, fb float64) float64 {
 // 2021; the DeepSeek-V3 report's Table 2 writes B for the whole backward).
 func OneFOneBBubble(pp, vp int64, microbatch float64) float64 {
 	return float64(pp-1) / float64(max(vp, 1)) * microbatch
+}
+
+// Kernels the host issues per MoE layer in eager Megatron (the counts behind MoELaunchUs):
+// the router (gate GEMM, score function, top-k, normalisation, the load-balancing loss or
+// expert bias), the token permutation and its index bookkeeping, the tokens-per-expert copy to
+// the host, the unpermutation and combine, about MoEFixedLaunches per pass; and per local
+// expert, Transformer Engine's GroupedLinear issues one GEMM per expert and linear layer (two
+// in the forward, dgrad and wgrad for each in the backward) and, under an FP8 recipe, a
+// quantization of each expert's input and output gradient.
+const (
+	MoEFixedLaunches = 30
+	moeFwdPerExpert  = 2
+	moeBwdPerExpert  = 4
+	moeCastPerExpert = 2 // per pass, FP8/FP4 recipes
+)
+
+// MoELaunches is the kernels the host issues for one MoE layer's forward, backward and (full
+// recompute) recomputed forward of one micro-batch.
+func (l Layout) MoELaunches(fp analyzer.Fingerprint) float64 {
+	if fp.MoE == nil {
+		return 0
+	}
+	local := float64(fp.MoE.RoutedExperts) / float64(max(l.EP, 1))
+	fwd, bwd := float64(moeFwdPerExpert), float64(moeBwdPerExpert)
+	if l.lowPrecision() {
+		fwd += moeCastPerExpert
+		bwd += moeCastPerExpert
+	}
+	n := 2*MoEFixedLaunches + local*(fwd+bwd)
+	if l.Recompute == "full" {
+		n += MoEFixedLaunches + local*fwd
+	}
+	return n
 }

@@ -233,8 +233,8 @@ func (m *Model) idealNet(k kernels.Kernel) float64 {
 // EagerElementwise is the chip's (or lane's) byte multiplier for eager PyTorch elementwise ops.
 func (m *Model) EagerElementwise() float64 { return m.Eff.EagerElementwise }
 
-// MoESync is the seconds each MoE layer's pass waits on the host (dropless token counts).
-func (m *Model) MoESync() float64 { return m.Eff.MoESyncUs * 1e-6 }
+// MoELaunch is the host's seconds per kernel it issues in an eager MoE layer.
+func (m *Model) MoELaunch() float64 { return m.Eff.MoELaunchUs * 1e-6 }
 
 func (m *Model) PipelineStepOverhead() float64 { return m.Eff.PPStepUs * 1e-6 }
 

@@ -34,7 +34,9 @@ SETTINGS = {
     ("LLAMA3_70B", "DGX-GB300"): {"offload_activations": 20},  # Megatron FSDP, cpu_offloading_num_layers=20, no recompute
     ("LLAMA3_70B", "DGX-GB200"): {"offload_activations": 40},
     ("DeepSeekV3", "DGX-GB300"): {"recompute": "selective:mlp,act", "dispatcher": "hybridep"},  # recompute_modules mlp, moe_act
-    ("DeepSeekV3", "DGX-GB200"): {"dispatcher": "hybridep"},  # mla_up_proj recompute (not modelled: the up-projections only)
+    ("DeepSeekV3", "DGX-GB200"): {"dispatcher": "hybridep"},
+    # PP16 from layout_map (16, 1): [E + 4 dec] | 14 x [4 dec] | [1 dec + mtp + loss]
+    ("DeepSeekV3", "DGX-B200"): {"first_stage_layers": 4, "last_stage_layers": 1},  # mla_up_proj recompute (not modelled: the up-projections only)
     ("GPT OSS 120B", "DGX-B200"): {"recompute": "selective:layernorm,act"},
     ("GPT OSS 120B", "DGX-H100"): {"recompute": "selective:layernorm,act"},
     ("GPT OSS 120B", "DGX-GB200"): {"dispatcher": "hybridep"},
@@ -44,7 +46,7 @@ SETTINGS = {
     ("Qwen3_235B_a22B", "DGX-GB300"): {"dispatcher": "hybridep", "pipeline_account": True},
     ("Qwen3_235B_a22B", "DGX-GB200"): {"dispatcher": "hybridep", "pipeline_account": True},
     ("Qwen3_235B_a22B", "DGX-B200"): {"pipeline_account": True},
-    ("Qwen3_235B_a22B", "DGX-H100"): {"pipeline_account": True},
+    ("Qwen3_235B_a22B", "DGX-H100"): {"pipeline_account": True, "a2a_overlap": "1f1b"},  # moe_a2a_overlap=True
 }
 
 

@@ -12,7 +12,7 @@ import sys
 FALLBACK = {"GB300": ["B300", "GB200", "B200"], "B300": ["GB300", "B200", "GB200"], "GB200": ["B200", "GB300", "B300"],
             "B200": ["GB200", "B300", "GB300"], "H100-SXM": ["H100-96GB", "H200"], "H100-96GB": ["H100-SXM", "H200"],
             "H200": ["H100-SXM", "H100-96GB"]}
-NAMES = {"gemm_frac": "gemm_frac", "grouped_gemm_frac": "grouped_gemm_frac", "moe_sync_us": "moe_sync_us",
+NAMES = {"gemm_frac": "gemm_frac", "grouped_gemm_frac": "grouped_gemm_frac", "moe_launch_us": "moe_launch_us",
          "attn_frac": "attn_frac", "eager_elementwise": "eager_elementwise"}
 
 fits = json.load(open(sys.argv[1]))
