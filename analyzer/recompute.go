@@ -15,7 +15,8 @@ import (
 //     with flash attention its internals were never kept, so memory is as none).
 //   - selective:MOD[,MOD]: Megatron's --recompute-modules, MOD in core_attn, mlp (the whole MLP
 //     keeps only its input), layernorm (the norms' outputs are dropped), act (moe_act: the
-//     activation function's output is dropped).
+//     activation function's output is dropped), mla_up_proj (MLA's query and key/value
+//     up-projections are re-run from the kept latents, so the per-head q, k and v are not kept).
 //   - op: torchtitan's per-op selective checkpointing (ac mode "selective", option "op"): the
 //     output of every other matmul and of attention is kept, elementwise ops are re-run.
 //   - full: each layer keeps its input only and re-runs its forward in the backward.
@@ -25,7 +26,7 @@ type Recompute struct {
 }
 
 // RecomputeModules are the modules a selective mode may name.
-var RecomputeModules = []string{"core_attn", "mlp", "layernorm", "act"}
+var RecomputeModules = []string{"core_attn", "mlp", "layernorm", "act", "mla_up_proj"}
 
 // ParseRecompute reads a recompute mode ("" is none).
 func ParseRecompute(s string) (Recompute, error) {
@@ -94,7 +95,19 @@ func (r Recompute) rerun(op Op) float64 {
 			return 1
 		case r.Modules["act"] && op.Name == "mlp_activation":
 			return 1
+		case r.Modules["mla_up_proj"] && isMLAUpProj(op):
+			return 1
 		}
 	}
 	return 0
+}
+
+// isMLAUpProj says whether op is one of MLA's up-projections (DeepSeek's q_b_proj and
+// kv_b_proj; Megatron's linear_q_up_proj and linear_kv_up_proj).
+func isMLAUpProj(op Op) bool {
+	n := op.Module
+	if n == "" {
+		n = op.Name
+	}
+	return strings.HasSuffix(n, "q_b_proj") || strings.HasSuffix(n, "kv_b_proj") || strings.Contains(n, "up_proj") && strings.Contains(n, "linear_")
 }

@@ -497,7 +497,11 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		e := float64(max(fp.MoE.ExpertFFN, 1))
 		topk := float64(max(fp.MoE.TopK, 1)) * MoEImbalance
 		etp := float64(l.etp())
-		mlp = topk * (2*width*e + lin*e) / etp * float64(l.TP)
+		// each GPU's experts process, on balance, as many assignments as its own tokens make:
+		// S/TP tokens per rank with sequence parallel and unsplit experts, or all S tokens
+		// gathered over TP with experts split ETP = TP ways: tokens x top-k / TP either way
+		_ = etp
+		mlp = topk * (2*width*e + lin*e)
 		if fp.MoE.SharedExperts > 0 {
 			mlp += float64(fp.MoE.SharedExperts) * (2*width*e + lin*e)
 		}
@@ -518,6 +522,9 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 	}
 	if rc.Modules["layernorm"] && lin == 2 {
 		normOut = 0
+	}
+	if rc.Modules["mla_up_proj"] && fp.MLA != nil {
+		qkv = latents // q, k and v are re-made from the latents in the backward
 	}
 	if rc.Modules["act"] {
 		mlp -= lin*f + eager
@@ -586,7 +593,7 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 		if fp.Heads == 0 {
 			return tokens * t.sp / tp, 0
 		}
-		return tokens * (t.sp/spDiv + t.tp/tp), tokens * t.moe
+		return tokens * (t.sp/spDiv + t.tp/tp), tokens * t.moe / tp
 	}
 	mixed := func(mode analyzer.Recompute) (saved, moe float64) {
 		ds, dm := perLayer(mode, false)

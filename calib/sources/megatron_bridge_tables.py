@@ -34,9 +34,9 @@ SETTINGS = {
     ("LLAMA3_70B", "DGX-GB300"): {"offload_activations": 20},  # Megatron FSDP, cpu_offloading_num_layers=20, no recompute
     ("LLAMA3_70B", "DGX-GB200"): {"offload_activations": 40},
     ("DeepSeekV3", "DGX-GB300"): {"recompute": "selective:mlp,act", "dispatcher": "hybridep"},  # recompute_modules mlp, moe_act
-    ("DeepSeekV3", "DGX-GB200"): {"dispatcher": "hybridep"},
+    ("DeepSeekV3", "DGX-GB200"): {"dispatcher": "hybridep", "recompute": "selective:mla_up_proj"},
     # PP16 from layout_map (16, 1): [E + 4 dec] | 14 x [4 dec] | [1 dec + mtp + loss]
-    ("DeepSeekV3", "DGX-B200"): {"first_stage_layers": 4, "last_stage_layers": 1},  # mla_up_proj recompute (not modelled: the up-projections only)
+    ("DeepSeekV3", "DGX-B200"): {"first_stage_layers": 4, "last_stage_layers": 1, "recompute": "selective:mla_up_proj"},  # mla_up_proj recompute (not modelled: the up-projections only)
     ("GPT OSS 120B", "DGX-B200"): {"recompute": "selective:layernorm,act"},
     ("GPT OSS 120B", "DGX-H100"): {"recompute": "selective:layernorm,act"},
     ("GPT OSS 120B", "DGX-GB200"): {"dispatcher": "hybridep"},
@@ -140,8 +140,9 @@ def main(path, commit):
                 r.update(SETTINGS.get((base, sysname.strip()), {}))
                 if recipe in ("fp8-cs", "mxfp8"):
                     r["fp8_param_gather"] = True  # the FP8-CS and MXFP8 perf configs gather parameters in FP8
-                if base in ("GPT OSS 120B", "Qwen3_30B_a3B", "Qwen3_235B_a22B"):
-                    r["bf16_grads"] = True  # their perf common configs set grad_reduce_in_fp32=False
+                # every model's perf config sets grad_reduce_in_fp32=False (scripts/performance/configs/
+                # {llama3,llama31,deepseek,gpt_oss,qwen3}/*_llm_pretrain.py @v0.2.1)
+                r["bf16_grads"] = True
             ga = num(row.get("ga", "")) if "ga" in row else None
             r["note"] = f"{p.strip()}; GA {ga}; Model TFLOP/s/GPU as published: {alts(row['model tflop / sec / gpu'])[precs.index(p)]}" + (
                 "; Megatron FSDP (sharding over #GPUs / (TP x PP))" if fsdp else "")
