@@ -31,30 +31,51 @@ func laneOf(p Prepared) LaneKey {
 	return LaneKey{fw, p.Chip.Name}
 }
 
-// LaneFallback are the chips whose lane figures carry to a chip without rows of its own, nearest
-// first: the same silicon in another system, then the same generation.
-var LaneFallback = map[string][]string{
-	"GB300": {"B300", "GB200", "B200"}, "B300": {"GB300", "B200", "GB200"},
-	"GB200": {"B200", "GB300", "B300"}, "B200": {"GB200", "B300", "GB300"},
-	"H100-SXM": {"H100-96GB", "H200"}, "H100-96GB": {"H100-SXM", "H200"}, "H200": {"H100-SXM", "H100-96GB"},
-}
+// Where a lane figure carries to a chip without rows of its own, nearest first. Kernel figures
+// (GEMM and attention fractions, the grouped GEMM) follow the silicon: the same GPU in another
+// system, then its generation. Host figures (the MoE layer's launch pace) follow the system: the
+// same host CPU (x86 beside HGX boards, Grace in NVL72 racks), whatever the GPU.
+var (
+	SiliconFallback = map[string][]string{
+		"GB300": {"B300", "GB200", "B200"}, "B300": {"GB300", "B200", "GB200"},
+		"GB200": {"B200", "GB300", "B300"}, "B200": {"GB200", "B300", "GB300"},
+		"H100-SXM": {"H100-96GB", "H200"}, "H100-96GB": {"H100-SXM", "H200"}, "H200": {"H100-SXM", "H100-96GB"},
+	}
+	HostFallback = map[string][]string{
+		"GB300": {"GB200"}, "GB200": {"GB300"},
+		"B300": {"B200", "H100-SXM", "H200"}, "B200": {"B300", "H100-SXM", "H200"},
+		"H100-SXM": {"H100-96GB", "H200", "B200", "B300"}, "H100-96GB": {"H100-SXM", "H200", "B200", "B300"},
+		"H200": {"H100-SXM", "H100-96GB", "B200", "B300"},
+	}
+)
 
-// laneParams are the figures a lane fits, given its rows.
+// hostParam says whether a lane figure belongs to the host rather than the GPU.
+func hostParam(name string) bool { return name == "moe_launch_us" }
+
+// laneParams are the figures a lane fits, given its rows: a precision's GEMM fraction where
+// dense rows pin it (MoE rows fit the grouped GEMM and the host pace over whatever the dense rows
+// set), and for fsdp the attention kernels and the eager elementwise traffic.
 func laneParams(fw string, rows []Prepared) []Param {
-	var out []Param
+	var dtypes []string
 	seen := map[string]bool{}
 	moe := false
 	for _, p := range rows {
 		isMoE := p.train != nil && p.train.m.Fingerprint.MoE != nil
-		// a precision's GEMM fraction is fitted where dense rows pin it; MoE rows fit the
-		// grouped GEMM and the host sync over whatever the dense rows set
 		if d := strings.ToLower(p.Row.DType); !seen[d] && !isMoE {
 			seen[d] = true
-			out = append(out, gemmParam(d))
+			dtypes = append(dtypes, d)
 		}
 		moe = moe || isMoE
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return laneFigures(fw, dtypes, moe)
+}
+
+func laneFigures(fw string, dtypes []string, moe bool) []Param {
+	var out []Param
+	sort.Strings(dtypes)
+	for _, d := range dtypes {
+		out = append(out, gemmParam(d))
+	}
 	f := func(name string, lo, hi float64, ptr func(e *chips.Efficiency) *float64) Param {
 		return Param{Name: name, Lo: lo, Hi: hi, get: func(e *chips.Efficiency) float64 { return *ptr(e) },
 			set: func(e *chips.Efficiency, v float64) { *ptr(e) = v }}
@@ -182,8 +203,9 @@ func medianAbs(rows []Prepared, eff chips.Efficiency) float64 {
 	return median(es)
 }
 
-// WithLanes is each chip's efficiency with the fitted lanes set over its own lanes, and the
-// lanes carried to the chips in LaneFallback that have no rows of their own.
+// WithLanes is each chip's efficiency with its lanes: the figures fitted on its own rows, and
+// for each figure some lane fitted elsewhere but not here, the nearest sibling's (SiliconFallback
+// or HostFallback). Sources say which.
 func WithLanes(db map[string]chips.Efficiency, fits []LaneFit) map[string]chips.Efficiency {
 	byKey := map[LaneKey]LaneFit{}
 	for _, f := range fits {
@@ -196,21 +218,92 @@ func WithLanes(db map[string]chips.Efficiency, fits []LaneFit) map[string]chips.
 			lanes[k] = v
 		}
 		for _, fw := range layout.Frameworks {
-			if f, ok := byKey[LaneKey{fw, name}]; ok {
-				lanes[fw] = f.Figures
-				continue
-			}
-			for _, other := range LaneFallback[name] {
-				if f, ok := byKey[LaneKey{fw, other}]; ok {
-					lanes[fw] = f.Figures
-					break
+			// every figure some chip's lane of this framework fitted
+			var names []string
+			seen := map[string]bool{}
+			for _, f := range fits {
+				if f.Lane.Framework != fw {
+					continue
+				}
+				for p := range f.Params {
+					if !seen[p] {
+						seen[p] = true
+						names = append(names, p)
+					}
 				}
 			}
+			sort.Strings(names)
+			own, hasOwn := byKey[LaneKey{fw, name}]
+			lane := chips.Efficiency{GEMMFrac: map[string]float64{}, Sources: map[string]string{}}
+			set := false
+			for _, pn := range names {
+				pr := paramByName(pn)
+				if v, ok := own.Params[pn]; hasOwn && ok {
+					pr.set(&lane, v)
+					lane.Sources[sourceKey(pn)] = own.source()
+					set = true
+					continue
+				}
+				chain := SiliconFallback[name]
+				why := "same silicon or generation"
+				if hostParam(pn) {
+					chain, why = HostFallback[name], "same host CPU"
+				}
+				for _, other := range chain {
+					if f, ok := byKey[LaneKey{fw, other}]; ok {
+						if v, ok := f.Params[pn]; ok {
+							pr.set(&lane, v)
+							if _, mine := lane.Sources[sourceKey(pn)]; !mine || !strings.HasPrefix(lane.Sources[sourceKey(pn)], "fitted") {
+								lane.Sources[sourceKey(pn)] = fmt.Sprintf("carried from %s (%s; no %s rows for it on %s): %s", other, why, fw, name, f.source())
+							}
+							set = true
+							break
+						}
+					}
+				}
+			}
+			if !set {
+				continue
+			}
+			if len(lane.GEMMFrac) == 0 {
+				lane.GEMMFrac = nil
+			}
+			if lane.AttnFrac > 0 {
+				lane.Sources["attn_bwd_frac"] = "0.8 x the lane's attn_frac (FlashAttention-2 paper: backward at ~0.8x the forward)"
+			}
+			lanes[fw] = lane
 		}
 		eff.Lanes = lanes
 		out[name] = eff
 	}
 	return out
+}
+
+// paramByName is the lane figure a fit names (gemm_frac.DTYPE and the laneParams).
+func paramByName(name string) Param {
+	if d, ok := strings.CutPrefix(name, "gemm_frac."); ok {
+		return gemmParam(d)
+	}
+	for _, p := range laneFigures(layout.FSDP, nil, true) {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("calib: unknown lane figure " + name) // laneParams and this list are one set
+}
+
+// sourceKey is the efficiency.sources key of a fitted figure.
+func sourceKey(name string) string {
+	if strings.HasPrefix(name, "gemm_frac.") {
+		return "gemm_frac"
+	}
+	return name
+}
+
+// source describes a lane fit for the figures' sources.
+func (f LaneFit) source() string {
+	return fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) to the %d %s training rows on %s (%s): median |err| %.1f%% before, %.1f%% after",
+		f.Rows, f.Lane.Framework, f.Lane.Chip, strings.Join(f.Sources, "; "), 100*f.Before, 100*f.After)
 }
 
 // SourceOf is the source a row's measurement comes from, at the grain leave-one-source-out

@@ -158,10 +158,27 @@ func calibrateLanes(c *cli.Context, path string) error {
 		return cli.Exit(err.Error(), exitFailure)
 	}
 	if c.Bool("json") {
+		db, err := chipDB(c)
+		if err != nil {
+			return err
+		}
+		base := map[string]chips.Efficiency{}
+		for _, ch := range db.All() {
+			e := ch.Efficiency
+			e.Lanes = nil
+			base[ch.Name] = e
+		}
+		lanes := map[string]map[string]chips.Efficiency{}
+		for name, e := range calib.WithLanes(base, fits) {
+			if len(e.Lanes) > 0 {
+				lanes[name] = e.Lanes
+			}
+		}
 		return writeJSON(c.App.Writer, struct {
-			Lanes             []calib.LaneFit     `json:"lanes"`
-			LeaveOneSourceOut []calib.SourceError `json:"leave_one_source_out"`
-		}{fits, loo})
+			Lanes             []calib.LaneFit                        `json:"lanes"`
+			Chips             map[string]map[string]chips.Efficiency `json:"chips"`
+			LeaveOneSourceOut []calib.SourceError                    `json:"leave_one_source_out"`
+		}{fits, lanes, loo})
 	}
 	return render.WriteLaneFits(c.App.Writer, fits, loo)
 }
