@@ -179,3 +179,23 @@ func TestShippedLanes(t *testing.T) {
 		}
 	}
 }
+
+// TP communication overlap (Megatron's userbuffers, torchtitan's async TP) hides the TP
+// collectives behind the GEMMs: the step shortens by at most the exposed TP time, and never
+// below the roofline.
+func TestTPOverlap(t *testing.T) {
+	m, k := llama70b(t)
+	l := Layout{TP: 8, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 8, Seq: 8192, DistOptimizer: true, Recompute: "full"}
+	a, err := Train(m, analyzer.DefaultScenario(), l, k.p, k.peak, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.TPOverlap = true
+	b, err := Train(m, analyzer.DefaultScenario(), l, k.p, k.peak, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(b.StepTime < a.StepTime && a.StepTime-b.StepTime <= a.LayerComm*(1+1e-9) && b.StepTime >= b.Roofline) {
+		t.Errorf("tp overlap: step %g vs %g (TP exposed %g), roofline %g", b.StepTime, a.StepTime, a.LayerComm, b.Roofline)
+	}
+}

@@ -61,6 +61,9 @@ type Layout struct {
 	// (the busiest EP rank's tokens over the mean; 1: balanced, as forced in benchmarks).
 	Dispatcher, A2AOverlap string
 	Imbalance              float64
+	// TPOverlap: the TP/SP collectives run chunked beside the GEMMs they feed (Megatron's
+	// --tp-comm-overlap with userbuffers, torchtitan's async TP), hidden up to the GEMMs' time.
+	TPOverlap bool
 	// FP8ParamGather: Megatron's --fp8-param-gather keeps the linear weights in FP8 only (the
 	// master weights stay fp32), and gathers them in FP8. BF16Grads: grad_reduce_in_fp32 off,
 	// the main gradients kept and reduced in bf16.
@@ -294,6 +297,19 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 			ks = append(ks, e...)
 		}
 		t := p.Predict(ks)
+		if l.TPOverlap && l.TP > 1 {
+			var tpk []kernels.Kernel
+			for _, k := range ks {
+				if k.Name == "tp_all_reduce" {
+					tpk = append(tpk, k)
+				}
+			}
+			if len(tpk) > 0 {
+				hidden := math.Min(p.Predict(tpk).TComm, math.Min(t.TGEMM, t.TComm))
+				t.TEst -= hidden
+				t.TComm -= hidden
+			}
+		}
 		if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeShare > 0 && h.MoELaunch() > 0 {
 			// the host issues each MoE layer's kernels while the GPU runs ahead; when issuing
 			// takes longer than the stage's kernels, the stage runs at the host's pace

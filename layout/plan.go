@@ -40,6 +40,7 @@ type Knobs struct {
 	PipelineAccount           bool
 	FP8ParamGather, BF16Grads bool
 	Replicas                  int64
+	TPOverlap                 bool
 }
 
 // Apply sets the knobs on a layout.
@@ -48,7 +49,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.OffloadOptimizer, l.OffloadParams, l.OffloadActivations, l.Compile = k.OffloadOptimizer, k.OffloadParams, k.OffloadActivations, k.Compile
 	l.Dispatcher, l.A2AOverlap, l.MTP = k.Dispatcher, k.A2AOverlap, k.MTP
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
-	l.FP8ParamGather, l.BF16Grads, l.Replicas = k.FP8ParamGather, k.BF16Grads, k.Replicas
+	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
 	return l
 }
 

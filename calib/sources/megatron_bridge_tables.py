@@ -140,6 +140,8 @@ def main(path, commit):
                 r.update(SETTINGS.get((base, sysname.strip()), {}))
                 if recipe in ("fp8-cs", "mxfp8"):
                     r["fp8_param_gather"] = True  # the FP8-CS and MXFP8 perf configs gather parameters in FP8
+                if base in ("LLAMA3_70B", "LLAMA3.1_405B") and r["tp"] > 1 and not (base == "Qwen3_235B_a22B"):
+                    r["tp_overlap"] = True  # Llama perf configs: CommOverlapConfig(tp_comm_overlap=True) with userbuffers
                 # every model's perf config sets grad_reduce_in_fp32=False (scripts/performance/configs/
                 # {llama3,llama31,deepseek,gpt_oss,qwen3}/*_llm_pretrain.py @v0.2.1)
                 r["bf16_grads"] = True
