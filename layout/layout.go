@@ -260,109 +260,9 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	if err != nil {
 		return st, err
 	}
-	// One micro-batch on each kind of pipeline stage: its decoder layers' kernels (and their
-	// TP/CP collectives), the embedding on the first, the LM head and loss (and MTP modules) on
-	// the last; the slowest stage sets the pace. The expert all-to-all is timed by placement.
-	var layers, head, emb, opt []kernels.Kernel
-	var a2aK kernels.Kernel
+	sk := splitKernels(step)
 	L := max(m.Fingerprint.Layers, 1)
-	for _, k := range step.Kernels {
-		switch {
-		case k.Category == "optimizer":
-			opt = append(opt, k)
-		case k.Category == string(analyzer.CatLMHead):
-			head = append(head, k)
-		case k.Category == string(analyzer.CatEmbedding):
-			emb = append(emb, k)
-		case k.Name == "ep_all_to_all":
-			a2aK = k
-		default:
-			layers = append(layers, k)
-		}
-	}
-	nFirst, nMid, nLast := l.StageCounts(L)
-	if l.PP == 1 {
-		nFirst, nMid, nLast = L, L, L
-	}
-	moeShare := 0.0
-	if fp := m.Fingerprint; fp.MoE != nil && fp.MoE.MoELayers > 0 {
-		moeShare = float64(fp.MoE.MoELayers) / float64(L)
-	}
-	stage := func(n int64, extra ...[]kernels.Kernel) (kernels.Time, A2A) {
-		ks := make([]kernels.Kernel, 0, len(layers)+8)
-		for _, k := range layers {
-			ks = append(ks, scaled(k, float64(n)/float64(L)))
-		}
-		for _, e := range extra {
-			ks = append(ks, e...)
-		}
-		t := p.Predict(ks)
-		if l.TPOverlap && l.TP > 1 {
-			var tpk []kernels.Kernel
-			for _, k := range ks {
-				if k.Name == "tp_all_reduce" {
-					tpk = append(tpk, k)
-				}
-			}
-			if len(tpk) > 0 {
-				hidden := math.Min(p.Predict(tpk).TComm, math.Min(t.TGEMM, t.TComm))
-				t.TEst -= hidden
-				t.TComm -= hidden
-			}
-		}
-		if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeShare > 0 && h.MoELaunch() > 0 {
-			// the host issues each MoE layer's kernels while the GPU runs ahead; when issuing
-			// takes longer than the stage's kernels, the stage runs at the host's pace
-			host := h.MoELaunch() * moeShare * float64(n) * l.MoELaunches(m.Fingerprint)
-			if gpu := t.TEst - t.TComm; host > gpu {
-				t.TLatency += host - gpu
-				t.TEst += host - gpu
-			}
-		}
-		a := tr.a2aTime(l, a2aK, moeShare*float64(n), p)
-		return t, a
-	}
-	var lastExtra [][]kernels.Kernel
-	lastExtra = append(lastExtra, head)
-	for i := int64(0); i < l.MTP; i++ {
-		// a multi-token-prediction module: one more (MoE) layer and the shared head
-		var mtp []kernels.Kernel
-		for _, k := range layers {
-			mtp = append(mtp, scaled(k, 1/float64(L)))
-		}
-		lastExtra = append(lastExtra, mtp, head)
-	}
-	type stageTime struct {
-		t   kernels.Time
-		a2a A2A
-		mb  float64
-	}
-	eval := func(n int64, extra ...[]kernels.Kernel) stageTime {
-		t, a := stage(n, extra...)
-		mtpA2A := 0.0
-		if len(extra) > 1 { // the MTP modules' MoE layers exchange tokens too
-			mtpA2A = float64(l.MTP) * a.Time / math.Max(moeShare*float64(n), 1) * moeShare
-		}
-		a.Time += mtpA2A
-		compute := t.TEst - t.TComm
-		a.Exposed = l.overlapA2A(a.Time, compute)
-		return stageTime{t, a, t.TEst + a.Exposed}
-	}
-	var stages []stageTime
-	if l.PP == 1 {
-		stages = []stageTime{eval(L, append([][]kernels.Kernel{emb}, lastExtra...)...)}
-	} else {
-		stages = []stageTime{eval(nFirst, emb), eval(nLast, lastExtra...)}
-		if l.PP > 2 {
-			stages = append(stages, eval(nMid))
-		}
-	}
-	slow := stages[0]
-	for _, s := range stages[1:] {
-		if s.mb > slow.mb {
-			slow = s
-		}
-	}
+	slow := tr.slowestStage(l, p, sk)
 	mb := slow.t
 	st.Microbatch = slow.mb
 	st.A2A = slow.a2a
@@ -383,18 +283,7 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 		st.LayerComm = ga * st.Microbatch * share
 		st.Kernels = ga*st.Microbatch - st.LayerComm
 	}
-	// The bubble: interleaved 1F1B's (PP-1)/VP micro-batches (Narayanan et al. 2021), or
-	// DualPipe's (PP/2-1)(F&B + B - 3W) with F, B and W the micro-batch's forward, input-gradient
-	// and weight-gradient shares (the weight gradients are half the backward's GEMMs).
-	st.Bubble = OneFOneBBubble(l.PP, l.VP, st.Microbatch)
-	if l.A2AOverlap == OverlapDualPipe {
-		body := mb.TEst
-		w := mb.TGEMM / 3
-		f := (body - w) / 2.5 // forward is 1 of the remaining 1 + 1.5 (input backward with attention's 2.5x)
-		b := body - f - w
-		fb := math.Max(f+b, slow.a2a.Time)
-		st.Bubble = DualPipeBubble(l.PP, f, b, w, fb)
-	}
+	st.Bubble = l.bubble(slow, st.Microbatch)
 	st.Pipeline = ga*st.Microbatch + st.Bubble
 
 	st.DPExposed = tr.dataParallel(l, p, st.Microbatch, ga)
@@ -408,8 +297,9 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	if l.A2AOverlap == OverlapDualPipe {
 		shard *= 2 // two copies of the stage's parameters
 	}
-	for i := range opt {
-		opt[i] = scaled(opt[i], shard)
+	opt := make([]kernels.Kernel, len(sk.opt))
+	for i, k := range sk.opt {
+		opt[i] = scaled(k, shard)
 	}
 	if len(opt) > 0 {
 		st.Optimizer = p.Predict(opt).TEst

@@ -1,0 +1,145 @@
+package layout
+
+import (
+	"math"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/kernels"
+)
+
+// One micro-batch on each kind of pipeline stage: its decoder layers' kernels (and their TP/CP
+// collectives), the embedding on the first, the LM head and loss (and MTP modules) on the last;
+// the slowest stage sets the pipeline's pace. The expert all-to-all is timed by placement
+// (moe.go) and overlapped as the layout's schedule says.
+
+// stageKernels are a counted micro-batch's kernels by where they run.
+type stageKernels struct {
+	layers, head, emb, opt []kernels.Kernel // decoder layers (all of them), LM head, embedding, optimizer
+	a2a                    kernels.Kernel   // the expert all-to-all, timed by placement
+}
+
+func splitKernels(step analyzer.Step) stageKernels {
+	var sk stageKernels
+	for _, k := range step.Kernels {
+		switch {
+		case k.Category == "optimizer":
+			sk.opt = append(sk.opt, k)
+		case k.Category == string(analyzer.CatLMHead):
+			sk.head = append(sk.head, k)
+		case k.Category == string(analyzer.CatEmbedding):
+			sk.emb = append(sk.emb, k)
+		case k.Name == "ep_all_to_all":
+			sk.a2a = k
+		default:
+			sk.layers = append(sk.layers, k)
+		}
+	}
+	return sk
+}
+
+// stageTime is one stage's micro-batch: its kernels' time, its all-to-all, and the two
+// together as the pipeline sees them (mb).
+type stageTime struct {
+	t   kernels.Time
+	a2a A2A
+	mb  float64
+}
+
+// slowestStage times the first, a middle and the last stage and returns the slowest.
+func (tr *Trainer) slowestStage(l Layout, p kernels.Predictor, sk stageKernels) stageTime {
+	fp := tr.m.Fingerprint
+	L := max(fp.Layers, 1)
+	nFirst, nMid, nLast := l.StageCounts(L)
+	if l.PP == 1 {
+		nFirst, nMid, nLast = L, L, L
+	}
+	last := [][]kernels.Kernel{sk.head}
+	for i := int64(0); i < l.MTP; i++ {
+		// a multi-token-prediction module: one more (MoE) layer and the shared head
+		mtp := make([]kernels.Kernel, len(sk.layers))
+		for j, k := range sk.layers {
+			mtp[j] = scaled(k, 1/float64(L))
+		}
+		last = append(last, mtp, sk.head)
+	}
+	var stages []stageTime
+	if l.PP == 1 {
+		stages = []stageTime{tr.stage(l, p, sk, L, append([][]kernels.Kernel{sk.emb}, last...)...)}
+	} else {
+		stages = []stageTime{tr.stage(l, p, sk, nFirst, sk.emb), tr.stage(l, p, sk, nLast, last...)}
+		if l.PP > 2 {
+			stages = append(stages, tr.stage(l, p, sk, nMid))
+		}
+	}
+	slow := stages[0]
+	for _, s := range stages[1:] {
+		if s.mb > slow.mb {
+			slow = s
+		}
+	}
+	return slow
+}
+
+// stage times n decoder layers and the extra kernels (embedding, head, MTP modules) of one
+// micro-batch, with the TP overlap, the MoE host pace and the all-to-all the layout implies.
+func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64, extra ...[]kernels.Kernel) stageTime {
+	fp := tr.m.Fingerprint
+	L := max(fp.Layers, 1)
+	moeShare := 0.0
+	if fp.MoE != nil && fp.MoE.MoELayers > 0 {
+		moeShare = float64(fp.MoE.MoELayers) / float64(L)
+	}
+	ks := make([]kernels.Kernel, 0, len(sk.layers)+8)
+	for _, k := range sk.layers {
+		ks = append(ks, scaled(k, float64(n)/float64(L)))
+	}
+	for _, e := range extra {
+		ks = append(ks, e...)
+	}
+	t := p.Predict(ks)
+	if l.TPOverlap && l.TP > 1 {
+		var tpk []kernels.Kernel
+		for _, k := range ks {
+			if k.Name == "tp_all_reduce" {
+				tpk = append(tpk, k)
+			}
+		}
+		if len(tpk) > 0 {
+			hidden := math.Min(p.Predict(tpk).TComm, math.Min(t.TGEMM, t.TComm))
+			t.TEst -= hidden
+			t.TComm -= hidden
+		}
+	}
+	mtpLayers := 0.0
+	if len(extra) > 1 {
+		mtpLayers = float64(l.MTP) // the MTP modules' layers issue kernels and exchange tokens too
+	}
+	moeLayers := moeShare * (float64(n) + mtpLayers)
+	if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeLayers > 0 && h.MoELaunch() > 0 {
+		// the host issues each MoE layer's kernels while the GPU runs ahead; when issuing takes
+		// longer than the stage's kernels, the stage runs at the host's pace
+		host := h.MoELaunch() * moeLayers * l.MoELaunches(fp)
+		if gpu := t.TEst - t.TComm; host > gpu {
+			t.TLatency += host - gpu
+			t.TEst += host - gpu
+		}
+	}
+	a := tr.a2aTime(l, sk.a2a, moeLayers, p)
+	a.Exposed = l.overlapA2A(a.Time, t.TEst-t.TComm)
+	return stageTime{t, a, t.TEst + a.Exposed}
+}
+
+// bubble is the pipeline's idle time per step: interleaved 1F1B's (PP-1)/VP micro-batches
+// (Narayanan et al. 2021), or DualPipe's (PP/2-1)(F&B + B - 3W), with F the micro-batch's
+// forward (a third of it: the backward runs about twice the forward), W its weight gradients
+// (a third of its GEMMs: forward, input and weight gradients are one GEMM each) and B the rest.
+func (l Layout) bubble(slow stageTime, microbatch float64) float64 {
+	if l.A2AOverlap != OverlapDualPipe {
+		return OneFOneBBubble(l.PP, l.VP, microbatch)
+	}
+	body := slow.t.TEst
+	f, w := body/3, slow.t.TGEMM/3
+	b := body - f - w
+	fb := math.Max(f+b, slow.a2a.Time)
+	return DualPipeBubble(l.PP, f, b, w, fb)
+}
