@@ -45,6 +45,22 @@ const (
 	OverlapDualPipe  = "dualpipe"
 )
 
+// validMoEOptions checks the dispatcher and all-to-all schedule names alone (plan options,
+// flags), before any layout is built.
+func validMoEOptions(dispatchers, overlaps []string) error {
+	for _, d := range dispatchers {
+		if d != "" && d != DispatchAllToAll && d != DispatchDeepEP && d != DispatchHybridEP {
+			return fmt.Errorf("dispatcher %q: want alltoall, deepep or hybridep", d)
+		}
+	}
+	for _, o := range overlaps {
+		if o != "" && o != OverlapNone && o != Overlap1F1B && o != OverlapDualPipe {
+			return fmt.Errorf("a2a overlap %q: want none, 1f1b or dualpipe", o)
+		}
+	}
+	return nil
+}
+
 func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 	switch {
 	case l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll && l.Dispatcher != DispatchDeepEP && l.Dispatcher != DispatchHybridEP:

@@ -145,6 +145,14 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	if err := o.Knobs.Apply(Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 1, Seq: 1, ZeRO: 3}).validateMemoryOptions(); err != nil {
 		return plan, fmt.Errorf("plan: %w", err)
 	}
+	if err := validMoEOptions(append([]string{o.Knobs.Dispatcher}, o.Dispatchers...), append([]string{o.Knobs.A2AOverlap}, o.MoEOverlaps...)); err != nil {
+		return plan, fmt.Errorf("plan: %w", err)
+	}
+	for _, fw := range o.Frameworks {
+		if !slices.Contains(Frameworks, fw) {
+			return plan, fmt.Errorf("plan: framework %q: want megatron, fsdp or deepspeed", fw)
+		}
+	}
 	frameworks := o.Frameworks
 	if len(frameworks) == 0 {
 		frameworks = []string{o.Knobs.Framework}

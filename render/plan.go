@@ -16,7 +16,7 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	w := &errWriter{w: out}
 	o := p.Options
 	w.printf("# Training layouts: %s on %d x %s\n\n", model, o.GPUs, target)
-	w.printf("Global batch %d sequences of %d tokens; %d layouts evaluated, %d fit in %.0f GiB per GPU. Step time is the achievable model: GA micro-batches on the slowest pipeline stage, the interleaved-1F1B bubble `(PP-1)/VP`, exposed data-parallel traffic and the (distributed) optimizer step. MFU counts `F_theory` (full-S² attention).\n\n",
+	w.printf("Global batch %d sequences of %d tokens; %d layouts evaluated, %d fit in %.0f GiB per GPU. Step time is the achievable model: GA micro-batches on the slowest pipeline stage, the pipeline bubble (interleaved 1F1B's `(PP-1)/VP`, or DualPipe's `(PP/2-1)(F&B+B-3W)`), the exposed expert all-to-all, exposed data-parallel traffic and the (distributed) optimizer step. MFU counts `F_theory` (full-S² attention).\n\n",
 		o.GBS, o.Seq, p.Evaluated, p.Feasible, o.MemoryBytes/(1<<30))
 	if p.Feasible == 0 {
 		w.printf("%s\n", p.NoFit)
@@ -39,7 +39,55 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	w.printf("\nMemory per GPU of the winner, term by term (%s framework, %s optimizer; the %s pipeline stage; tight means within the memory model's ±%.0f%% measured uncertainty; the allocator's share, %.0f%% of the memory a step allocates and frees, is fitted to measured peaks):\n\n",
 		orDefault(k.Framework, layout.Megatron), orDefault(k.Optimizer, "adamw"), best.Memory.Stage, 100*layout.MemoryUncertainty, 100*layout.AllocatorShare)
 	memoryTable(w, best.Memory)
+	writeMechanisms(w, best.Step)
 	return w.err
+}
+
+// writeMechanisms names the framework mechanisms the winner's time rests on, with their figures.
+func writeMechanisms(w *errWriter, s layout.Step) {
+	l := s.Layout
+	var ms []string
+	fw := orDefault(l.Framework, layout.Megatron)
+	ms = append(ms, fmt.Sprintf("framework lane **%s**: its fitted figures on this chip time the kernels (chips.json efficiency.lanes.%s)", fw, fw))
+	if l.PP > 1 {
+		if l.A2AOverlap == layout.OverlapDualPipe {
+			ms = append(ms, fmt.Sprintf("DualPipe over %d stages: bubble (PP/2-1)(F&B+B-3W) = %.2f s, two copies of a stage's parameters, PP+1 micro-batches in flight", l.PP, s.Bubble))
+		} else {
+			ms = append(ms, fmt.Sprintf("interleaved 1F1B, %d stages x %d virtual: bubble (PP-1)/VP micro-batches = %.2f s", l.PP, l.VP, s.Bubble))
+		}
+		if l.EmbeddingInPipe || l.LossInPipe {
+			ms = append(ms, "embedding and loss counted as pipeline layers (Megatron's account-for-embedding/loss-in-pipeline-split)")
+		}
+	}
+	if l.TPOverlap && l.TP > 1 {
+		ms = append(ms, "TP collectives overlapped with the GEMMs (userbuffers / async TP)")
+	}
+	if l.EP > 1 {
+		d := orDefault(l.Dispatcher, layout.DispatchAllToAll)
+		ov := orDefault(l.A2AOverlap, layout.OverlapNone)
+		ms = append(ms, fmt.Sprintf("expert all-to-all (%s dispatcher, overlap %s): %.2f GB sent per MoE layer and micro-batch, %.0f%% of it off the NVLink domain; %.1f ms per micro-batch, %.1f ms exposed",
+			d, ov, s.A2A.BytesPerLayer/1e9, 100*s.A2A.ScaleOutShare, 1e3*s.A2A.Time, 1e3*s.A2A.Exposed))
+	}
+	if l.Stage() == 3 {
+		what := "ZeRO-3"
+		if fw == layout.FSDP {
+			what = "FSDP2"
+		}
+		ms = append(ms, fmt.Sprintf("%s: each layer's weights gathered before use and gradients reduce-scattered after, prefetched a layer ahead; %.2f s exposed per step", what, s.DPExposed))
+	}
+	if l.Replicas > 1 {
+		ms = append(ms, fmt.Sprintf("HSDP: sharded within %d ranks, replicated across %d groups (gradients all-reduced over the scale-out network)", l.DP*l.CP/l.Replicas, l.Replicas))
+	}
+	if l.MTP > 0 {
+		ms = append(ms, fmt.Sprintf("%d multi-token-prediction module(s) on the last stage", l.MTP))
+	}
+	if l.Precision != "" && l.Precision != "bf16" {
+		ms = append(ms, fmt.Sprintf("precision recipe %s: its casts and cached low-precision copies are counted", l.Precision))
+	}
+	w.printf("\nMechanisms of the winner:\n\n")
+	for _, m := range ms {
+		w.printf("- %s\n", m)
+	}
 }
 
 // memoryTable lists every term of a memory, with the host memory offloading uses.

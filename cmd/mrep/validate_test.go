@@ -216,3 +216,39 @@ func TestValidateExtended(t *testing.T) {
 		t.Errorf("--extended with a file: %v (exit %d)", err, exitCode(err))
 	}
 }
+
+// plan train over both lanes and the MoE schedules: DeepSeek-V3 on 256 GPUs names the winner's
+// mechanisms (its lane, the all-to-all with its bytes and exposure); both frameworks appear
+// among the layouts when --framework names both; a bad schedule is refused naming it.
+func TestPlanTrainLanesAndMoE(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/DeepSeek-V3.json.gz", "../../examples/dumps/Llama-3.1-8B.json.gz")
+	md := mustRun(t, db, "plan", "train", "DeepSeek-V3", "--gpus", "256", "--gbs", "1024", "--seq", "4096", "--dtype", "fp8",
+		"--recipe", "fp8-blockwise", "--try-a2a-overlap", "none,1f1b,dualpipe", "--try-dispatcher", "alltoall,deepep", "--chip", "H200")
+	for _, want := range []string{"Mechanisms of the winner", "framework lane **megatron**", "expert all-to-all (", "GB sent per MoE layer"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("plan lacks %q:\n%s", want, md)
+		}
+	}
+	var plan struct {
+		Top []struct {
+			Step struct {
+				Layout struct{ Framework string } `json:"layout"`
+			} `json:"step"`
+		} `json:"top"`
+	}
+	js := mustRun(t, db, "plan", "train", "Llama-3.1-8B", "--gpus", "64", "--gbs", "256", "--seq", "8192", "--framework", "megatron,fsdp", "--top", "100000", "--json")
+	if err := json.Unmarshal([]byte(js), &plan); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range plan.Top {
+		seen[c.Step.Layout.Framework] = true
+	}
+	if !seen["megatron"] || !seen["fsdp"] {
+		t.Errorf("both lanes searched, frameworks among the feasible layouts: %v", seen)
+	}
+	if _, _, err := run(t, db, "plan", "train", "DeepSeek-V3", "--gpus", "256", "--gbs", "1024", "--seq", "4096", "--a2a-overlap", "sideways"); err == nil || !strings.Contains(err.Error(), "sideways") {
+		t.Errorf("bad a2a overlap: %v", err)
+	}
+}
