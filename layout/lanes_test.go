@@ -199,3 +199,34 @@ func TestTPOverlap(t *testing.T) {
 		t.Errorf("tp overlap: step %g vs %g (TP exposed %g), roofline %g", b.StepTime, a.StepTime, a.LayerComm, b.Roofline)
 	}
 }
+
+// FSDP over two TPU v6e slices of 256 chips (one ICI domain each, DCN between them): sharding
+// over all 512 chips sends every layer's gathers and reduce-scatters over the data-center
+// network; HSDP with 2 replicas shards within a slice over ICI and all-reduces each shard's
+// gradients across the slices once per step, which is faster and holds twice the shard.
+func TestHSDPAcrossTPUSlices(t *testing.T) {
+	m := bundled(t, "Llama-3.1-8B")
+	chip, err := chips.Default().Lookup("TPU-v6e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := timing.New(chip, "bf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, _ := chip.Peak("bf16")
+	domain := int64(chip.Efficiency.ScaleUpDomain)
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 512, EP: 1, MBS: 1, GBS: 512, Seq: 8192, ZeRO: 3, Framework: FSDP, Recompute: "full"}
+	flat, err := Train(m, analyzer.DefaultScenario(), l, tm, peak*1e12, domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Replicas = 2
+	hsdp, err := Train(m, analyzer.DefaultScenario(), l, tm, peak*1e12, domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(hsdp.DPExposed < flat.DPExposed/2 && hsdp.StepTime < flat.StepTime) {
+		t.Errorf("HSDP over 2 slices: exposed %g s (step %g) vs FSDP over both %g s (step %g)", hsdp.DPExposed, hsdp.StepTime, flat.DPExposed, flat.StepTime)
+	}
+}
