@@ -505,9 +505,10 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		if fp.MoE.SharedExperts > 0 {
 			mlp += float64(fp.MoE.SharedExperts) * (2*width*e + lin*e)
 		}
-		// the permuted copies of the routed tokens (dispatched input, combined output) and
-		// the router's fp32 logits
-		moe = topk*2*2*h + 4*float64(fp.MoE.RoutedExperts)
+		// the permuted copies of the routed tokens: the dispatched input, which the first
+		// expert GEMM saves in its input precision (FP8 under an FP8 recipe), and the experts'
+		// 16-bit output, which the weighted combine's backward needs; the router's fp32 logits
+		moe = topk*(lin+2)*h + 4*float64(fp.MoE.RoutedExperts)
 	}
 	switch rc.Mode {
 	case "full":

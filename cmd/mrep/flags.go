@@ -242,8 +242,13 @@ type scenarioOptions struct {
 // readLayout is the training layout the flags describe, nil when none was asked for.
 func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers") ||
-		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile")) {
+		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile") ||
+		c.IsSet("recipe") || c.IsSet("a2a-overlap") || c.IsSet("dispatcher") || c.IsSet("mtp") || c.IsSet("pipeline-account") ||
+		c.IsSet("fp8-param-gather") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap")) {
 		return nil, nil
+	}
+	if fw := c.String("framework"); strings.Contains(fw, ",") || strings.EqualFold(fw, "all") {
+		return nil, fmt.Errorf("--framework %q: a layout runs one framework (plan train searches several)", fw)
 	}
 	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
 		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp"),
