@@ -58,6 +58,10 @@ func TestDeepSeekA2ABytesAtEP64(t *testing.T) {
 	}
 	msg := 4096.0 * 8 * 7168 * 2
 	near(t, "bytes per MoE layer", st.A2A.BytesPerLayer, 4*msg*63/64, 1e-9)
+	// the permutation around it, forward and backward: read 4,096 x 7,168 and write 8 times
+	// that (permute), the reverse (unpermute), 16-bit
+	perm := NewTrainer(m, analyzer.DefaultScenario(), tm, 989.4e12, 8).permutation(l, 1)
+	near(t, "permutation bytes per MoE layer", perm.Bytes, 2*2*2*4096*7168*9, 1e-12)
 	near(t, "scale-out share", st.A2A.ScaleOutShare, 56.0/63, 1e-9)
 	// overlapping it with the other micro-batch's compute hides what compute covers
 	l.A2AOverlap = Overlap1F1B

@@ -96,6 +96,9 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 	for _, e := range extra {
 		ks = append(ks, e...)
 	}
+	if perm := tr.permutation(l, moeShare*float64(n)); perm.Bytes > 0 {
+		ks = append(ks, perm)
+	}
 	t := p.Predict(ks)
 	if l.TPOverlap && l.TP > 1 {
 		var tpk []kernels.Kernel
@@ -142,4 +145,22 @@ func (l Layout) bubble(slow stageTime, microbatch float64) float64 {
 	b := body - f - w
 	fb := math.Max(f+b, slow.a2a.Time)
 	return DualPipeBubble(l.PP, f, b, w, fb)
+}
+
+// permutation is the token permutation around a stage's MoE layers, per micro-batch: the
+// forward gathers this GPU's tokens into expert order (read tokens x h, write tokens x top-k x h)
+// and scatters the experts' outputs back with the router's weights (the reverse), and the
+// backward does both again for the gradients; 16-bit, memory-bound (Megatron's fused
+// permute/unpermute kernels).
+func (tr *Trainer) permutation(l Layout, moeLayers float64) kernels.Kernel {
+	fp := tr.m.Fingerprint
+	if fp.MoE == nil || moeLayers <= 0 {
+		return kernels.Kernel{}
+	}
+	tokens := float64(l.MBS*l.Seq/max(l.CP, 1)) / float64(max(l.TP, 1))
+	h := float64(fp.Hidden)
+	topk := float64(max(fp.MoE.TopK, 1))
+	perPass := 2 * 2 * tokens * h * (1 + topk) // permute and unpermute, each reads one side and writes the other
+	return kernels.Kernel{Name: "moe_permute", Category: string(analyzer.CatRouter), Kind: kernels.Memory,
+		Count: 4 * moeLayers, Bytes: 2 * perPass * moeLayers}
 }
