@@ -109,6 +109,7 @@ type Row struct {
 	LastStageLayers    int64  `json:"last_stage_layers,omitempty"`
 	FP8ParamGather     bool   `json:"fp8_param_gather,omitempty"`
 	TPOverlap          bool   `json:"tp_overlap,omitempty"`
+	NoReshard          bool   `json:"no_reshard,omitempty"`
 	BF16Grads          bool   `json:"bf16_grads,omitempty"`
 	// MemoryGiB is the measured peak per GPU (the fullest GPU) as the source reports it;
 	// MemoryStat says which reading: reserved (torch.cuda.max_memory_reserved, what torchtitan
@@ -177,7 +178,7 @@ func (r Row) Layout() layout.Layout {
 		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec, MTP: r.MTP, RecomputeLayers: r.RecomputeLayers,
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
 		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads,
-		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap}
+		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard}
 }
 
 func (r Row) dp() int64 {
@@ -386,7 +387,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {
@@ -412,7 +413,7 @@ func parseCSV(b []byte) ([]Row, error) {
 			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note",
 				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap":
 				obj[h] = v
-			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads", "tp_overlap":
+			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads", "tp_overlap", "no_reshard":
 				b, err := strconv.ParseBool(v)
 				if err != nil {
 					return nil, fmt.Errorf("line %d: %s %q is not true or false", li+2, h, v)

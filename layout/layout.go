@@ -61,6 +61,10 @@ type Layout struct {
 	// (the busiest EP rank's tokens over the mean; 1: balanced, as forced in benchmarks).
 	Dispatcher, A2AOverlap string
 	Imbalance              float64
+	// NoReshard: FSDP2's reshard_after_forward=False: each micro-batch gathers a layer's weights
+	// once and keeps them to its backward (torchtitan's choice under pipelining); memory holds the
+	// stage's gathered weights and gradients.
+	NoReshard bool
 	// TPOverlap: the TP/SP collectives run chunked beside the GEMMs they feed (Megatron's
 	// --tp-comm-overlap with userbuffers, torchtitan's async TP), hidden up to the GEMMs' time.
 	TPOverlap bool
@@ -367,8 +371,8 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 		exposed = math.Max(0, coll(kernels.AllReduce, params*2, float64(l.DP*l.CP), tier)-2.0/3*microbatch)
 	case 3:
 		gathers := 2.0
-		if l.PP > 1 && l.framework() == FSDP {
-			gathers = 1 // torchtitan keeps the stage gathered from forward to backward under PP
+		if l.keepGathered() {
+			gathers = 1 // the stage stays gathered from the forward to the backward
 		}
 		layers := float64(l.StageLayers(max(tr.m.Fingerprint.Layers, 1)))
 		perMB := gathers*ag + rs
@@ -415,6 +419,12 @@ func ShardTraffic(m *analyzer.Model, l Layout) (allGather, reduceScatter float64
 	}
 	f := (n - 1) / n
 	return 2 * layer * f, 2 * trainable * f
+}
+
+// keepGathered says whether FSDP keeps the stage's gathered weights from the forward to the
+// backward: asked for, or under pipelining as torchtitan runs it.
+func (l Layout) keepGathered() bool {
+	return l.NoReshard || l.PP > 1 && l.framework() == FSDP
 }
 
 // predictor is the time model of the layout's framework (its lane), or the chip's.

@@ -40,7 +40,7 @@ type Knobs struct {
 	PipelineAccount           bool
 	FP8ParamGather, BF16Grads bool
 	Replicas                  int64
-	TPOverlap                 bool
+	TPOverlap, NoReshard      bool
 }
 
 // Apply sets the knobs on a layout.
@@ -50,6 +50,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.Dispatcher, l.A2AOverlap, l.MTP = k.Dispatcher, k.A2AOverlap, k.MTP
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
+	l.NoReshard = k.NoReshard
 	return l
 }
 

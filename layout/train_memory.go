@@ -380,7 +380,7 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 			gather = 1
 		}
 		mem.CommBuffers = sp.layer * (2*gather + 4)
-		if l.PP > 1 {
+		if l.keepGathered() {
 			// torchtitan does not reshard after the forward with pipelining (no all-gather per
 			// micro-batch): the stage stays gathered; and the pipeline schedule syncs gradients
 			// on the last micro-batch only, so FSDP2 accumulates the stage's unsharded
