@@ -70,3 +70,27 @@ func TestServingByHand(t *testing.T) {
 		t.Errorf("one pool %+v, Serving %+v", one, s)
 	}
 }
+
+// The split by hand: a deployment spending $36/h (0.01 $/s) and drawing 7 kW for 1,000 output
+// tokens/s of a 2000/500 workload (4,000 input tokens/s), prefill taking 30% of its time: input
+// tokens cost 0.003/4000 $/s = $0.75 per 1M, output 0.007/1000 = $7 per 1M, blended
+// 0.01/5000 = $2 per 1M; and input x price + output x price is the whole spend.
+func TestSplitCostByHand(t *testing.T) {
+	c := ServingCost{USDPerMTok: 10, JPerTok: 7}
+	s := Split(c, 4000, 1000, 0.3, 0.3)
+	for _, x := range []struct {
+		name      string
+		got, want float64
+	}{{"input $/1M", s.InputUSDPerM, 0.75}, {"output $/1M", s.OutputUSDPerM, 7}, {"blended $/1M", s.BlendedUSDPerM, 2},
+		{"input J", s.InputJ, 7000 * 0.3 / 4000}, {"output J", s.OutputJ, 7000 * 0.7 / 1000}, {"blended J", s.BlendedJ, 7000.0 / 5000}} {
+		if math.Abs(x.got-x.want) > 1e-9*x.want {
+			t.Errorf("%s = %g, want %g", x.name, x.got, x.want)
+		}
+	}
+	if total := s.InputUSDPerM*4000 + s.OutputUSDPerM*1000; math.Abs(total-s.BlendedUSDPerM*5000) > 1e-9 {
+		t.Errorf("input and output spend %g, blended %g", total, s.BlendedUSDPerM*5000)
+	}
+	if z := Split(ServingCost{JPerTok: 7}, 4000, 1000, 2, -1); z.InputUSDPerM != 0 || z.PrefillShareUSD != 1 || z.PrefillShareJ != 0 {
+		t.Errorf("no price, shares clamped: %+v", z)
+	}
+}

@@ -57,3 +57,54 @@ func perToken(tokensPerS, watts float64, gpus int64, priceUSD float64) ServingCo
 	}
 	return c
 }
+
+// TokenCosts are a workload's costs per token of either kind. A deployment's spend ($/s) and
+// draw (W) go to input tokens in the share of the GPUs' time that prefill takes and to output
+// tokens in the rest (the marginal split: an aggregated step's time beside the same step without
+// its prefill tokens; a disaggregated deployment's prefill pool against its decode pool); the
+// blended figure spreads the whole over every token, input and output. Input x its price plus
+// output x its price is the total, which is blended x all tokens.
+type TokenCosts struct {
+	// PrefillShareUSD and PrefillShareJ are the shares of spend and of energy given to input
+	// tokens (they differ for a disaggregated deployment's pools at different loads).
+	PrefillShareUSD float64 `json:"prefill_share_of_cost"`
+	PrefillShareJ   float64 `json:"prefill_share_of_energy"`
+	// Dollars per million tokens (0: no price known) and joules per token.
+	InputUSDPerM   float64 `json:"usd_per_1m_input_tokens,omitempty"`
+	OutputUSDPerM  float64 `json:"usd_per_1m_output_tokens_split,omitempty"`
+	BlendedUSDPerM float64 `json:"usd_per_1m_tokens_blended,omitempty"`
+	InputJ         float64 `json:"joules_per_input_token"`
+	OutputJ        float64 `json:"joules_per_output_token_split"`
+	BlendedJ       float64 `json:"joules_per_token_blended"`
+}
+
+// Split divides c (all spend and energy on output tokens) between inputTokS input and
+// outputTokS output tokens/s, prefill taking shareUSD of the spend and shareJ of the energy.
+func Split(c ServingCost, inputTokS, outputTokS, shareUSD, shareJ float64) TokenCosts {
+	t := TokenCosts{PrefillShareUSD: clamp01(shareUSD), PrefillShareJ: clamp01(shareJ)}
+	if !(outputTokS > 0) {
+		return t
+	}
+	usdPerS := c.USDPerMTok * outputTokS / 1e6
+	watts := c.JPerTok * outputTokS
+	all := inputTokS + outputTokS
+	if inputTokS > 0 {
+		t.InputUSDPerM = usdPerS * t.PrefillShareUSD / inputTokS * 1e6
+		t.InputJ = watts * t.PrefillShareJ / inputTokS
+	}
+	t.OutputUSDPerM = usdPerS * (1 - t.PrefillShareUSD) / outputTokS * 1e6
+	t.OutputJ = watts * (1 - t.PrefillShareJ) / outputTokS
+	t.BlendedUSDPerM = usdPerS / all * 1e6
+	t.BlendedJ = watts / all
+	return t
+}
+
+func clamp01(x float64) float64 {
+	if !(x > 0) {
+		return 0
+	}
+	if x > 1 {
+		return 1
+	}
+	return x
+}

@@ -8,6 +8,7 @@ import (
 
 	gochart "github.com/wcharczuk/go-chart/v2"
 
+	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/render/chart"
 	"github.com/mrep-dev/mrep/serve"
 )
@@ -63,9 +64,10 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 			rows = append(rows, []string{fmt.Sprint(i + 1), Visible(c.Chip), serveLayout(c), fmt.Sprint(c.GPUs),
 				fmt.Sprintf("%.0f", c.Result.Concurrency), fmt.Sprintf("%.0f", c.Result.MaxByKV),
 				seconds(c.Result.TTFT), seconds(c.Result.TPOT), fmt.Sprintf("%.0f", c.TokSPerGPU), fmt.Sprintf("%.1f", c.TokSPerUser),
-				usd(c.USDPerMTok), fmt.Sprintf("%.2f", c.JPerTok), c.Result.Bound})
+				usd(c.USDPerMTok), tokenUSD(c.PerToken), tokenJ(c.PerToken), c.Result.Bound})
 		}
-		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out (est.)", "J/token (est.)", "Batch bound"}, "rllrrrrrrrrrl", rows)
+		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out, all-in (est.)", "$/1M in / out / blended", "J/token in / out / blended", "Batch bound"}, "rllrrrrrrrrrrl", rows)
+		w.printf("\nAll-in: the whole spend over output tokens. In / out: input tokens carry the share of the GPUs' time prefill takes (the step beside the same step without its prompts; a disaggregated deployment's prefill pool), output tokens the rest; blended: the spend over every token, %d in and %d out per request.\n", o.ISL, o.OSL)
 		writeTTFTQuantiles(w, p.Best)
 		writeDisagg(w, p.Best)
 	}
@@ -73,9 +75,9 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	var rows [][]string
 	for _, c := range p.Pareto {
 		rows = append(rows, []string{Visible(c.Chip), serveLayout(c), fmt.Sprintf("%.0f", c.BatchCap),
-			fmt.Sprintf("%.1f", c.TokSPerUser), fmt.Sprintf("%.0f", c.TokSPerGPU), seconds(c.Result.TTFT), usd(c.USDPerMTok)})
+			fmt.Sprintf("%.1f", c.TokSPerUser), fmt.Sprintf("%.0f", c.TokSPerGPU), seconds(c.Result.TTFT), usd(c.USDPerMTok), tokenUSD(c.PerToken)})
 	}
-	table(w, []string{"Chip", "Layout", "Batch cap", "Tok/s/user", "Tok/s/GPU", "TTFT", "$/1M out (est.)"}, "llrrrrr", rows)
+	table(w, []string{"Chip", "Layout", "Batch cap", "Tok/s/user", "Tok/s/GPU", "TTFT", "$/1M out, all-in (est.)", "$/1M in / out / blended"}, "llrrrrrr", rows)
 	w.printf("\nEstimates, from these inputs (override prices with --price CHIP=USD):\n\n")
 	for _, in := range inputs {
 		w.printf("- %s: %s; %s\n", Visible(in.Chip), Visible(in.Price), Visible(in.Power))
@@ -99,6 +101,19 @@ func serveLayout(c serve.Config) string {
 		s += fmt.Sprintf(" x%d replicas", c.Replicas)
 	}
 	return s
+}
+
+// tokenUSD is "$in / $out / $blended" per 1M tokens, or a dash with no price.
+func tokenUSD(t econ.TokenCosts) string {
+	if t.BlendedUSDPerM <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s / %s / %s", usd(t.InputUSDPerM), usd(t.OutputUSDPerM), usd(t.BlendedUSDPerM))
+}
+
+// tokenJ is joules per input, output and blended token.
+func tokenJ(t econ.TokenCosts) string {
+	return fmt.Sprintf("%.3g / %.3g / %.3g", t.InputJ, t.OutputJ, t.BlendedJ)
 }
 
 func usd(v float64) string {
@@ -125,6 +140,7 @@ func ServePlanChart(title string, p serve.Plan) gochart.Chart {
 	var entries []chart.LegendEntry
 	byChip := map[string]int{}
 	var xs, ys [][]float64
+	var low []float64 // the cheapest blended $/1M tokens on each chip's front
 	for _, c := range p.Pareto {
 		i, ok := byChip[c.Chip]
 		if !ok {
@@ -132,9 +148,18 @@ func ServePlanChart(title string, p serve.Plan) gochart.Chart {
 			byChip[c.Chip] = i
 			xs, ys = append(xs, nil), append(ys, nil)
 			entries = append(entries, chart.LegendEntry{Label: c.Chip, Color: chart.ColorAt(i)})
+			low = append(low, 0)
+		}
+		if b := c.PerToken.BlendedUSDPerM; b > 0 && (low[i] == 0 || b < low[i]) {
+			low[i] = b
 		}
 		xs[i] = append(xs[i], c.TokSPerUser)
 		ys[i] = append(ys[i], c.TokSPerGPU)
+	}
+	for i := range entries {
+		if low[i] > 0 {
+			entries[i].Label = fmt.Sprintf("%s ≥ %s/1M", entries[i].Label, usd(low[i])) // the cheapest blended tokens on the front
+		}
 	}
 	maxY, maxX := 0.0, 1.0
 	for i := range xs {

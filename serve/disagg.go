@@ -100,6 +100,9 @@ type Disagg struct {
 	KVTransfer  float64 `json:"kv_transfer_s"`
 	QueueWait   float64 `json:"prefill_queue_s"`
 	Utilization float64 `json:"prefill_utilization"`
+	// EnergyShare is the prefill pool's part of the deployment's draw (its GPUs at their busy
+	// share against the decode pool's): the input tokens' share of the energy.
+	EnergyShare float64 `json:"prefill_energy_share"`
 	pre         Replica // to time other prompts (not serialized)
 }
 
@@ -156,6 +159,9 @@ func (o PlanOptions) disaggConfig(tg Target, pre Replica, ps PrefillStat, dec Re
 	// power: each pool at its own busy share
 	c.ServingCost = econ.ServingPools(c.TokS, tg.PriceUSDPerGPUHour, tg.Power,
 		econ.Pool{GPUs: d.PrefillGPUs, Busy: ps.Busy}, econ.Pool{GPUs: d.DecodeGPUs, Busy: r.Busy})
+	if pw, dw := float64(d.PrefillGPUs)*tg.Power.Watts(ps.Busy), float64(d.DecodeGPUs)*tg.Power.Watts(r.Busy); pw+dw > 0 {
+		d.EnergyShare = pw / (pw + dw)
+	}
 	o.judge(&c)
 	if !offline && reqRate > capRate*(1+1e-9) {
 		c.MeetsSLO, c.Miss = false, fmt.Sprintf("%.3g requests/s is more than the pools complete (%.3g/s)", reqRate, capRate)

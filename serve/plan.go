@@ -82,8 +82,11 @@ type Config struct {
 	// ServingCost is the estimate of $ per 1M output tokens (0: no price) and joules per
 	// output token, node share included, from econ (its fields sit in this JSON object).
 	econ.ServingCost
-	MeetsSLO bool   `json:"meets_slo"`
-	Miss     string `json:"miss,omitempty"` // which SLO or load it misses
+	// PerToken splits the cost and energy between input and output tokens, and blends them
+	// over all tokens, for the workload's ISL:OSL (set on the reported deployments).
+	PerToken econ.TokenCosts `json:"per_token"`
+	MeetsSLO bool            `json:"meets_slo"`
+	Miss     string          `json:"miss,omitempty"` // which SLO or load it misses
 }
 
 // Plan is the answer: the best configurations, the Pareto front and what was searched.
@@ -339,6 +342,13 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	}
 	sort.SliceStable(pl.Best, func(i, j int) bool { return pl.better(pl.Best[i], pl.Best[j]) })
 	pl.Best = dedupe(pl.Best, o.Top)
+	for _, cs := range [][]Config{pl.Best, pl.Pareto} {
+		for i := range cs {
+			if err := cs[i].splitCost(o.ISL, o.OSL); err != nil {
+				return pl, err
+			}
+		}
+	}
 	for i := range pl.Best {
 		c := &pl.Best[i]
 		if d := c.Disagg; d != nil {
@@ -594,4 +604,22 @@ func (o PlanOptions) why(m *analyzer.Model, pl Plan, fitErrs []string, minTPOT, 
 		return "the SLOs are met only with more GPUs than --gpus/--max-gpus allow: raise it"
 	}
 	return "no layout meets the SLOs under the load: relax --ttft or --tpot"
+}
+
+// splitCost sets the per-token costs of either kind: a disaggregated deployment's input tokens
+// carry the prefill pool (its GPUs' share of the spend, its draw's share of the energy); an
+// aggregated one's carry the share of each step its prefill tokens take (the step's time
+// beside the same step without them).
+func (c *Config) splitCost(isl, osl int64) error {
+	in := c.TokS * float64(isl) / float64(max(osl, 1))
+	if d := c.Disagg; d != nil {
+		c.PerToken = econ.Split(c.ServingCost, in, c.TokS, float64(d.PrefillGPUs)/float64(max(c.GPUs, 1)), d.EnergyShare)
+		return nil
+	}
+	share, err := c.rp.PrefillShare(isl, osl, c.Result)
+	if err != nil {
+		return err
+	}
+	c.PerToken = econ.Split(c.ServingCost, in, c.TokS, share, share)
+	return nil
 }

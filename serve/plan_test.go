@@ -370,3 +370,39 @@ func TestOptionErrorsNameTheOption(t *testing.T) {
 		}
 	}
 }
+
+// Costs of either kind on the reported deployments, for a 2000/500 workload: input x its price
+// plus output x its price is the whole spend (blended x all tokens, all-in x output tokens); an
+// aggregated deployment's input share is its prompts' marginal share of a step, strictly
+// between 0 and 1; a disaggregated one's is its prefill pool's share of the GPUs.
+func TestCostPerTokenOfEitherKind(t *testing.T) {
+	var all []Config
+	for _, name := range []string{"Llama-3.1-70B-Instruct", "Mixtral-8x7B-v0.1"} { // dense; MoE with the attention data-parallel
+		pl, err := PlanServe(model(t, name), []Target{targetAt(t, "H200", "fp8")}, PlanOptions{ISL: 2000, OSL: 500, Scenario: fp8(), Disagg: true, Top: 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(append(all, pl.Best...), pl.Pareto...)
+	}
+	var agg, dis bool
+	for _, c := range all {
+		p := c.PerToken
+		in, out := c.TokS*2000/500, c.TokS
+		spend := c.USDPerMTok * out
+		near(t, "input + output spend", p.InputUSDPerM*in+p.OutputUSDPerM*out, spend, 1e-9)
+		near(t, "blended spend", p.BlendedUSDPerM*(in+out), spend, 1e-9)
+		near(t, "input + output energy", p.InputJ*in+p.OutputJ*out, c.JPerTok*out, 1e-9)
+		if d := c.Disagg; d != nil {
+			dis = true
+			near(t, "prefill pool's share of the spend", p.PrefillShareUSD, float64(d.PrefillGPUs)/float64(c.GPUs), 1e-12)
+		} else {
+			agg = true
+			if !(p.PrefillShareUSD > 0 && p.PrefillShareUSD < 1) {
+				t.Errorf("%s: prefill share %g", c.Layout(), p.PrefillShareUSD)
+			}
+		}
+	}
+	if !agg || !dis {
+		t.Errorf("aggregated %v, disaggregated %v among the reported deployments", agg, dis)
+	}
+}

@@ -404,3 +404,24 @@ func Static(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, b, isl,
 	}
 	return r, nil
 }
+
+// PrefillShare is the share of the steady state's step that its prefill tokens take: the step
+// beside the same step of decode tokens alone (the marginal time of the prompts).
+func (rp Replica) PrefillShare(isl, osl int64, r Result) (float64, error) {
+	switch {
+	case osl <= 1:
+		return 1, nil
+	case r.PrefillTok <= 0 || r.StepTime <= 0:
+		return 0, nil
+	}
+	// the replica's result is per attention group scaled up by the groups (Replica.At): time
+	// one group's decode tokens
+	e := rp.Engine
+	e.dp = rp.DP()
+	ctx := float64(isl) + float64(osl)/2
+	dec, err := cycle(rp.Model, rp.Scenario, rp.Pred, e, r.Concurrency/e.dp, ctx, 0, e.computed(isl))
+	if err != nil {
+		return 0, err
+	}
+	return math.Max(0, math.Min(1, 1-dec.TEst/r.StepTime)), nil
+}

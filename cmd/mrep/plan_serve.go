@@ -72,7 +72,7 @@ func planServeCommand(env Env) *cli.Command {
 				files := output.Files{}
 				if len(plan.Pareto) > 0 {
 					if err := files.Add("serve.png", func(w io.Writer) error {
-						return render.RenderPNG(render.ServePlanChart(fmt.Sprintf("%s: %d in / %d out, Pareto front of one replica", d.Model.Name, o.ISL, o.OSL), plan), w)
+						return render.RenderPNG(render.ServePlanChart(fmt.Sprintf("%s: %d in / %d out, Pareto front of one replica (legend: cheapest blended $/1M tokens)", d.Model.Name, o.ISL, o.OSL), plan), w)
 					}); err != nil {
 						return cli.Exit("serve chart: "+err.Error(), exitFailure)
 					}
