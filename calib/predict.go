@@ -240,8 +240,9 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 		return 0, 0, err
 	}
 	if m := p.serve; m != nil {
-		if s.EP > 1 {
-			s.ETP = 1 // experts over EP ranks, unsplit (EP > TP: the attention data-parallel)
+		s.ETP = serve.InferenceETP(s.TP, s.EP) // experts fill the TP group (EP > TP: the attention data-parallel, unsplit)
+		if p.Row.ETP > 0 {
+			s.ETP = p.Row.ETP
 		}
 		rp := serve.Replica{Model: m, Scenario: s, Pred: tm, MemBytes: chip.MemoryBytes(), Engine: benchEngine(m, p.Row, chip)}
 		want := math.Inf(1)

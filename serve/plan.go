@@ -180,6 +180,9 @@ func LayoutName(tp, ep, pp int64) string {
 		}
 	} else if ep > 1 {
 		s += fmt.Sprintf(" EP%d", ep)
+		if ep < tp {
+			s += fmt.Sprintf(" x ETP%d", tp/ep)
+		}
 	}
 	if pp > 1 {
 		s += fmt.Sprintf(" PP%d", pp)
@@ -193,6 +196,16 @@ func (c Config) Layout() string {
 		return fmt.Sprintf("prefill %s x%d + decode %s x%d", d.Layout(), d.PrefillReplicas, LayoutName(c.TP, c.EP, c.PP), c.Replicas)
 	}
 	return LayoutName(c.TP, c.EP, c.PP)
+}
+
+// InferenceETP is how many ways a serving replica splits each expert by tensor: the TP group
+// holds all the experts, so EP groups of TP/EP GPUs each (EP <= TP); with the attention
+// data-parallel (EP > TP) each expert sits whole on one GPU.
+func InferenceETP(tp, ep int64) int64 {
+	if ep <= 1 {
+		return tp
+	}
+	return max(1, tp/ep)
 }
 
 // layout is one replica's parallel layout: TP, EP (> TP: attention data-parallel beside the
@@ -214,6 +227,13 @@ func layouts(m *analyzer.Model, maxTP int64) []layout {
 		if m.Fingerprint.MoE != nil && tp > 1 {
 			bases = append(bases, layout{tp, tp, 1})
 			out = append(out, layout{1, tp, 1})
+			// experts split both ways inside the TP group: EP groups of TP/EP-way split
+			// experts (vLLM's and SGLang's --tp 8 --ep 4)
+			for ep := int64(2); ep < tp; ep *= 2 {
+				if m.Fingerprint.MoE.RoutedExperts%ep == 0 {
+					bases = append(bases, layout{tp, ep, 1})
+				}
+			}
 		}
 		for _, b := range bases {
 			for pp := int64(1); pp <= 8 && pp <= m.Fingerprint.Layers && tp*pp <= maxPPNodes*maxTP; pp *= 2 {
@@ -255,10 +275,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 		var fitting []Replica // for the disaggregated search
 		for _, lay := range layouts(m, tg.MaxTP) {
 			s := o.Scenario
-			s.TP, s.EP, s.ETP = lay.tp, lay.ep, 1
-			if lay.ep == 1 {
-				s.ETP = lay.tp
-			}
+			s.TP, s.EP, s.ETP = lay.tp, lay.ep, InferenceETP(lay.tp, lay.ep)
 			size := max(s.TP, s.EP) * lay.pp // GPUs in one replica
 			if o.MaxGPUs > 0 && size > o.MaxGPUs || o.GPUs > 0 && o.GPUs%size != 0 {
 				continue

@@ -406,3 +406,24 @@ func TestCostPerTokenOfEitherKind(t *testing.T) {
 		t.Errorf("aggregated %v, disaggregated %v among the reported deployments", agg, dis)
 	}
 }
+
+// Expert tensor parallelism in serving: a TP8 x EP4 replica splits each expert 2-way by tensor
+// and 4-way by expert, so every GPU holds the same expert weights as TP8 x EP8 (8-way either
+// way), and the planner searches such layouts for MoE models.
+func TestServingExpertTensorParallel(t *testing.T) {
+	m := model(t, "DeepSeek-V3")
+	if InferenceETP(8, 4) != 2 || InferenceETP(8, 8) != 1 || InferenceETP(1, 8) != 1 || InferenceETP(8, 1) != 8 {
+		t.Fatalf("InferenceETP: %d %d %d %d", InferenceETP(8, 4), InferenceETP(8, 8), InferenceETP(1, 8), InferenceETP(8, 1))
+	}
+	near(t, "TP8 EP4 x ETP2 against TP8 EP8 weights per GPU", m.ParamsPerGPU(8, 1, 4, 2), m.ParamsPerGPU(8, 1, 8, 1), 1e-12)
+	found := false
+	for _, l := range layouts(m, 8) {
+		found = found || l.tp == 8 && l.ep == 4
+	}
+	if !found {
+		t.Error("plan serve does not search TP8 x EP4")
+	}
+	if got := LayoutName(8, 4, 1); got != "TP8 EP4 x ETP2" {
+		t.Errorf("layout name %q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/layout"
+	"github.com/mrep-dev/mrep/serve"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -299,6 +300,12 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 
 	if o.layout, err = readLayout(c, s); err != nil {
 		return o, cli.Exit(err.Error(), exitFailure)
+	}
+	if o.layout == nil && s.EP > 1 && s.ETP == 0 {
+		// served: the TP group holds every expert, EP groups of TP/EP GPUs each (a training
+		// layout keeps Megatron's default, ETP = TP, its EP spanning the data-parallel ranks)
+		s.ETP = serve.InferenceETP(s.TP, s.EP)
+		o.scenario = s
 	}
 	db, err := chipDB(c)
 	if err != nil {
