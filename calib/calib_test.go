@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/model"
@@ -483,5 +484,61 @@ func TestHeldOutTrainingRows(t *testing.T) {
 		if strings.Contains(r.Source, "25.11 NeMo") {
 			t.Errorf("%s: a fitted release in the held-out set", r.ID)
 		}
+	}
+}
+
+// AMD's published vLLM runs on MI300X (amd_vllm.json) are MI300X's serving fit set: every row
+// parses and is predicted, the fitted figures are physical, and the fit holds the waves to a
+// 20% median and the batch latencies to 12%.
+func TestAMDvLLMRows(t *testing.T) {
+	rows := AMDvLLM()
+	if len(rows) != 605 {
+		t.Errorf("%d AMD rows, want the 605 transcribed", len(rows))
+	}
+	rep, err := Validate(prepared(t, rows), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Summary["wave_throughput"]; s.Rows != 176 || s.MedianAbsErr > 0.20 {
+		t.Errorf("waves: %+v", s)
+	}
+	if s := rep.Summary["batch_latency"]; s.Rows != 429 || s.MedianAbsErr > 0.12 {
+		t.Errorf("batch latency: %+v", s)
+	}
+	chip, _ := chips.Default().Lookup("MI300X")
+	e := chip.Efficiency.Lane("vllm") // AMD's figures are vLLM's on MI300X
+	if !(e.GEMMFrac["fp8"] > 0 && e.GEMMFrac["fp8"] <= 1 && e.HBMFrac > 0 && e.HBMFrac <= 1 && e.ScaleUpLatencyUs >= 0 && e.SeqOverheadUs >= 0) {
+		t.Errorf("MI300X figures not physical: %+v", e)
+	}
+	if !strings.Contains(e.Sources["hbm_frac"], "amd_vllm.json") {
+		t.Errorf("MI300X hbm_frac source %q names no fit set", e.Sources["hbm_frac"])
+	}
+}
+
+// MI300X decode at batch 1, by hand: Llama-3.1-405B FP8 at TP8 streams its weights per GPU at
+// the fitted achievable bandwidth and runs two all-reduces per layer at the fitted latency, plus
+// the fitted step overhead; the time model's decode step is that and the rest of the step's
+// kernels (about 1,300 launches at 3 µs, the KV cache, norms, the LM head's share), never less
+// and within 30% more.
+func TestMI300XDecodeBatchOneByHand(t *testing.T) {
+	chip, _ := chips.Default().Lookup("MI300X")
+	rows := []Row{{ID: "b1", Kind: KindDecodeStep, Model: "Llama-3.1-405B", Chip: "MI300X", DType: "fp8", KVDType: "fp8",
+		GPUs: 8, TP: 8, Batch: 1, ISL: 1024, Engine: "vllm", Measured: 1, Unit: "s"}}
+	p := prepared(t, rows)[0]
+	got, _, err := p.Predict(chip.Efficiency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := chip.Efficiency.Lane("vllm")
+	d, err := bundled("Llama-3.1-405B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := analyzer.NewModel(d)
+	weights := m.ParamsPerGPU(8, 1, 1, 8) * 1 // FP8: a byte per weight
+	hand := weights/(chip.HBMBytesPerSec()*e.HBMFrac) + 2*126*e.ScaleUpLatencyUs*1e-6 + e.StepOverheadUs*1e-6
+	if got < hand || got > 1.3*hand {
+		t.Errorf("decode step %.2f ms, by hand %.2f ms (weights %.1f GB at %.0f GB/s, 252 all-reduces at %.1f µs, step %.0f µs)",
+			got*1e3, hand*1e3, weights/1e9, chip.HBMBytesPerSec()*e.HBMFrac/1e9, e.ScaleUpLatencyUs, e.StepOverheadUs)
 	}
 }

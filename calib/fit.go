@@ -43,7 +43,7 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 		case "hbm_frac":
 			out = append(out, frac(n, 0.3, 1, func(e *chips.Efficiency) *float64 { return &e.HBMFrac }))
 		case "attn_frac":
-			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.AttnFrac }))
+			out = append(out, frac(n, 0.02, 1, func(e *chips.Efficiency) *float64 { return &e.AttnFrac }))
 		case "grouped_gemm_frac":
 			out = append(out, frac(n, 0.2, 1, func(e *chips.Efficiency) *float64 { return &e.GroupedGEMMFrac }))
 		case "kernel_latency_us":
@@ -56,12 +56,16 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 			out = append(out, frac(n, 0, 50000, func(e *chips.Efficiency) *float64 { return &e.PPStepUs }))
 		case "scale_up_frac":
 			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.ScaleUpFrac }))
+		case "seq_overhead_us":
+			out = append(out, frac(n, 0, 100, func(e *chips.Efficiency) *float64 { return &e.SeqOverheadUs }))
+		case "scale_up_latency_us":
+			out = append(out, frac(n, 0, 200, func(e *chips.Efficiency) *float64 { return &e.ScaleUpLatencyUs }))
 		default:
 			if d, ok := strings.CutPrefix(n, "gemm_frac."); ok {
 				out = append(out, gemmParam(d))
 				continue
 			}
-			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us or scale_up_frac", n)
+			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac, scale_up_latency_us or seq_overhead_us", n)
 		}
 	}
 	return out, nil
@@ -160,7 +164,7 @@ func fitWith(ps []Prepared, base chips.Efficiency, params []Param, loss func([]P
 				}
 				return l
 			}
-			v := golden(f, pr.Lo, pr.Hi, 28)
+			v := golden(f, pr.Lo, pr.Hi, goldenIters)
 			if l := f(v); l < best-1e-12 {
 				if math.Abs(v-pr.get(&eff)) > 1e-6*(pr.Hi-pr.Lo) {
 					moved = true
@@ -223,6 +227,26 @@ type ChipFit struct {
 // Calibrate fits each chip the rows name, separately. source describes the rows for the
 // fitted figures' sources.
 func Calibrate(ps []Prepared, names []string, source string) ([]ChipFit, error) {
+	return CalibrateWith(ps, names, source, CalibrateOptions{})
+}
+
+// CalibrateOptions: AbsLoss fits the mean absolute log error (the bulk of the rows) instead of
+// the mean squared (the worst rows); MaxLeaveOneOut bounds the rows refitted one by one (0: 100;
+// beyond it the leave-one-out is skipped: `mrep validate` holds sources out instead).
+type CalibrateOptions struct {
+	AbsLoss        bool
+	MaxLeaveOneOut int
+}
+
+// CalibrateWith is Calibrate with options.
+func CalibrateWith(ps []Prepared, names []string, source string, o CalibrateOptions) ([]ChipFit, error) {
+	loss := Loss
+	if o.AbsLoss {
+		loss = AbsLoss
+	}
+	if o.MaxLeaveOneOut <= 0 {
+		o.MaxLeaveOneOut = 100
+	}
 	byChip := map[string][]Prepared{}
 	var order []string
 	for _, p := range ps {
@@ -246,7 +270,8 @@ func Calibrate(ps []Prepared, names []string, source string) ([]ChipFit, error) 
 			return nil, err
 		}
 		base := rows[0].Chip.Efficiency
-		eff, _, err := Fit(rows, base, params)
+		base.Lanes = nil // the chip's own figures are fitted; a lane would hide them
+		eff, _, err := fitWith(rows, base, params, loss)
 		if err != nil {
 			return nil, fmt.Errorf("fit %s: %w", chip, err)
 		}
@@ -259,6 +284,9 @@ func Calibrate(ps []Prepared, names []string, source string) ([]ChipFit, error) 
 				key = "gemm_frac"
 			}
 			eff.Sources[key] = fmt.Sprintf("fitted by mrep calibrate to %d rows of %s", len(rows), source)
+			if o.AbsLoss {
+				eff.Sources[key] += " (mean |log error|)"
+			}
 		}
 		cf.Efficiency = eff
 		if cf.Before, err = Validate(rows, nil); err != nil {
@@ -267,10 +295,10 @@ func Calibrate(ps []Prepared, names []string, source string) ([]ChipFit, error) 
 		if cf.After, err = Validate(rows, map[string]chips.Efficiency{chip: eff}); err != nil {
 			return nil, err
 		}
-		if len(rows) > len(params) {
+		if len(rows) > len(params) && len(rows) <= o.MaxLeaveOneOut {
 			for i := range rows {
 				rest := append(append([]Prepared{}, rows[:i]...), rows[i+1:]...)
-				e, _, err := Fit(rest, base, params)
+				e, _, err := fitWith(rest, base, params, loss)
 				if err != nil {
 					return nil, err
 				}
@@ -285,3 +313,6 @@ func Calibrate(ps []Prepared, names []string, source string) ([]ChipFit, error) 
 	}
 	return out, nil
 }
+
+// goldenIters is each parameter's golden-section search length: 0.618^28 of its range.
+var goldenIters = 28

@@ -147,7 +147,7 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		fit.Batch, fit.Seq, fit.KVLen = s.Batch, 1, r.ISL+1
 		err = add(analyzer.Decode, s, 1)
 		p.value = func(t float64) float64 { return t }
-	case KindStatic:
+	case KindStatic, KindBatchLatency:
 		s.Batch, s.Seq = r.Batch, r.ISL
 		fit.Batch, fit.Seq, fit.KVLen = r.Batch, r.ISL, r.ISL+r.OSL
 		if err = add(analyzer.Prefill, s, 1); err != nil {
@@ -166,8 +166,16 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		}
 		tokens := float64(r.Batch * r.OSL)
 		gpus := float64(s.TP)
-		p.value = func(t float64) float64 { return tokens / t / gpus }
-	case KindServing:
+		switch r.Kind {
+		case KindBatchLatency:
+			p.value = func(t float64) float64 { return t }
+		default:
+			p.value = func(t float64) float64 { return tokens / t / gpus }
+		}
+	case KindServing, KindWave:
+		// a wave of prompts admitted together is timed as the engine's offline steady state at
+		// that many sequences (within the KV cache): prefill and decode interleaved as the wave
+		// drains, the KV cache bounding how many run at once
 		p.serve = m
 		p.Fits = serve.KVTokens(m, s, p.Chip.MemoryBytes(), benchEngine(m, r, p.Chip)) >= float64(r.ISL+r.OSL)
 		p.FitNote = "KV cache holds at least one sequence"
@@ -226,6 +234,8 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 	chip.Efficiency = eff
 	if p.train != nil {
 		chip.Efficiency = eff.Lane(p.train.l.Framework) // the training framework's figures
+	} else if p.Row.Engine != "" {
+		chip.Efficiency = eff.Lane(p.Row.Engine) // the serving engine's figures on this chip
 	}
 	s, err := p.Row.Scenario()
 	if err != nil {
@@ -249,9 +259,16 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 		if p.Row.Concurrency > 0 {
 			want = float64(p.Row.Concurrency)
 		}
+		if p.Row.Kind == KindWave {
+			want = float64(p.Row.Batch)
+		}
 		res, err := rp.At(p.Row.ISL, p.Row.OSL, want)
 		if err != nil {
 			return 0, 0, err
+		}
+		if p.Row.Kind == KindWave { // the node's input and output tokens
+			f := float64(p.Row.ISL+p.Row.OSL) / float64(p.Row.OSL)
+			return res.OutputTokS * f, res.RooflineTokS * f, nil
 		}
 		return res.OutputTokS, res.RooflineTokS, nil
 	}

@@ -33,6 +33,9 @@ var trainingRows []byte
 //go:embed heldout_training.json
 var heldoutTrainingRows []byte
 
+//go:embed amd_vllm.json
+var amdVLLMRows []byte
+
 // Kinds of measurement a row holds, with the unit its value is in.
 const (
 	KindTTFT       = "ttft"               // s: batch-B prefill of ISL tokens to the first token
@@ -43,9 +46,16 @@ const (
 	// KindTrainTokens is a training run's throughput as Megatron-Bridge publishes it: tokens
 	// per second per GPU, GBS x Seq / (step time x GPUs).
 	KindTrainTokens = "train_throughput"
+	// An offline wave as vLLM's benchmark scripts run it: B prompts admitted at once, prefilled,
+	// then decoded together for OSL tokens. KindWave is the tokens/s of the whole deployment,
+	// input and output (benchmark_throughput's tokens_per_second); KindBatchLatency the wave's
+	// time in seconds (benchmark_latency).
+	KindWave         = "wave_throughput"
+	KindBatchLatency = "batch_latency"
 )
 
-var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s", KindTrainTokens: "tok/s/gpu"}
+var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s", KindTrainTokens: "tok/s/gpu",
+	KindWave: "tok/s", KindBatchLatency: "s"}
 
 // Row is one measured run: what ran, where, and what was measured.
 type Row struct {
@@ -117,9 +127,13 @@ type Row struct {
 	MemoryGiB  float64 `json:"memory_gib,omitempty"`
 	MemoryStat string  `json:"memory_stat,omitempty"`
 	// Measured value, in the kind's unit.
-	Measured float64 `json:"measured"`
-	Unit     string  `json:"unit"`
-	Note     string  `json:"note,omitempty"`
+	// Engine and EngineVersion name the serving engine and release the run used (trtllm,
+	// vllm, sglang), for the per-engine summary.
+	Engine        string  `json:"engine,omitempty"`
+	EngineVersion string  `json:"engine_version,omitempty"`
+	Measured      float64 `json:"measured"`
+	Unit          string  `json:"unit"`
+	Note          string  `json:"note,omitempty"`
 }
 
 // Phase is the summary group of a row kind.
@@ -133,6 +147,10 @@ func (r Row) Phase() string {
 		return "static_throughput"
 	case KindDecodeStep:
 		return "decode_step"
+	case KindWave:
+		return "wave_throughput"
+	case KindBatchLatency:
+		return "batch_latency"
 	}
 	return "serving"
 }
@@ -197,6 +215,7 @@ var kindAliases = map[string]string{
 	"train_step": KindTrainStep, "training": KindTrainStep, "train_step_time": KindTrainStep, "step_time": KindTrainStep,
 	"train_throughput": KindTrainTokens, "training_throughput": KindTrainTokens, "train_tokens": KindTrainTokens,
 	"serving_throughput": KindServing, "serving": KindServing, "throughput": KindServing,
+	"wave_throughput": KindWave, "batch_latency": KindBatchLatency,
 }
 
 // normalize maps kind aliases to their kind and times in ms or us to seconds, so rows written
@@ -229,7 +248,7 @@ func (r Row) validate() error {
 	case r.ID == "":
 		return errors.New("id is empty")
 	case !ok:
-		return fmt.Errorf("kind %q: want ttft, static_throughput, decode_step, train_step, train_throughput or serving_throughput", r.Kind)
+		return fmt.Errorf("kind %q: want ttft, static_throughput, decode_step, train_step, train_throughput, serving_throughput, wave_throughput or batch_latency", r.Kind)
 	case r.Model == "":
 		return errors.New("model is empty")
 	case r.Chip == "":
@@ -255,12 +274,12 @@ func (r Row) validate() error {
 		if r.ISL < 1 {
 			return fmt.Errorf("%s needs isl >= 1", r.Kind)
 		}
-	case KindStatic, KindServing:
+	case KindStatic, KindServing, KindWave, KindBatchLatency:
 		if r.ISL < 1 || r.OSL < 1 {
 			return fmt.Errorf("%s needs isl and osl >= 1", r.Kind)
 		}
-		if r.Kind == KindStatic && r.Batch < 1 {
-			return errors.New("static_throughput needs batch >= 1")
+		if r.Kind != KindServing && r.Batch < 1 {
+			return fmt.Errorf("%s needs batch >= 1", r.Kind)
 		}
 	case KindTrainStep, KindTrainTokens:
 		if r.Seq < 1 || r.GBS < 1 {
@@ -289,6 +308,19 @@ func Default() []Row {
 	}
 	return out
 }
+
+// AMDvLLM returns AMD's published vLLM runs on Instinct GPUs (amd_vllm.json): the rows MI300X's
+// serving figures are fitted to.
+func AMDvLLM() []Row {
+	rows, err := Parse("amd_vllm.json", bytes.NewReader(amdVLLMRows))
+	if err != nil {
+		panic(fmt.Sprintf("embedded AMD vLLM set: %v", err)) // a build defect, caught by tests
+	}
+	return rows
+}
+
+// Sets are the row sets shipped with mrep, by the name `mrep validate --set` takes.
+var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM}
 
 // HeldOutTraining returns the training rows no figure was fitted to (heldout_training.json):
 // Megatron-Bridge's pre-training tables of the releases other than 25.11.
@@ -387,7 +419,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {
@@ -411,7 +443,7 @@ func parseCSV(b []byte) ([]Row, error) {
 			}
 			switch h {
 			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note",
-				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap":
+				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap", "engine", "engine_version":
 				obj[h] = v
 			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads", "tp_overlap", "no_reshard":
 				b, err := strconv.ParseBool(v)

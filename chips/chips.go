@@ -96,6 +96,9 @@ type Efficiency struct {
 	// rotary, activations, residual adds) cross HBM compared with fused kernels: torch runs each
 	// op of an RMSNorm or a rotary embedding as its own kernel (torch.compile fuses them back).
 	EagerElementwise float64 `json:"eager_elementwise,omitempty"`
+	// SeqOverheadUs is an engine step's host time per running sequence beyond its kernels
+	// (scheduling, sampling, detokenizing): what a step costs at thousands of sequences.
+	SeqOverheadUs float64 `json:"seq_overhead_us,omitempty"`
 	// MoELaunchUs is the host's time per kernel it issues in an eager MoE layer (Python,
 	// dispatch and launch; layout.MoELaunches counts them): when a stage's MoE layers take the
 	// host longer to issue than the GPU to run, the stage runs at the host's pace, as small
@@ -107,6 +110,15 @@ type Efficiency struct {
 	// GEMMs), each with its fit set. A lane names only the figures it changes.
 	Lanes   map[string]Efficiency `json:"lanes,omitempty"`
 	Sources map[string]string     `json:"sources,omitempty"`
+}
+
+// MustLanes is the lanes of the named chip (nil when it has none or is unknown).
+func (db *DB) MustLanes(name string) map[string]Efficiency {
+	c, err := db.Lookup(name)
+	if err != nil {
+		return nil
+	}
+	return c.Efficiency.Lanes
 }
 
 // Lane is e as the training framework fw runs: e with the lane's figures set over it.
@@ -155,6 +167,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	}
 	setF(&out.EagerElementwise, o.EagerElementwise)
 	setF(&out.MoELaunchUs, o.MoELaunchUs)
+	setF(&out.SeqOverheadUs, o.SeqOverheadUs)
 	if len(o.Lanes) > 0 {
 		out.Lanes = map[string]Efficiency{}
 		for k, v := range e.Lanes {
@@ -188,7 +201,7 @@ func (e Efficiency) validate() error {
 		}
 	}
 	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
-		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs} {
+		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs, "seq_overhead_us": e.SeqOverheadUs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
 		}

@@ -183,6 +183,12 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 	if err != nil {
 		return r, err
 	}
+	if so, ok := p.(interface{ SeqOverhead() float64 }); ok && so.SeqOverhead() > 0 {
+		// the engine's host work per running sequence (scheduling, sampling) each step
+		extra := so.SeqOverhead() * (d + r.PrefillTok/float64(max(isl, 1)))
+		st.TEst += extra
+		st.TLatency += extra
+	}
 	r.StepTime = st.TEst
 	if st.TEst > 0 {
 		r.Busy = math.Max(0, st.TEst-st.TLatency-st.TComm) / st.TEst

@@ -233,6 +233,9 @@ func (m *Model) idealNet(k kernels.Kernel) float64 {
 // EagerElementwise is the chip's (or lane's) byte multiplier for eager PyTorch elementwise ops.
 func (m *Model) EagerElementwise() float64 { return m.Eff.EagerElementwise }
 
+// SeqOverhead is an engine step's host seconds per running sequence.
+func (m *Model) SeqOverhead() float64 { return m.Eff.SeqOverheadUs * 1e-6 }
+
 // MoELaunch is the host's seconds per kernel it issues in an eager MoE layer.
 func (m *Model) MoELaunch() float64 { return m.Eff.MoELaunchUs * 1e-6 }
 

@@ -24,6 +24,7 @@ func calibrateCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "from", Usage: "use the training steps measured by the exporter's hook in these runs (MODEL, MODEL@LABEL; repeatable) as the measured rows"},
 			&cli.StringFlag{Name: "chip", Usage: "with --from: the chip the runs ran on (default: the one each run's device names)"},
 			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac"},
+			&cli.BoolFlag{Name: "abs-loss", Usage: "fit the mean absolute log error (the bulk of the rows) rather than the mean squared (the worst rows)"},
 			&cli.BoolFlag{Name: "lanes", Usage: "fit the training lanes (each framework's figures per chip: GEMM fraction per precision, grouped GEMM, MoE host pace; attention and eager elementwise for fsdp) to the training rows, the shipped calibration set unless a rows file is given"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
@@ -49,7 +50,7 @@ func calibrateCommand() *cli.Command {
 					return err
 				}
 			}
-			fits, err := calib.Calibrate(ps, c.StringSlice("fit"), path)
+			fits, err := calib.CalibrateWith(ps, c.StringSlice("fit"), path, calib.CalibrateOptions{AbsLoss: c.Bool("abs-loss")})
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
 			}

@@ -26,6 +26,7 @@ func planServeCommand(env Env) *cli.Command {
 		ArgsUsage: "[RUN]",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip(s) from `mrep chips` to search"},
+			&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time the kernels where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, whose figures come from AMD's vLLM tables; the chip's own elsewhere)"},
 			&cli.Int64Flag{Name: "isl", Value: 2000, Usage: "input (prompt) tokens per request"},
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
 			&cli.StringFlag{Name: "workload", Usage: "CSV `FILE` of isl,osl (one request per line) or isl,osl,count (a histogram): the mix's mean lengths replace --isl/--osl"},
@@ -179,6 +180,11 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 	if err != nil {
 		return o, nil, nil, err
 	}
+	switch e := strings.ToLower(c.String("engine")); e {
+	case "", "trtllm", "vllm", "sglang":
+	default:
+		return o, nil, nil, fmt.Errorf("--engine %q: want trtllm, vllm or sglang", c.String("engine"))
+	}
 	var targets []serve.Target
 	var inputs []render.ServeInputs
 	for _, name := range c.StringSlice("chip") {
@@ -186,7 +192,10 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if err != nil {
 			return o, nil, nil, fmt.Errorf("--chip: %w", err)
 		}
-		// the planner times kernels with the achievable model, built here as for plan train
+		// the planner times kernels with the achievable model, built here as for plan train,
+		// with the engine's figures on this chip where they were fitted
+		engine := servingEngine(c.String("engine"), chip)
+		chip.Efficiency = chip.Efficiency.Lane(engine)
 		pred, err := timing.New(chip, s.ComputeDType)
 		if err != nil {
 			return o, nil, nil, fmt.Errorf("plan serve: chip %s: %w", chip.Name, err)
@@ -199,6 +208,9 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		price := "no price on file (give --price)"
 		if t.PriceUSDPerGPUHour > 0 {
 			price = fmt.Sprintf("$%.2f per GPU-hour from %s", t.PriceUSDPerGPUHour, t.PriceSource)
+		}
+		if _, ok := db.MustLanes(chip.Name)[engine]; ok {
+			price += fmt.Sprintf("; kernels timed with the %s figures fitted on this chip", engine)
 		}
 		inputs = append(inputs, render.ServeInputs{Chip: chip.Name, Price: price,
 			Power: fmt.Sprintf("%.0f W TDP, %.0f W idle, %.0f W node share per GPU (%s)", t.Power.TDPW, t.Power.IdleW, t.Power.NodeOverheadW, t.Power.Source)})
@@ -217,4 +229,17 @@ func parseSLO(flag, v string) (float64, error) {
 		return 0, fmt.Errorf("--%s %q: want a positive duration with its unit, e.g. 50ms or 1s", flag, v)
 	}
 	return d.Seconds(), nil
+}
+
+// servingEngine is the engine plan serve times a chip with: the flag's, else vLLM on AMD chips
+// (TensorRT-LLM does not run there; their figures come from AMD's vLLM tables), else none (the
+// chip's own figures, calibrated on TensorRT-LLM).
+func servingEngine(flag string, chip chips.Chip) string {
+	if f := strings.ToLower(strings.TrimSpace(flag)); f != "" {
+		return f
+	}
+	if chip.Vendor == "AMD" {
+		return "vllm"
+	}
+	return ""
 }

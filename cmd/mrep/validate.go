@@ -52,6 +52,9 @@ func readRows(path string) ([]calib.Row, error) {
 	case heldoutRows:
 		return calib.HeldOutTraining(), nil
 	}
+	if set, ok := strings.CutPrefix(path, "\x00set:"); ok {
+		return calib.Sets[set](), nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("calibration file: %w", err)
@@ -73,7 +76,7 @@ func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
 	}
 	ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db"), runSets(c)))
 	if err != nil {
-		if path != "" && path != extendedRows && path != heldoutRows {
+		if path != "" && path != extendedRows && path != heldoutRows && !strings.HasPrefix(path, "\x00") {
 			return nil, cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
 		}
 		return nil, cli.Exit(err.Error(), exitFailure)
@@ -89,6 +92,7 @@ func validateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "extended", Usage: "the out-of-sample serving rows shipped with mrep (other chips, models, MoE and TP sizes; nothing was fitted to them) instead of the calibration set"},
 			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
+			&cli.StringFlag{Name: "set", Usage: "a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X)"},
 			&cli.BoolFlag{Name: "no-loo", Usage: "skip the leave-one-source-out refits of the training lanes"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
@@ -99,6 +103,15 @@ func validateCommand() *cli.Command {
 					return cli.Exit("validate: give a rows file, --extended or --heldout, one of them", exitUsage)
 				}
 				path = heldoutRows
+			}
+			if set := c.String("set"); set != "" {
+				if _, ok := calib.Sets[set]; !ok {
+					return cli.Exit(fmt.Sprintf("validate --set %q: want calibration, extended, heldout or amd-vllm", set), exitUsage)
+				}
+				if path != "" {
+					return cli.Exit("validate: give a rows file or --set, not both", exitUsage)
+				}
+				path = "\x00set:" + set
 			}
 			if c.Bool("extended") {
 				if path != "" {

@@ -252,3 +252,27 @@ func TestPlanTrainLanesAndMoE(t *testing.T) {
 		t.Errorf("bad a2a overlap: %v", err)
 	}
 }
+
+// AMD's published vLLM runs validate as a shipped set; plan serve on an AMD chip times kernels
+// with the vLLM figures fitted there and says so; an unknown engine or set is refused.
+func TestAMDSetAndServingEngine(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "a.db")
+	var rep struct {
+		Rows []struct {
+			ID string `json:"id"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "validate", "--set", "amd-vllm", "--json")), &rep); err != nil || len(rep.Rows) != 605 {
+		t.Fatalf("amd-vllm set: %v, %d rows", err, len(rep.Rows))
+	}
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
+	md := mustRun(t, db, "plan", "serve", "--chip", "MI300X", "--isl", "2000", "--osl", "500", "--dtype", "fp8", "--top", "2")
+	if !strings.Contains(md, "kernels timed with the vllm figures fitted on this chip") {
+		t.Errorf("plan serve on MI300X does not name the engine's figures:\n%s", md)
+	}
+	for _, bad := range [][]string{{"plan", "serve", "--chip", "MI300X", "--engine", "tgi"}, {"validate", "--set", "nope"}} {
+		if _, _, err := run(t, db, bad...); err == nil {
+			t.Errorf("%v: want an error", bad)
+		}
+	}
+}
