@@ -54,8 +54,14 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	if o.Disagg {
 		w.printf("Disaggregated deployments searched too: a prefill pool and a decode pool of any two layouts, balanced for the load, each request's KV cache sent from one to the other (NVLink inside a node, else the scale-out network); a decode replica's steps carry no prefill.\n\n")
 	}
-	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. Engine: in-flight batching, chunked prefill under a %g-token budget, %.0f%% of the free memory for the KV cache.\n\n",
-		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), o.Engine.TokenBudget, 100*o.Engine.KVFraction)
+	engine := "Engine"
+	if e := o.Engine; e.Name != "" {
+		engine = fmt.Sprintf("Engine: %s %s defaults (at most %g sequences, %d-token KV blocks);", Visible(e.Name), Visible(e.Release), e.MaxBatch, e.KVBlock)
+	} else {
+		engine += ":"
+	}
+	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. %s in-flight batching, chunked prefill under a %g-token budget, %.0f%% of the free memory for the KV cache.\n\n",
+		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), engine, o.Engine.TokenBudget, 100*o.Engine.KVFraction)
 	if p.Meeting == 0 {
 		w.printf("**No deployment meets the SLO and the load.** %s\n\n", Visible(p.NoConfig))
 	} else {

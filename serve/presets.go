@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -71,4 +72,46 @@ func benchBytes(b float64) float64 {
 		return b
 	}
 	return 2
+}
+
+// EnginePreset is a serving engine's scheduling defaults as its release documents them, for a
+// GPU of memGiB: the batch and token limits a server starts with, the KV cache's share of
+// memory and its block size. The engines' own code is the source (release wheels read for
+// each figure): timing figures fitted for an engine on a chip are its lane (chips.json).
+//
+//   - trtllm: TensorRT-LLM's PyTorch backend (trtllm-serve, 1.x): max_batch_size 2048,
+//     max_num_tokens 8192, KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32.
+//   - vllm: vLLM's V1 engine (0.8.5 to 0.11, `vllm serve`): max_num_seqs 1024 and
+//     max_num_batched_tokens 8192 on GPUs of 70 GiB or more (256 and 2048 below),
+//     gpu_memory_utilization 0.90, block_size 16, chunked prefill always on, decodes first.
+//   - sglang: SGLang 0.5.x (`sglang.launch_server`): chunked_prefill_size 8192 on H100/H200-class
+//     memory, 16384 from 160 GiB (B200, MI300X), max_running_requests bounded by a request pool
+//     of 4096, page_size 1, KV at about 0.88 of memory (mem_fraction_static).
+//
+// Not modelled yet: SGLang runs prefill-only steps by default (mixed chunks off) and vLLM
+// captures CUDA graphs only up to min(2 x max_num_seqs, 512) tokens, running larger steps eagerly.
+func EnginePreset(name string, memGiB float64) (Engine, error) {
+	e := DefaultEngine()
+	switch name {
+	case "", "trtllm":
+		e.Name, e.Release = "TensorRT-LLM", "1.x PyTorch backend"
+		e.MaxBatch, e.TokenBudget, e.KVFraction, e.KVBlock = 2048, 8192, 0.9, 32
+	case "vllm":
+		e.Name, e.Release = "vLLM", "0.8.5-0.11 (V1 engine)"
+		e.MaxBatch, e.TokenBudget = 1024, 8192
+		if memGiB < 70 {
+			e.MaxBatch, e.TokenBudget = 256, 2048
+		}
+		e.KVFraction, e.KVBlock = 0.9, 16
+	case "sglang":
+		e.Name, e.Release = "SGLang", "0.5.x"
+		e.MaxBatch, e.TokenBudget = 4096, 8192
+		if memGiB >= 160 {
+			e.TokenBudget = 16384
+		}
+		e.KVFraction, e.KVBlock = 0.88, 1
+	default:
+		return e, fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
+	}
+	return e, nil
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/mrep-dev/mrep/chips"
@@ -48,5 +49,27 @@ func TestTRTLLMBenchLimits(t *testing.T) {
 		if b, tok := trtllmBenchLimits(m, r); b != b16 || tok != t16 {
 			t.Errorf("%g-byte weights: %g, %g; want bf16's %g, %g", r.WeightBytes, b, tok, b16, t16)
 		}
+	}
+}
+
+// The engines' documented defaults: vLLM V1's 1024 sequences and 8192 tokens on large GPUs
+// (256 and 2048 below 70 GiB) with 16-token blocks, SGLang's 16384-token chunks from 160 GiB,
+// TensorRT-LLM's 2048 x 8192 with 32-token blocks; an unknown engine is refused by name.
+func TestEnginePresets(t *testing.T) {
+	v, err := EnginePreset("vllm", 80)
+	if err != nil || v.MaxBatch != 1024 || v.TokenBudget != 8192 || v.KVBlock != 16 || v.KVFraction != 0.9 || v.Name != "vLLM" {
+		t.Errorf("vllm on 80 GiB: %+v %v", v, err)
+	}
+	if s, _ := EnginePreset("vllm", 48); s.MaxBatch != 256 || s.TokenBudget != 2048 {
+		t.Errorf("vllm on 48 GiB: %+v", s)
+	}
+	if g, _ := EnginePreset("sglang", 180); g.TokenBudget != 16384 {
+		t.Errorf("sglang on 180 GiB: %+v", g)
+	}
+	if tr, _ := EnginePreset("trtllm", 80); tr.MaxBatch != 2048 || tr.KVBlock != 32 {
+		t.Errorf("trtllm: %+v", tr)
+	}
+	if _, err := EnginePreset("tgi", 80); err == nil || !strings.Contains(err.Error(), "tgi") {
+		t.Errorf("unknown engine: %v", err)
 	}
 }

@@ -53,6 +53,9 @@ type Engine struct {
 	PPTier kernels.Tier
 	// dp is the attention data-parallel groups sharing the experts (set by Replica.At).
 	dp float64
+	// Name and Release name the engine preset the limits come from (EnginePreset; empty: the
+	// defaults of the measured TensorRT-LLM runs).
+	Name, Release string
 	// DecodeOnly is a decode instance of a disaggregated deployment: prompts arrive with their
 	// KV cache from the prefill pool, so steps carry decode tokens only (no TTFT of its own).
 	DecodeOnly bool

@@ -147,9 +147,27 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
 			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
 	}
+	if name := strings.ToLower(c.String("engine")); name != "" {
+		// the engine's documented defaults, for the smallest memory among the chips asked
+		mem := math.Inf(1)
+		if db, err := chipDB(c); err == nil {
+			for _, n := range c.StringSlice("chip") {
+				if ch, err := db.Lookup(n); err == nil {
+					mem = math.Min(mem, ch.MemoryBytes()/(1<<30))
+				}
+			}
+		}
+		e, err := serve.EnginePreset(name, mem)
+		if err != nil {
+			return o, nil, nil, fmt.Errorf("--%w", err)
+		}
+		o.Engine = e
+	}
 	o.Engine.SpecTokens, o.Engine.SpecAccept, o.Engine.SpecDraftCost = c.Int("spec-tokens"), c.Float64("spec-accept"), c.Float64("spec-draft-cost")
 	o.Disagg = c.Bool("disagg")
-	o.Engine.KVBlock = c.Int64("kv-block")
+	if c.IsSet("kv-block") || o.Engine.Name == "" {
+		o.Engine.KVBlock = c.Int64("kv-block")
+	}
 	o.Engine.PrefixHit = c.Float64("prefix-hit")
 	if o.TTFT, err = parseSLO("ttft", c.String("ttft")); err != nil {
 		return o, nil, nil, err
@@ -157,7 +175,12 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 	if o.TPOT, err = parseSLO("tpot", c.String("tpot")); err != nil {
 		return o, nil, nil, err
 	}
-	o.Engine.TokenBudget, o.Engine.KVFraction = c.Float64("token-budget"), c.Float64("kv-fraction")
+	if c.IsSet("token-budget") || o.Engine.Name == "" {
+		o.Engine.TokenBudget = c.Float64("token-budget")
+	}
+	if c.IsSet("kv-fraction") || o.Engine.Name == "" {
+		o.Engine.KVFraction = c.Float64("kv-fraction")
+	}
 	// the planner states the ranges; its error names the option as the flag is spelled
 	if err := o.Validate(); err != nil {
 		var oe *serve.OptionError
