@@ -439,6 +439,18 @@ func ChipFamily(chip string) string {
 		return "Blackwell Ultra"
 	case strings.HasPrefix(chip, "GB200"), strings.HasPrefix(chip, "B200"):
 		return "Blackwell"
+	case strings.HasPrefix(chip, "MI3"):
+		return "Instinct"
 	}
 	return chip
+}
+
+// EngineName is the summary group of an inference row: its engine (the measured rows without
+// one are TensorRT-LLM's) and chip family.
+func EngineName(p Prepared) string {
+	e := p.Row.Engine
+	if e == "" {
+		e = "trtllm"
+	}
+	return e + " " + ChipFamily(p.Chip.Name)
 }

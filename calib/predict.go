@@ -329,6 +329,8 @@ type Report struct {
 	Groups []GroupSummary `json:"groups"`
 	// Lanes summarises the training rows by lane: framework x dense/MoE x chip family.
 	Lanes []GroupSummary `json:"lanes,omitempty"`
+	// Engines summarises the inference rows by serving engine and chip family.
+	Engines []GroupSummary `json:"engines,omitempty"`
 	// LeaveOneSourceOut: each training source predicted by lanes fitted without it.
 	LeaveOneSourceOut []SourceError `json:"leave_one_source_out,omitempty"`
 }
@@ -371,6 +373,7 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 	ratios, gerrs := map[gkey][]float64{}, map[gkey][]float64{}
 	var lanes []string
 	lratio, lerr := map[string][]float64{}, map[string][]float64{}
+	isTrain := map[string]bool{}
 	for _, p := range ps {
 		r := p.Row
 		res := Result{ID: r.ID, Phase: r.Phase(), Measured: r.Measured, Unit: r.Unit, Model: r.Model, Chip: p.Chip.Name, Fits: p.Fits}
@@ -403,14 +406,16 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 		}
 		ratios[k] = append(ratios[k], res.Ratio)
 		gerrs[k] = append(gerrs[k], math.Abs(res.Err()))
+		ln := EngineName(p)
 		if p.train != nil {
-			ln := LaneName(p)
-			if lratio[ln] == nil {
-				lanes = append(lanes, ln)
-			}
-			lratio[ln] = append(lratio[ln], res.Ratio)
-			lerr[ln] = append(lerr[ln], math.Abs(res.Err()))
+			ln = LaneName(p)
 		}
+		if lratio[ln] == nil {
+			lanes = append(lanes, ln)
+		}
+		lratio[ln] = append(lratio[ln], res.Ratio)
+		lerr[ln] = append(lerr[ln], math.Abs(res.Err()))
+		isTrain[ln] = p.train != nil
 		rep.Rows = append(rep.Rows, res)
 	}
 	sort.Strings(lanes)
@@ -418,8 +423,14 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 		rs, es := lratio[ln], lerr[ln]
 		sort.Float64s(rs)
 		sort.Float64s(es)
-		rep.Lanes = append(rep.Lanes, GroupSummary{Group: ln, Phase: "training", Rows: len(rs), MedianRatio: median(rs),
-			MedianAbsErr: median(es), WorstAbsErr: es[len(es)-1]})
+		g := GroupSummary{Group: ln, Phase: "training", Rows: len(rs), MedianRatio: median(rs),
+			MedianAbsErr: median(es), WorstAbsErr: es[len(es)-1]}
+		if isTrain[ln] {
+			rep.Lanes = append(rep.Lanes, g)
+		} else {
+			g.Phase = "inference"
+			rep.Engines = append(rep.Engines, g)
+		}
 	}
 	for _, k := range order {
 		rs, es := ratios[k], gerrs[k]

@@ -69,6 +69,15 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		w.printf("\nTraining by lane (framework, dense or MoE, chip family; each lane's figures are fitted per chip, chips.json efficiency.lanes):\n\n")
 		table(w, []string{"Lane", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", ls)
 	}
+	if len(rep.Engines) > 0 {
+		var ls [][]string
+		for _, g := range rep.Engines {
+			ls = append(ls, []string{g.Group, fmt.Sprint(g.Rows), fmt.Sprintf("%.3f", g.MedianRatio),
+				fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.WorstAbsErr)})
+		}
+		w.printf("\nInference by engine and chip family (every kind of row: TTFT, static batches, serving, waves, latencies):\n\n")
+		table(w, []string{"Engine, chip family", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", ls)
+	}
 	if len(rep.LeaveOneSourceOut) > 0 {
 		var ls [][]string
 		for _, s := range rep.LeaveOneSourceOut {
