@@ -92,6 +92,12 @@ func gemmParam(dtype string) Param {
 // Loss is the mean squared log error of the predictable rows under eff: symmetric in over-
 // and under-prediction, and independent of the rows' units.
 func Loss(ps []Prepared, eff chips.Efficiency) (float64, error) {
+	return meanLogError(ps, eff, func(l float64) float64 { return l * l })
+}
+
+// meanLogError is the mean of f(log(predicted / measured)) over the predictable rows (+Inf
+// when a prediction is not a positive number).
+func meanLogError(ps []Prepared, eff chips.Efficiency, f func(float64) float64) (float64, error) {
 	var sum float64
 	var n int
 	for _, p := range ps {
@@ -105,8 +111,7 @@ func Loss(ps []Prepared, eff chips.Efficiency) (float64, error) {
 		if !(pred > 0) || math.IsInf(pred, 0) {
 			return math.Inf(1), nil
 		}
-		l := math.Log(pred / p.Row.Measured)
-		sum += l * l
+		sum += f(math.Log(pred / p.Row.Measured))
 		n++
 	}
 	if n == 0 {
@@ -124,26 +129,7 @@ func Fit(ps []Prepared, base chips.Efficiency, params []Param) (chips.Efficiency
 // AbsLoss is the mean absolute log error: a fit to it follows the bulk of the rows, not the
 // worst one (the training lanes fit to it; one row a mechanism misses does not drag a lane).
 func AbsLoss(ps []Prepared, eff chips.Efficiency) (float64, error) {
-	var sum float64
-	var n int
-	for _, p := range ps {
-		if p.Skip != nil {
-			continue
-		}
-		pred, _, err := p.Predict(eff)
-		if err != nil {
-			return 0, err
-		}
-		if !(pred > 0) || math.IsInf(pred, 0) {
-			return math.Inf(1), nil
-		}
-		sum += math.Abs(math.Log(pred / p.Row.Measured))
-		n++
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("no predictable rows to fit")
-	}
-	return sum / float64(n), nil
+	return meanLogError(ps, eff, math.Abs)
 }
 
 func fitWith(ps []Prepared, base chips.Efficiency, params []Param, loss func([]Prepared, chips.Efficiency) (float64, error)) (chips.Efficiency, float64, error) {

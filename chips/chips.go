@@ -112,8 +112,8 @@ type Efficiency struct {
 	Sources map[string]string     `json:"sources,omitempty"`
 }
 
-// MustLanes is the lanes of the named chip (nil when it has none or is unknown).
-func (db *DB) MustLanes(name string) map[string]Efficiency {
+// LanesOf is the lanes of the named chip (nil when it has none or is unknown).
+func (db *DB) LanesOf(name string) map[string]Efficiency {
 	c, err := db.Lookup(name)
 	if err != nil {
 		return nil

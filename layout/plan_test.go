@@ -171,63 +171,47 @@ func BenchmarkPlanTrainFineTuneOn16384(b *testing.B) {
 
 // lanes is a chip's training lanes as time models.
 func lanes(b testing.TB, chip chips.Chip, dtype string) map[string]kernels.Predictor {
-	out := map[string]kernels.Predictor{}
-	for fw := range chip.Efficiency.Lanes {
-		c := chip
-		c.Efficiency = chip.Efficiency.Lane(fw)
-		tm, err := timing.New(c, dtype)
+	ls, err := timing.Lanes(chip, dtype)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ls
+}
+
+// benchPlan times PlanTrain of a bundled model on H100 with the chip's lanes, reporting the
+// layouts evaluated and feasible.
+func benchPlan(b *testing.B, model string, o PlanOptions) {
+	m := bundled(b, model)
+	chip, _ := chips.Default().Lookup("H100")
+	_, k := llama70b(b)
+	ls := lanes(b, chip, "bf16")
+	b.ResetTimer()
+	var evaluated, feasible int
+	for i := 0; i < b.N; i++ {
+		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+		tr.Lanes = ls
+		plan, err := tr.PlanTrain(o)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out[fw] = tm
+		evaluated, feasible = plan.Evaluated, plan.Feasible
 	}
-	return out
+	b.ReportMetric(float64(evaluated), "layouts")
+	b.ReportMetric(float64(feasible), "feasible")
 }
 
 // Both lanes searched: Llama-3.1-405B on 16,384 H100 with megatron's and fsdp's mechanisms and
 // time models. Goal (issue 20): ≤ 1 s.
 // go test ./layout -run '^$' -bench PlanTrainBothLanes -benchmem
 func BenchmarkPlanTrainBothLanes405BOn16384(b *testing.B) {
-	m := bundled(b, "Llama-3.1-405B")
-	chip, _ := chips.Default().Lookup("H100")
-	_, k := llama70b(b)
-	ls := lanes(b, chip, "bf16")
-	b.ResetTimer()
-	var evaluated, feasible int
-	for i := 0; i < b.N; i++ {
-		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
-		tr.Lanes = ls
-		plan, err := tr.PlanTrain(PlanOptions{GPUs: 16384, GBS: 2048, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
-			Frameworks: []string{Megatron, FSDP}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		evaluated, feasible = plan.Evaluated, plan.Feasible
-	}
-	b.ReportMetric(float64(evaluated), "layouts")
-	b.ReportMetric(float64(feasible), "feasible")
+	benchPlan(b, "Llama-3.1-405B", PlanOptions{GPUs: 16384, GBS: 2048, Seq: 8192, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
+		Frameworks: []string{Megatron, FSDP}})
 }
 
 // DeepSeek-V3 on 2,048 H100 searching EP, the all-to-all overlap (none, 1f1b, dualpipe) and
 // the dispatcher (alltoall, deepep). Goal (issue 20): ≤ 1 s.
 // go test ./layout -run '^$' -bench PlanTrainDeepSeek -benchmem
 func BenchmarkPlanTrainDeepSeekV3On2048(b *testing.B) {
-	m := bundled(b, "DeepSeek-V3")
-	chip, _ := chips.Default().Lookup("H100")
-	_, k := llama70b(b)
-	ls := lanes(b, chip, "bf16")
-	b.ResetTimer()
-	var evaluated, feasible int
-	for i := 0; i < b.N; i++ {
-		tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
-		tr.Lanes = ls
-		plan, err := tr.PlanTrain(PlanOptions{GPUs: 2048, GBS: 4096, Seq: 4096, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
-			MoEOverlaps: []string{OverlapNone, Overlap1F1B, OverlapDualPipe}, Dispatchers: []string{DispatchAllToAll, DispatchDeepEP}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		evaluated, feasible = plan.Evaluated, plan.Feasible
-	}
-	b.ReportMetric(float64(evaluated), "layouts")
-	b.ReportMetric(float64(feasible), "feasible")
+	benchPlan(b, "DeepSeek-V3", PlanOptions{GPUs: 2048, GBS: 4096, Seq: 4096, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
+		MoEOverlaps: []string{OverlapNone, Overlap1F1B, OverlapDualPipe}, Dispatchers: []string{DispatchAllToAll, DispatchDeepEP}})
 }

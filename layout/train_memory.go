@@ -496,11 +496,9 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 	if moeLayer && fp.MoE != nil {
 		e := float64(max(fp.MoE.ExpertFFN, 1))
 		topk := float64(max(fp.MoE.TopK, 1)) * MoEImbalance
-		etp := float64(l.etp())
 		// each GPU's experts process, on balance, as many assignments as its own tokens make:
 		// S/TP tokens per rank with sequence parallel and unsplit experts, or all S tokens
 		// gathered over TP with experts split ETP = TP ways: tokens x top-k / TP either way
-		_ = etp
 		mlp = topk * (2*width*e + lin*e)
 		if fp.MoE.SharedExperts > 0 {
 			mlp += float64(fp.MoE.SharedExperts) * (2*width*e + lin*e)

@@ -60,24 +60,8 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		w.printf("\nBy model, chip and layout (median ratio = predicted / measured: below 1, mrep predicts less than was measured):\n\n")
 		table(w, []string{"Model, chip, layout", "Phase", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "llrrrr", gs)
 	}
-	if len(rep.Lanes) > 0 {
-		var ls [][]string
-		for _, g := range rep.Lanes {
-			ls = append(ls, []string{g.Group, fmt.Sprint(g.Rows), fmt.Sprintf("%.3f", g.MedianRatio),
-				fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.WorstAbsErr)})
-		}
-		w.printf("\nTraining by lane (framework, dense or MoE, chip family; each lane's figures are fitted per chip, chips.json efficiency.lanes):\n\n")
-		table(w, []string{"Lane", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", ls)
-	}
-	if len(rep.Engines) > 0 {
-		var ls [][]string
-		for _, g := range rep.Engines {
-			ls = append(ls, []string{g.Group, fmt.Sprint(g.Rows), fmt.Sprintf("%.3f", g.MedianRatio),
-				fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.WorstAbsErr)})
-		}
-		w.printf("\nInference by engine and chip family (every kind of row: TTFT, static batches, serving, waves, latencies):\n\n")
-		table(w, []string{"Engine, chip family", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", ls)
-	}
+	groupTable(w, rep.Lanes, "Lane", "Training by lane (framework, dense or MoE, chip family; each lane's figures are fitted per chip, chips.json efficiency.lanes)")
+	groupTable(w, rep.Engines, "Engine, chip family", "Inference by engine and chip family (every kind of row: TTFT, static batches, serving, waves, latencies)")
 	if len(rep.LeaveOneSourceOut) > 0 {
 		var ls [][]string
 		for _, s := range rep.LeaveOneSourceOut {
@@ -182,4 +166,18 @@ func WriteLaneFits(out io.Writer, fits []calib.LaneFit, loo []calib.SourceError)
 	w.printf("\nLeave one source out:\n\n")
 	table(w, []string{"Source held out", "Rows", "In-sample median", "Held-out median", "Held-out worst"}, "lrrrr", ls)
 	return w.err
+}
+
+// groupTable lists summary groups (lanes, engines) under a heading, nothing when there are none.
+func groupTable(w *errWriter, gs []calib.GroupSummary, name, heading string) {
+	if len(gs) == 0 {
+		return
+	}
+	var rows [][]string
+	for _, g := range gs {
+		rows = append(rows, []string{g.Group, fmt.Sprint(g.Rows), fmt.Sprintf("%.3f", g.MedianRatio),
+			fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.WorstAbsErr)})
+	}
+	w.printf("\n%s:\n\n", heading)
+	table(w, []string{name, "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", rows)
 }

@@ -308,3 +308,19 @@ func (m *Model) Predict(ks []kernels.Kernel) kernels.Time {
 	}
 	return t
 }
+
+// Lanes are the chip's lanes (its training frameworks' and serving engines' figures, chips.json
+// efficiency.lanes) as time models at dtype, by lane name.
+func Lanes(c chips.Chip, dtype string) (map[string]kernels.Predictor, error) {
+	out := map[string]kernels.Predictor{}
+	for name := range c.Efficiency.Lanes {
+		lc := c
+		lc.Efficiency = c.Efficiency.Lane(name)
+		tm, err := New(lc, dtype)
+		if err != nil {
+			return nil, fmt.Errorf("lane %s: %w", name, err)
+		}
+		out[name] = tm
+	}
+	return out, nil
+}

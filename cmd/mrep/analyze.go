@@ -8,6 +8,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 // layoutResults times the scenario's training layout, if any, on every target.
@@ -19,7 +20,7 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 	for i, t := range o.targets {
 		tr := layout.NewTrainer(m, o.scenario, t.Predictor, t.Peak, o.domains[i])
 		tr.HostGBps = t.Chip.HostGBps
-		lanes, err := trainerLanes(t.Chip, t.DType)
+		lanes, err := timing.Lanes(t.Chip, t.DType)
 		if err != nil {
 			return nil, cli.Exit(err.Error(), exitFailure)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
-	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/serve"
 	"github.com/mrep-dev/mrep/timing"
@@ -101,21 +100,6 @@ func trainingFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "tp-overlap", Usage: "TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap, torchtitan async TP)"},
 		&cli.Int64Flag{Name: "hsdp-replicas", Usage: "HSDP: shard within DP x CP / `R` ranks and replicate across R groups (torchtitan dp_replicate; TPU slices over the data-center network)"},
 	}
-}
-
-// trainerLanes are the chip's training lanes as time models, for a Trainer.
-func trainerLanes(chip chips.Chip, dtype string) (map[string]kernels.Predictor, error) {
-	out := map[string]kernels.Predictor{}
-	for fw := range chip.Efficiency.Lanes {
-		c := chip
-		c.Efficiency = chip.Efficiency.Lane(fw)
-		tm, err := timing.New(c, dtype)
-		if err != nil {
-			return nil, fmt.Errorf("lane %s: %w", fw, err)
-		}
-		out[fw] = tm
-	}
-	return out, nil
 }
 
 // readKnobs reads the training settings that change memory (and the offload's time).

@@ -14,6 +14,7 @@ import (
 	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 // trainPlanOutput is plan train's JSON: the plan's fields, and the run's cost with --tokens.
@@ -86,7 +87,7 @@ func planCommand(env Env) *cli.Command {
 				}
 				tr := layout.NewTrainer(m, s, tg.Predictor, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
 				tr.HostGBps = chip.HostGBps
-				if tr.Lanes, err = trainerLanes(chip, dt); err != nil {
+				if tr.Lanes, err = timing.Lanes(chip, dt); err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
 				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),

@@ -232,7 +232,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if t.PriceUSDPerGPUHour > 0 {
 			price = fmt.Sprintf("$%.2f per GPU-hour from %s", t.PriceUSDPerGPUHour, t.PriceSource)
 		}
-		if _, ok := db.MustLanes(chip.Name)[engine]; ok {
+		if _, ok := db.LanesOf(chip.Name)[engine]; ok {
 			price += fmt.Sprintf("; kernels timed with the %s figures fitted on this chip", engine)
 		}
 		inputs = append(inputs, render.ServeInputs{Chip: chip.Name, Price: price,
