@@ -3,6 +3,7 @@ package calib
 import (
 	"bytes"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
@@ -329,8 +330,11 @@ func TestExtendedSetGeneralises(t *testing.T) {
 		if g.Phase != "serving" || strings.Contains(g.Group, "PP8") {
 			continue // the 2023 static and TTFT rows and 8-stage pipelines are reported, not bounded (see the README)
 		}
+		if ambiguousMoELayout[g.Group] {
+			continue
+		}
 		bound := 0.20
-		if strings.Contains(g.Group, "Mixtral") || strings.Contains(g.Group, "DeepSeek") {
+		if moeModel(g.Group) {
 			bound = 0.25 // Mixtral at TP8 over NVLink and DeepSeek-R1 on B200 stay ~1.2x fast (see the README)
 		} else {
 			dense++
@@ -390,7 +394,7 @@ func TestBlackwellFP4FitPredictsTheRest(t *testing.T) {
 	var fitRows, heldOut []Row
 	for _, r := range Extended() {
 		switch {
-		case r.DType != "fp4" || r.EP > 1 || !strings.Contains(r.Chip, "B200"): // B200 and GB200 dense FP4 rows
+		case r.DType != "fp4" || r.EP > 1 || !strings.Contains(r.Chip, "B200") || moeModel(r.Model): // B200 and GB200 dense FP4 rows
 		case r.Chip == "B200" && r.TP == 1:
 			fitRows = append(fitRows, r)
 		default:
@@ -540,5 +544,76 @@ func TestMI300XDecodeBatchOneByHand(t *testing.T) {
 	if got < hand || got > 1.3*hand {
 		t.Errorf("decode step %.2f ms, by hand %.2f ms (weights %.1f GB at %.0f GB/s, 252 all-reduces at %.1f µs, step %.0f µs)",
 			got*1e3, hand*1e3, weights/1e9, chip.HBMBytesPerSec()*e.HBMFrac/1e9, e.ScaleUpLatencyUs, e.StepOverheadUs)
+	}
+}
+
+// moeModel: the bundled mixture-of-experts models among the rows.
+func moeModel(name string) bool {
+	for _, m := range []string{"Mixtral", "DeepSeek", "Scout", "Qwen3-30B-A3B", "Qwen3-235B-A22B", "gpt-oss"} {
+		if strings.Contains(name, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// ambiguousMoELayout: perf-overview @00f37686's MoE tables at TP > 1 whose layout the document
+// leaves open (its MoE command enables attention DP but states no EP size; read as experts split
+// by TP). They are reported by validate and in the README, not bounded: on B200 the TP8 reading
+// is 1.4x slow, on PCIe RTX PRO 6000 TP4/TP8 up to 2x slow, both as attention DP would explain.
+var ambiguousMoELayout = map[string]bool{
+	"Qwen3-235B-A22B on B200, TP8":             true,
+	"Qwen3-235B-A22B on RTX-PRO-6000, TP2 PP4": true,
+	"Qwen3-30B-A3B on RTX-PRO-6000, TP4":       true,
+	"Qwen3-30B-A3B on RTX-PRO-6000, TP8":       true,
+}
+
+// MoE on Blackwell in TensorRT-LLM (issue 21): the trtllm lane of B200 (grouped GEMM fraction,
+// step and per-sequence overhead) refits to the shipped figures from its fit set (the MoE rows at
+// TP1 or explicit attention DP), and each model's rows predicted by a fit to the other models'
+// rows stay within the bounds the README states.
+func TestBlackwellMoELaneLeaveOneModelOut(t *testing.T) {
+	rows, err := Where(Extended(), []string{"chip=B200", "model=Llama-4-Scout-17B-16E-Instruct", "Qwen3-30B-A3B", "DeepSeek-V3", "tp=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 22 {
+		t.Fatalf("%d rows in the fit set, want 22 (10 Scout, 10 Qwen3-30B-A3B, 2 DeepSeek-R1 FP4)", len(rows))
+	}
+	ps := prepared(t, rows)
+	for i := range ps {
+		ps[i].Chip.Efficiency.Lanes = nil // "before" is the chip's own figures, without the lane
+	}
+	group, _ := GroupBy("model")
+	fits, err := CalibrateWith(ps, []string{"grouped_gemm_frac", "step_overhead_us", "seq_overhead_us"}, "B200 MoE",
+		CalibrateOptions{AbsLoss: true, LeaveOut: group, LeaveOutName: "model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fits[0]
+	lane := chips.Default().LanesOf("B200")["trtllm"]
+	for k, want := range map[string]float64{"grouped_gemm_frac": lane.GroupedGEMMFrac, "step_overhead_us": lane.StepOverheadUs, "seq_overhead_us": lane.SeqOverheadUs} {
+		if got := f.Params[k]; math.Abs(got-want) > 0.02*math.Max(want, 1) {
+			t.Errorf("%s refits to %.4g, shipped %.4g", k, got, want)
+		}
+	}
+	var before, after, loo []float64
+	for i := range f.After.Rows {
+		before = append(before, math.Abs(f.Before.Rows[i].Err()))
+		after = append(after, math.Abs(f.After.Rows[i].Err()))
+	}
+	for _, r := range f.LeaveOneOut {
+		loo = append(loo, math.Abs(r.Err()))
+	}
+	if len(loo) != 22 {
+		t.Fatalf("%d rows held out, want every row", len(loo))
+	}
+	sort.Float64s(before)
+	sort.Float64s(after)
+	sort.Float64s(loo)
+	mb, ma, ml := median(before), median(after), median(loo)
+	t.Logf("B200 MoE rows: median |err| %.1f%% with the chip's figures, %.1f%% fitted, %.1f%% with each model left out", 100*mb, 100*ma, 100*ml)
+	if !(ma < mb) || ma > 0.10 || ml > 0.25 {
+		t.Errorf("median |err| before %.3f, after %.3f, leave one model out %.3f", mb, ma, ml)
 	}
 }

@@ -448,9 +448,14 @@ func ChipFamily(chip string) string {
 // EngineName is the summary group of an inference row: its engine (the measured rows without
 // one are TensorRT-LLM's) and chip family.
 func EngineName(p Prepared) string {
-	e := p.Row.Engine
-	if e == "" {
-		e = "trtllm"
+	return engineOf(p.Row) + " " + ChipFamily(p.Chip.Name)
+}
+
+// engineOf is the serving engine a row ran: the one it names, else TensorRT-LLM (every row
+// without one is a trtllm-bench or gptSessionBenchmark run).
+func engineOf(r Row) string {
+	if r.Engine == "" {
+		return "trtllm"
 	}
-	return e + " " + ChipFamily(p.Chip.Name)
+	return strings.ToLower(r.Engine)
 }

@@ -234,8 +234,8 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 	chip.Efficiency = eff
 	if p.train != nil {
 		chip.Efficiency = eff.Lane(p.train.l.Framework) // the training framework's figures
-	} else if p.Row.Engine != "" {
-		chip.Efficiency = eff.Lane(p.Row.Engine) // the serving engine's figures on this chip
+	} else {
+		chip.Efficiency = eff.Lane(engineOf(p.Row)) // the serving engine's figures on this chip
 	}
 	s, err := p.Row.Scenario()
 	if err != nil {

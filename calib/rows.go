@@ -474,3 +474,84 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	return rows, nil
 }
+
+// Where keeps the rows that meet every condition, each KEY=V1,V2 (any of the values): keys
+// model, chip, kind, engine, dtype, source (a substring of the source), tp, ep, pp, gpus.
+// It is how a fit names its fit set out of a shipped file (calibrate --set extended --where
+// chip=B200,GB200 --where tp=1).
+func Where(rows []Row, conds []string) ([]Row, error) {
+	type cond struct {
+		key  string
+		vals []string
+	}
+	var cs []cond
+	for _, c := range conds {
+		if !strings.Contains(c, "=") && len(cs) > 0 && strings.TrimSpace(c) != "" {
+			// a flag parser that splits on commas hands KEY=V1,V2 over as "KEY=V1", "V2"
+			cs[len(cs)-1].vals = append(cs[len(cs)-1].vals, strings.TrimSpace(c))
+			continue
+		}
+		k, v, ok := strings.Cut(c, "=")
+		k = strings.ToLower(strings.TrimSpace(k))
+		if !ok || strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("where %q: want KEY=VALUE[,VALUE...]", c)
+		}
+		switch k {
+		case "model", "chip", "kind", "engine", "dtype", "source", "tp", "ep", "pp", "gpus":
+		default:
+			return nil, fmt.Errorf("where %q: unknown key %q (want model, chip, kind, engine, dtype, source, tp, ep, pp or gpus)", c, k)
+		}
+		var vals []string
+		for _, x := range strings.Split(v, ",") {
+			vals = append(vals, strings.TrimSpace(x))
+		}
+		cs = append(cs, cond{k, vals})
+	}
+	field := func(r Row, k string) string {
+		n := func(v int64) string {
+			if v == 0 && (k == "pp" || k == "ep") {
+				v = 1 // an unset degree is one
+			}
+			return strconv.FormatInt(v, 10)
+		}
+		switch k {
+		case "model":
+			return r.Model
+		case "chip":
+			return r.Chip
+		case "kind":
+			return r.Kind
+		case "engine":
+			return engineOf(r)
+		case "dtype":
+			return r.DType
+		case "source":
+			return r.Source
+		case "tp":
+			return n(r.TP)
+		case "ep":
+			return n(r.EP)
+		case "pp":
+			return n(r.PP)
+		}
+		return n(r.GPUs)
+	}
+	var out []Row
+	for _, r := range rows {
+		keep := true
+		for _, c := range cs {
+			f, hit := field(r, c.key), false
+			for _, v := range c.vals {
+				if c.key == "source" && strings.Contains(f, v) || c.key != "source" && strings.EqualFold(f, v) {
+					hit = true
+					break
+				}
+			}
+			keep = keep && hit
+		}
+		if keep {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

@@ -126,9 +126,13 @@ func WriteCalibration(out io.Writer, fits []calib.ChipFit) error {
 			}
 		}
 		if n := len(f.LeaveOneOut); n > 0 {
-			w.printf("\nLeave-one-out: mean |error| %.1f%%, worst %.1f%% over %d rows (each predicted by a fit to the others).\n\n", 100*sum/float64(n), 100*worst, n)
+			by := "each predicted by a fit to the others"
+			if f.LeaveOut != "" {
+				by = fmt.Sprintf("each %s's rows predicted by a fit to the other %ss' rows", f.LeaveOut, f.LeaveOut)
+			}
+			w.printf("\nLeave-one-out: mean |error| %.1f%%, worst %.1f%% over %d rows (%s).\n\n", 100*sum/float64(n), 100*worst, n, by)
 		} else {
-			w.printf("\nToo few rows for leave-one-out (need more rows than fitted parameters).\n\n")
+			w.printf("\nToo few rows or groups for leave-one-out (need more rows than fitted parameters, or two groups).\n\n")
 		}
 	}
 	return w.err

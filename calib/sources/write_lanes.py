@@ -16,9 +16,13 @@ p = "chips/chips.json"
 d = json.load(open(p), object_pairs_hook=collections.OrderedDict)
 for c in d["chips"]:
     eff = c.setdefault("efficiency", collections.OrderedDict())
+    # serving engines' lanes (trtllm, vllm, sglang) are fitted elsewhere and kept as they are
+    kept = collections.OrderedDict((k, v) for k, v in eff.get("lanes", {}).items() if k not in ("megatron", "fsdp"))
     lanes = fits["chips"].get(c["name"])
     if not lanes:
         eff.pop("lanes", None)
+        if kept:
+            eff["lanes"] = kept
         continue
     for fw, lane in lanes.items():
         for k, v in list(lane.items()):
@@ -31,6 +35,7 @@ for c in d["chips"]:
                     for s, e in loo.items() if s in src]
             if held:
                 lane["sources"][k] = src + "; leave-one-source-out: " + "; ".join(held)
+    lanes.update(kept)
     eff["lanes"] = collections.OrderedDict(sorted(lanes.items()))
 json.dump(d, open(p, "w"), indent=2, ensure_ascii=False)
 open(p, "a").write("\n")

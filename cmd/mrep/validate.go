@@ -70,6 +70,14 @@ func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
+	if c.IsSet("where") {
+		if rows, err = calib.Where(rows, c.StringSlice("where")); err != nil {
+			return nil, cli.Exit(err.Error(), exitUsage)
+		}
+		if len(rows) == 0 {
+			return nil, cli.Exit(fmt.Sprintf("no row matches --where %s", strings.Join(c.StringSlice("where"), " --where ")), exitFailure)
+		}
+	}
 	db, err := chipDB(c)
 	if err != nil {
 		return nil, err
@@ -94,6 +102,7 @@ func validateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
 			&cli.StringFlag{Name: "set", Usage: "a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X)"},
 			&cli.BoolFlag{Name: "no-loo", Usage: "skip the leave-one-source-out refits of the training lanes"},
+			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {

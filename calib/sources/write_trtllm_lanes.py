@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Fit TensorRT-LLM's MoE figures on Blackwell and write them into chips/chips.json as the
+chips' `trtllm` lane (issue 21: MoE decode and prefill on Blackwell FP4).
+
+Fit set: the MoE rows of calib/extended.json on B200 and GB200 whose layout the source states
+without doubt: Llama-4-Scout and Qwen3-30B-A3B at TP1 (TensorRT-LLM perf-overview @00f37686)
+and DeepSeek-R1 attention-DP8 EP8 (the DeepSeek-R1 best-practice blog @01c4ece9). Held out:
+Qwen3-235B-A22B at "TP8" (the document's MoE command turns attention DP on without an EP
+size), every dense Blackwell row, every other chip.
+
+1. B200: grouped GEMM fraction (FP4 grouped GEMMs at small per-expert M), step overhead and
+   per-sequence overhead (the PyTorch backend's host work per running sequence: scheduling,
+   sampling, the KV cache manager), fitted together; leave one model out.
+2. GB200, the same GPU: its grouped GEMM fraction is B200's (carried); the host figures, which
+   belong to the Grace CPU rather than the GPU, are fitted on its own rows; leave one model out.
+
+Run from the repository root after `make build`: python3 calib/sources/write_trtllm_lanes.py
+"""
+import collections
+import json
+import os
+import subprocess
+import tempfile
+
+MREP = os.environ.get("MREP", "bin/mrep")
+MODELS = "model=Llama-4-Scout-17B-16E-Instruct,Qwen3-30B-A3B,DeepSeek-V3"
+WHERE = ["--where", MODELS, "--where", "tp=1"]
+
+
+def calibrate(chip, fit, chips_file=None):
+    cmd = [MREP, "calibrate", "--set", "extended", "--where", f"chip={chip}", *WHERE, "--abs-loss",
+           "--fit", fit, "--leave-out", "model", "--json"]
+    if chips_file:
+        cmd[1:1] = ["--chips-file", chips_file]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    [f] = json.loads(out)
+    return f
+
+
+def summary(f):
+    def errs(rep):
+        return sorted(abs(r["predicted"] / r["measured"] - 1) for r in rep)
+    after = errs(f["after"]["rows"])
+    loo = errs(f["leave_one_out"])
+    models = sorted({r["model"] for r in f["after"]["rows"]})
+    med = lambda xs: xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+    return (f"{f['rows']} rows ({', '.join(models)}): median |err| {100*med(after):.1f}%, worst {100*after[-1]:.0f}% "
+            f"in sample; each model's rows predicted by a fit to the other models' rows: median {100*med(loo):.1f}%, "
+            f"worst {100*loo[-1]:.0f}%")
+
+
+def main():
+    b = calibrate("B200", "grouped_gemm_frac,step_overhead_us,seq_overhead_us")
+    bp = b["params"]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
+        d = json.load(open("chips/chips.json"))
+        gb = next(c for c in d["chips"] if c["name"] == "GB200")
+        gb.setdefault("efficiency", {})["grouped_gemm_frac"] = bp["grouped_gemm_frac"]
+        gb["efficiency"].pop("lanes", None)
+        json.dump({"chips": [gb]}, tmp)
+    g = calibrate("GB200", "step_overhead_us,seq_overhead_us", tmp.name)
+    os.unlink(tmp.name)
+    gp = g["params"]
+
+    fitset = ("the MoE rows of calib/extended.json on {chip} with a layout the source states (TensorRT-LLM "
+              "perf-overview @00f37686 Llama-4-Scout and Qwen3-30B-A3B FP4 TP1; DeepSeek-R1 blog @01c4ece9 "
+              "FP4 attention-DP8 EP8)")
+    cmd = "mrep calibrate --set extended --where chip={chip} --where " + MODELS + " --where tp=1 --abs-loss --leave-out model"
+    lanes = {
+        "B200": (collections.OrderedDict([
+            ("grouped_gemm_frac", round(bp["grouped_gemm_frac"], 4)),
+            ("step_overhead_us", round(bp["step_overhead_us"], 1)),
+            ("seq_overhead_us", round(bp["seq_overhead_us"], 2))]),
+            f"fitted together ({cmd.format(chip='B200')} --fit grouped_gemm_frac,step_overhead_us,seq_overhead_us) "
+            f"to {fitset.format(chip='B200')}: {summary(b)}"),
+        "GB200": (collections.OrderedDict([
+            ("grouped_gemm_frac", round(bp["grouped_gemm_frac"], 4)),
+            ("step_overhead_us", round(gp["step_overhead_us"], 1)),
+            ("seq_overhead_us", round(gp["seq_overhead_us"], 2))]),
+            f"host figures fitted ({cmd.format(chip='GB200')} --fit step_overhead_us,seq_overhead_us, the grouped "
+            f"GEMM fraction carried from B200, the same GPU) to {fitset.format(chip='GB200')}: {summary(g)}. The "
+            "per-sequence cost is the Grace host's pace for the engine's Python scheduler, not the GPU's"),
+    }
+    p = "chips/chips.json"
+    d = json.load(open(p), object_pairs_hook=collections.OrderedDict)
+    for c in d["chips"]:
+        if c["name"] not in lanes:
+            continue
+        figs, src = lanes[c["name"]]
+        lane = collections.OrderedDict(figs)
+        srcs = collections.OrderedDict((k, src) for k in figs)
+        if c["name"] == "GB200":
+            srcs["grouped_gemm_frac"] = "carried from B200's trtllm lane (the same Blackwell GPU and kernels): " + lanes["B200"][1]
+        lane["sources"] = srcs
+        eff = c.setdefault("efficiency", collections.OrderedDict())
+        ls = eff.setdefault("lanes", collections.OrderedDict())
+        ls["trtllm"] = lane
+        eff["lanes"] = collections.OrderedDict(sorted(ls.items()))
+    json.dump(d, open(p, "w"), indent=2, ensure_ascii=False)
+    open(p, "a").write("\n")
+    for chip, (figs, src) in lanes.items():
+        print(chip, dict(figs))
+        print("  ", src)
+
+
+if __name__ == "__main__":
+    main()
