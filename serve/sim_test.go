@@ -1,0 +1,128 @@
+package serve
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+func simReplica(t testing.TB) Replica {
+	t.Helper()
+	m := model(t, "Llama-3.1-8B")
+	s := analyzer.DefaultScenario()
+	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
+	chip, _ := chips.Default().Lookup("H100")
+	tm, err := timing.New(chip, "fp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Replica{Model: m, Scenario: s, Pred: tm, MemBytes: chip.MemoryBytes(), Engine: DefaultEngine()}
+}
+
+// One request alone, by hand: its TTFT is the step that prefills its 2,000-token prompt (one
+// chunk under the 8,192-token budget), its TPOT the step that decodes it alone at its mean
+// context; the wave's throughput is its 500 tokens over its end-to-end time.
+func TestSimulateOneRequestByHand(t *testing.T) {
+	rp := simReplica(t)
+	r, err := rp.Simulate(Load{Kind: Wave, N: 1, Lengths: []Request{{2000, 500}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, err := cycle(rp.Model, rp.Scenario, rp.Pred, rp.Engine, 0, 1, 2000, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "TTFT", r.TTFT.Mean, pre.TEst, 1e-9)
+	dec, err := cycle(rp.Model, rp.Scenario, rp.Pred, rp.Engine, 1, 2250, 0, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "TPOT", r.TPOT.Mean, dec.TEst, 0.01) // contexts 2,001..2,499 about the mean, bucketed
+	near(t, "output tok/s", r.OutputTokS, 500/r.E2E.Mean, 1e-9)
+	if r.QueueWait.Mean != 0 || r.Requests != 1 || r.Mix.Steps != 500 {
+		t.Errorf("queue %g, requests %d, steps %d", r.QueueWait.Mean, r.Requests, r.Mix.Steps)
+	}
+}
+
+// A closed loop of many users reaches the steady state the analytic model gives for the same
+// concurrency (the first burst and the tail are a small part of 20 requests per user), and
+// TTFT under load is longer than alone: chunks share steps with decodes, prompts queue for
+// the token budget.
+func TestSimulateUsersMatchesSteadyState(t *testing.T) {
+	rp := simReplica(t)
+	lengths := []Request{{1000, 1000}}
+	sim, err := rp.Simulate(Load{Kind: Users, N: 64, Requests: 64 * 20, Lengths: lengths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := rp.At(1000, 1000, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "output tok/s against the steady state", sim.OutputTokS, ss.OutputTokS, 0.10)
+	near(t, "TPOT against the steady state", sim.TPOT.Mean, ss.TPOT, 0.10)
+	alone, err := rp.Simulate(Load{Kind: Wave, N: 1, Lengths: lengths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(sim.TTFT.Mean > alone.TTFT.Mean) || !(sim.TTFT.P90 >= sim.TTFT.P50) || !(sim.TTFT.P99 >= sim.TTFT.P90) {
+		t.Errorf("TTFT under load %+v, alone %+v", sim.TTFT, alone.TTFT)
+	}
+	if sim.PeakSeqs != 64 || sim.Requests != 64*20 {
+		t.Errorf("peak %d, requests %d", sim.PeakSeqs, sim.Requests)
+	}
+}
+
+// A wave larger than the batch cap queues: the last admitted wait for earlier requests to
+// finish, so p90 TTFT is many times the median's first-burst TTFT; an open loop below
+// capacity barely queues, one above it queues without bound (TTFT grows with the requests).
+func TestSimulateQueues(t *testing.T) {
+	rp := simReplica(t)
+	rp.Engine.MaxBatch = 32
+	lengths := []Request{{500, 200}}
+	w, err := rp.Simulate(Load{Kind: Wave, N: 128, Lengths: lengths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(w.QueueWait.P90 > 0) || !(w.TTFT.P90 > 3*w.TTFT.P50/2) || w.PeakSeqs != 32 {
+		t.Errorf("wave of 128 over 32 slots: queue %+v, TTFT %+v, peak %d", w.QueueWait, w.TTFT, w.PeakSeqs)
+	}
+	full, err := rp.At(500, 200, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := full.Concurrency / full.E2E // requests/s at the cap
+	low, err := rp.Simulate(Load{Kind: Rate, Rate: 0.3 * capacity, Requests: 300, Lengths: lengths, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	high, err := rp.Simulate(Load{Kind: Rate, Rate: 2 * capacity, Requests: 300, Lengths: lengths, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(low.QueueWait.Mean < 0.1*low.E2E.Mean) || !(high.QueueWait.Mean > low.E2E.Mean) {
+		t.Errorf("queue wait at 0.3x capacity %g (E2E %g), at 2x %g", low.QueueWait.Mean, low.E2E.Mean, high.QueueWait.Mean)
+	}
+	again, _ := rp.Simulate(Load{Kind: Rate, Rate: 0.3 * capacity, Requests: 300, Lengths: lengths, Seed: 1})
+	if again.TTFT != low.TTFT {
+		t.Error("the same seed must give the same run")
+	}
+	if _, err := rp.Simulate(Load{Kind: Rate, Rate: math.Inf(1), Lengths: lengths}); err == nil {
+		t.Error("an infinite rate must be refused")
+	}
+	if _, err := rp.Simulate(Load{Kind: Users, N: 4, Lengths: []Request{{1 << 30, 1}}}); err == nil {
+		t.Error("a request larger than the KV cache must be refused")
+	}
+}
+
+func BenchmarkSimulateUsers(b *testing.B) {
+	rp := simReplica(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := rp.Simulate(Load{Kind: Users, N: 64, Requests: 640, Lengths: []Request{{1000, 1000}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
