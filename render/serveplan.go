@@ -77,6 +77,7 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		writeTTFTQuantiles(w, p.Best)
 		writeDisagg(w, p.Best)
 	}
+	writeSimulated(w, p)
 	w.printf("\nPareto front of one replica over batch caps (more tokens/s per user costs tokens/s per GPU):\n\n")
 	var rows [][]string
 	for _, c := range p.Pareto {
@@ -234,4 +235,47 @@ func writeDisagg(w *errWriter, best []serve.Config) {
 	}
 	w.printf("\nDisaggregated: TTFT = the prompt's prefill + its KV transfer + the wait for a prefill step (M/D/1 at the prefill pool's utilisation; none offline):\n\n")
 	table(w, []string{"#", "Prefill pool", "Decode pool", "Requests/s per prefill replica", "Prefill utilisation", "Prefill", "KV transfer", "Prefill wait"}, "lllrrrrr", rows)
+}
+
+// writeSimulated prints the first deployment's load run step by step, with what its TTFT
+// includes beside the steady state's, and the composition of a typical step (to hold against
+// a trace: nsys, the engine's step logs).
+func writeSimulated(w *errWriter, p serve.Plan) {
+	sm := p.Simulated
+	if sm == nil {
+		return
+	}
+	r := sm.Result
+	load := ""
+	switch r.Load {
+	case serve.Wave:
+		load = fmt.Sprintf("a wave of %d requests queued at once (offline)", r.N)
+	case serve.Users:
+		load = fmt.Sprintf("%d users in a closed loop, all starting together, %d requests", r.N, r.Requests)
+	case serve.Rate:
+		load = fmt.Sprintf("Poisson arrivals at %.3g requests/s, %d requests", r.Rate, r.Requests)
+	}
+	w.printf("\n## Under load, step by step: one replica of %s\n\n", Visible(sm.Config))
+	w.printf("The engine's scheduler run over %s: each step decodes every running sequence, then fills the token budget with prompt chunks (prompts already started first, then waiting requests in arrival order, admitted while the batch cap and the free KV cache allow). **TTFT here runs from arrival to first token and includes** the wait for admission, the step in flight when the request arrived, and every chunk of its prompt beside the running decodes. The steady-state TTFT in the table above is the prompt's chunks beside a full batch of decodes, plus, under a closed loop beyond the batch, the queue Little's law prices; it has no burst and no admission wait.\n\n", load)
+	row := func(name string, d serve.Dist) []string {
+		return []string{name, seconds(d.Mean), seconds(d.P50), seconds(d.P90), seconds(d.P99)}
+	}
+	table(w, []string{"Per request", "Mean", "p50", "p90", "p99"}, "lrrrr", [][]string{
+		row("TTFT", r.TTFT), row("TPOT", r.TPOT), row("End to end", r.E2E), row("Queue wait (arrival to admission)", r.QueueWait)})
+	w.printf("\n%.0f output tok/s over the run (%.0f in and out) in %s; at most %d sequences running.\n\n", r.OutputTokS, r.TotalTokS, seconds(r.Duration), r.PeakSeqs)
+	m := r.Mix
+	if m.Steps == 0 || !(m.MeanStep > 0) {
+		return
+	}
+	w.printf("A typical step (means over %d steps): %.1f decode sequences, %.0f prompt tokens, %.0f%% of steps carry a prompt chunk.\n\n", m.Steps, m.DecodeSeqs, m.PrefillTokens, 100*m.PrefillShare)
+	share := func(x float64) string { return fmt.Sprintf("%.0f%%", 100*x/m.MeanStep) }
+	table(w, []string{"Step time", "Per step", "Share"}, "lrr", [][]string{
+		{"GEMMs (dense and grouped)", seconds(m.GEMM), share(m.GEMM)},
+		{"Attention", seconds(m.Attention), share(m.Attention)},
+		{"Memory-bound kernels (norms, activations, routing, KV writes)", seconds(m.Memory), share(m.Memory)},
+		{"Exposed communication", seconds(m.Comm), share(m.Comm)},
+		{"Kernel launches outside CUDA graphs", seconds(m.Launch), share(m.Launch)},
+		{"Engine overhead (per step and per sequence)", seconds(m.Overhead), share(m.Overhead)},
+		{"Whole step", seconds(m.MeanStep), "100%"},
+	})
 }

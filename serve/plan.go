@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
@@ -49,6 +50,9 @@ type PlanOptions struct {
 	// quantiles), at PromptQuantiles.
 	Prompts         []int64
 	PromptQuantiles []float64
+	// Lengths, when set, are the requests the simulation of the first deployment draws its
+	// lengths from (a workload's mix); empty: every request ISL in, OSL out.
+	Lengths []Request
 }
 
 // QuantileTTFT is the time to first token of a prompt at a quantile of the workload's lengths,
@@ -103,6 +107,16 @@ type Plan struct {
 	// NoConfig says, when nothing meets the SLO and the load, which limit binds and the
 	// nearest relaxation that works.
 	NoConfig string `json:"no_config,omitempty"`
+	// Simulated is the first deployment's load run through the engine's scheduler step by
+	// step (Simulate): arrivals, admission, chunked prefill beside decodes, the tail. Absent
+	// for disaggregated and pipelined deployments, which the simulation does not model.
+	Simulated *Simulated `json:"simulated,omitempty"`
+}
+
+// Simulated is one replica of a deployment under its share of the load.
+type Simulated struct {
+	Config string    `json:"deployment"`
+	Result SimResult `json:"result"`
 }
 
 // ErrBadWorkload: the workload or load cannot be served by any engine (ISL or OSL < 1...).
@@ -264,90 +278,37 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	case o.Rate > 0:
 		pl.Mode = "rate"
 	}
+	// each chip's search is independent: run them side by side, merge in the order given
+	found := make([]targetSearch, len(targets))
+	var wg sync.WaitGroup
+	for i, tg := range targets {
+		if tg.Pred == nil {
+			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, ErrNoPredictor)
+		}
+		wg.Add(1)
+		go func(i int, tg Target) {
+			defer wg.Done()
+			found[i] = o.searchTarget(m, tg, pl.Mode)
+		}(i, tg)
+	}
+	wg.Wait()
 	var all, front []Config
 	var minTPOT, minTTFT *Config
 	var fitErrs []string
-	for _, tg := range targets {
-		pred := tg.Pred
-		if pred == nil {
-			return pl, fmt.Errorf("chip %s: %w", tg.Chip.Name, ErrNoPredictor)
+	for _, f := range found {
+		if f.err != nil {
+			return pl, f.err
 		}
-		var fitting []Replica // for the disaggregated search
-		for _, lay := range layouts(m, tg.MaxTP) {
-			s := o.Scenario
-			s.TP, s.EP, s.ETP = lay.tp, lay.ep, InferenceETP(lay.tp, lay.ep)
-			size := max(s.TP, s.EP) * lay.pp // GPUs in one replica
-			if o.MaxGPUs > 0 && size > o.MaxGPUs || o.GPUs > 0 && o.GPUs%size != 0 {
-				continue
-			}
-			e := o.Engine
-			e.PP, e.PPTier = lay.pp, kernels.ScaleUp
-			if size > tg.MaxTP {
-				e.PPTier = kernels.ScaleOut // the stages span nodes
-			}
-			rp := Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: e}
-			maxKV, _, _ := Capacity(m, s, rp.MemBytes, o.ISL, o.OSL, e)
-			limit := rp.Limit(o.ISL, o.OSL)
-			pl.Considered++
-			if maxKV < 1 {
-				fitErrs = append(fitErrs, fmt.Sprintf("%s %s: weights %.1f GiB per GPU leave no room for one %d-token sequence",
-					tg.Chip.Name, LayoutName(s.TP, s.EP, lay.pp), m.ParamsPerGPU(s.TP, lay.pp, s.EP, s.ETP)*s.WeightBytes/(1<<30), o.ISL+o.OSL))
-				continue
-			}
-			pl.Fitting++
-			fitting = append(fitting, rp)
-			// the offline sweep over batch caps: the Pareto front and, without a load, the answer
-			cs := caps(limit)
-			if pl.Mode == "offline" && (o.TTFT > 0 || o.TPOT > 0) {
-				if edge, ok, err := o.largestCap(tg, rp, limit); err != nil {
-					return pl, err
-				} else if ok {
-					cs = append(cs, edge)
-				}
-			}
-			for _, cap := range cs {
-				r, err := rp.At(o.ISL, o.OSL, cap)
-				if err != nil {
-					return pl, err
-				}
-				if r.Bound == "load" {
-					r.Bound = "batch-cap"
-				}
-				c := tg.config(rp, r, 1, cap)
-				if minTPOT == nil || c.Result.TPOT < minTPOT.Result.TPOT {
-					minTPOT = &c
-				}
-				if minTTFT == nil || c.Result.TTFT < minTTFT.Result.TTFT {
-					minTTFT = &c
-				}
-				front = append(front, c)
-				if pl.Mode == "offline" {
-					reps := int64(1)
-					if o.GPUs > 0 {
-						reps = o.GPUs / size
-					}
-					c = tg.config(rp, r, reps, cap)
-					o.judge(&c)
-					all = append(all, c)
-				}
-			}
-			if pl.Mode != "offline" {
-				c, ok, err := o.loaded(tg, rp, limit)
-				if err != nil {
-					return pl, err
-				}
-				if ok {
-					all = append(all, c)
-				}
-			}
+		pl.Considered += f.considered
+		pl.Fitting += f.fitting
+		fitErrs = append(fitErrs, f.fitErrs...)
+		front = append(front, f.front...)
+		all = append(all, f.all...)
+		if f.minTPOT != nil && (minTPOT == nil || f.minTPOT.Result.TPOT < minTPOT.Result.TPOT) {
+			minTPOT = f.minTPOT
 		}
-		if o.Disagg {
-			cs, err := o.disagg(tg, fitting)
-			if err != nil {
-				return pl, err
-			}
-			pl.Considered += len(fitting) * len(fitting)
-			all = append(all, cs...)
+		if f.minTTFT != nil && (minTTFT == nil || f.minTTFT.Result.TTFT < minTTFT.Result.TTFT) {
+			minTTFT = f.minTTFT
 		}
 	}
 	pl.Pareto = pareto(front)
@@ -393,7 +354,46 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	if pl.Meeting == 0 {
 		pl.NoConfig = o.why(m, pl, fitErrs, minTPOT, minTTFT, targets)
 	}
+	if len(pl.Best) > 0 {
+		sim, err := o.simulate(pl.Best[0])
+		if err != nil {
+			return pl, fmt.Errorf("simulating %s: %w", pl.Best[0].Layout(), err)
+		}
+		pl.Simulated = sim
+	}
 	return pl, nil
+}
+
+// simulate runs one replica of c under its share of the load: the users or the rate divided
+// over the replicas, or offline a wave of twice the batch cap (all queued at once, as
+// trtllm-bench and `vllm bench throughput` run). Nil for what Simulate does not model.
+func (o PlanOptions) simulate(c Config) (*Simulated, error) {
+	if c.Disagg != nil || c.rp.Engine.stages() > 1 || c.rp.Model == nil {
+		return nil, nil
+	}
+	lengths := o.Lengths
+	if len(lengths) == 0 {
+		lengths = []Request{{o.ISL, o.OSL}}
+	}
+	reps := float64(max(c.Replicas, 1))
+	load := Load{Lengths: lengths, Seed: 1}
+	switch {
+	case o.Users > 0:
+		load.Kind, load.N = Users, int(math.Max(1, math.Round(o.Users/reps)))
+	case o.Rate > 0:
+		load.Kind, load.Rate = Rate, o.Rate/reps
+	default:
+		load.Kind, load.N = Wave, int(math.Min(8192, math.Max(1, 2*math.Round(c.Result.Concurrency))))
+	}
+	rp := c.rp
+	if c.BatchCap > 0 {
+		rp.Engine.MaxBatch = math.Min(rp.Engine.MaxBatch, c.BatchCap)
+	}
+	r, err := rp.Simulate(load)
+	if err != nil {
+		return nil, err
+	}
+	return &Simulated{Config: fmt.Sprintf("%s %s x%d", c.Chip, c.Layout(), c.Replicas), Result: r}, nil
 }
 
 // largestCap is the largest batch cap whose steady state meets the SLOs (bisection: TPOT and
@@ -639,4 +639,102 @@ func (c *Config) splitCost(isl, osl int64) error {
 	}
 	c.PerToken = econ.Split(c.ServingCost, in, c.TokS, share, share)
 	return nil
+}
+
+// targetSearch is one chip's part of a plan: every layout and batch cap on it.
+type targetSearch struct {
+	considered, fitting int
+	fitErrs             []string
+	front, all          []Config
+	minTPOT, minTTFT    *Config
+	err                 error
+}
+
+// searchTarget searches one chip: the layouts that fit, each at its batch caps (offline) or
+// under the load, and the disaggregated pairs of its layouts.
+func (o PlanOptions) searchTarget(m *analyzer.Model, tg Target, mode string) targetSearch {
+	var f targetSearch
+	pred := tg.Pred
+	var fitting []Replica // for the disaggregated search
+	for _, lay := range layouts(m, tg.MaxTP) {
+		s := o.Scenario
+		s.TP, s.EP, s.ETP = lay.tp, lay.ep, InferenceETP(lay.tp, lay.ep)
+		size := max(s.TP, s.EP) * lay.pp // GPUs in one replica
+		if o.MaxGPUs > 0 && size > o.MaxGPUs || o.GPUs > 0 && o.GPUs%size != 0 {
+			continue
+		}
+		e := o.Engine
+		e.PP, e.PPTier = lay.pp, kernels.ScaleUp
+		if size > tg.MaxTP {
+			e.PPTier = kernels.ScaleOut // the stages span nodes
+		}
+		rp := Replica{Model: m, Scenario: s, Pred: pred, MemBytes: tg.Chip.MemoryBytes(), Engine: e}
+		maxKV, _, _ := Capacity(m, s, rp.MemBytes, o.ISL, o.OSL, e)
+		limit := rp.Limit(o.ISL, o.OSL)
+		f.considered++
+		if maxKV < 1 {
+			f.fitErrs = append(f.fitErrs, fmt.Sprintf("%s %s: weights %.1f GiB per GPU leave no room for one %d-token sequence",
+				tg.Chip.Name, LayoutName(s.TP, s.EP, lay.pp), m.ParamsPerGPU(s.TP, lay.pp, s.EP, s.ETP)*s.WeightBytes/(1<<30), o.ISL+o.OSL))
+			continue
+		}
+		f.fitting++
+		fitting = append(fitting, rp)
+		// the offline sweep over batch caps: the Pareto front and, without a load, the answer
+		cs := caps(limit)
+		if mode == "offline" && (o.TTFT > 0 || o.TPOT > 0) {
+			if edge, ok, err := o.largestCap(tg, rp, limit); err != nil {
+				f.err = err
+				return f
+			} else if ok {
+				cs = append(cs, edge)
+			}
+		}
+		for _, cap := range cs {
+			r, err := rp.At(o.ISL, o.OSL, cap)
+			if err != nil {
+				f.err = err
+				return f
+			}
+			if r.Bound == "load" {
+				r.Bound = "batch-cap"
+			}
+			c := tg.config(rp, r, 1, cap)
+			if f.minTPOT == nil || c.Result.TPOT < f.minTPOT.Result.TPOT {
+				f.minTPOT = &c
+			}
+			if f.minTTFT == nil || c.Result.TTFT < f.minTTFT.Result.TTFT {
+				f.minTTFT = &c
+			}
+			f.front = append(f.front, c)
+			if mode == "offline" {
+				reps := int64(1)
+				if o.GPUs > 0 {
+					reps = o.GPUs / size
+				}
+				c = tg.config(rp, r, reps, cap)
+				o.judge(&c)
+				f.all = append(f.all, c)
+			}
+		}
+		if mode != "offline" {
+			c, ok, err := o.loaded(tg, rp, limit)
+			if err != nil {
+				f.err = err
+				return f
+			}
+			if ok {
+				f.all = append(f.all, c)
+			}
+		}
+	}
+	if o.Disagg {
+		cs, err := o.disagg(tg, fitting)
+		if err != nil {
+			f.err = err
+			return f
+		}
+		f.considered += len(fitting) * len(fitting)
+		f.all = append(f.all, cs...)
+	}
+	return f
 }

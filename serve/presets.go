@@ -88,8 +88,9 @@ func benchBytes(b float64) float64 {
 //     memory, 16384 from 160 GiB (B200, MI300X), max_running_requests bounded by a request pool
 //     of 4096, page_size 1, KV at about 0.88 of memory (mem_fraction_static).
 //
-// Not modelled yet: SGLang runs prefill-only steps by default (mixed chunks off) and vLLM
-// captures CUDA graphs only up to min(2 x max_num_seqs, 512) tokens, running larger steps eagerly.
+// SGLang runs prefill-only steps by default (mixed chunks off): the step-by-step simulation
+// models it, the steady state does not. Not modelled yet: vLLM captures CUDA graphs only up to
+// min(2 x max_num_seqs, 512) tokens, running larger steps eagerly.
 func EnginePreset(name string, memGiB float64) (Engine, error) {
 	e := DefaultEngine()
 	switch name {
@@ -110,6 +111,7 @@ func EnginePreset(name string, memGiB float64) (Engine, error) {
 			e.TokenBudget = 16384
 		}
 		e.KVFraction, e.KVBlock = 0.88, 1
+		e.PrefillOnlySteps = true // --enable-mixed-chunk is off by default
 	default:
 		return e, fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
 	}

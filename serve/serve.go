@@ -56,6 +56,10 @@ type Engine struct {
 	// Name and Release name the engine preset the limits come from (EnginePreset; empty: the
 	// defaults of the measured TensorRT-LLM runs).
 	Name, Release string
+	// PrefillOnlySteps: a step that prefills carries no decodes (SGLang's default, mixed chunks
+	// off: its scheduler runs a prefill batch whenever prompts wait, then goes back to
+	// decoding). Only the step-by-step simulation models it; the steady state mixes them.
+	PrefillOnlySteps bool
 	// DecodeOnly is a decode instance of a disaggregated deployment: prompts arrive with their
 	// KV cache from the prefill pool, so steps carry decode tokens only (no TTFT of its own).
 	DecodeOnly bool

@@ -58,8 +58,8 @@ type Dist struct {
 	P99  float64 `json:"p99"`
 }
 
-// StepMix is the composition of the simulated steps, time-weighted: what a trace of the run
-// would show on average per step.
+// StepMix is the composition of the simulated steps: what a trace of the run would show on
+// average per step.
 type StepMix struct {
 	Steps         int     `json:"steps"`
 	MeanStep      float64 `json:"mean_step_s"`
@@ -238,6 +238,9 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 				decodes = append(decodes, r)
 			}
 		}
+		if e.PrefillOnlySteps && prefillReady(running, waiting, kvFree, maxBatch, e) {
+			decodes = nil // SGLang without mixed chunks: a step with prompts to prefill decodes nothing
+		}
 		budget -= float64(len(decodes)) * float64(1+max(e.SpecTokens, 0))
 		for _, r := range running { // prompts already being prefilled go first
 			if r.prefilled < r.ISL && budget >= 1 {
@@ -295,8 +298,8 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 		dt := st.TEst + oh
 		t += dt
 		mix.Steps++
-		mix.DecodeSeqs += float64(len(decodes)) * dt
-		mix.PrefillTokens += prefill * dt
+		mix.DecodeSeqs += float64(len(decodes))
+		mix.PrefillTokens += prefill
 		if prefill > 0 {
 			mix.PrefillShare++
 		}
@@ -356,8 +359,8 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 	if mix.Steps > 0 && busyTime > 0 {
 		s := float64(mix.Steps)
 		mix.MeanStep = busyTime / s
-		mix.DecodeSeqs /= busyTime
-		mix.PrefillTokens /= busyTime
+		mix.DecodeSeqs /= s
+		mix.PrefillTokens /= s
 		mix.PrefillShare /= s
 		mix.GEMM /= s
 		mix.Attention /= s
@@ -368,6 +371,16 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 	}
 	res.Mix = mix
 	return res, nil
+}
+
+// prefillReady: a prompt is mid-prefill, or the head of the queue can be admitted now.
+func prefillReady(running, waiting []*simReq, kvFree, maxBatch float64, e Engine) bool {
+	for _, r := range running {
+		if r.prefilled < r.ISL {
+			return true
+		}
+	}
+	return len(waiting) > 0 && float64(len(running)) < maxBatch && float64(e.reserved(waiting[0].ISL+waiting[0].OSL)) <= kvFree
 }
 
 // insertByArrival keeps pending requests ordered by arrival time.

@@ -126,3 +126,74 @@ func BenchmarkSimulateUsers(b *testing.B) {
 		}
 	}
 }
+
+// SGLang's prefill-only steps: with mixed chunks off a step that prefills decodes nothing, so
+// the running sequences stall while prompts are prefilled.
+func TestSimulatePrefillOnlySteps(t *testing.T) {
+	rp := simReplica(t)
+	load := Load{Kind: Users, N: 32, Requests: 320, Lengths: []Request{{2000, 300}}}
+	mixed, err := rp.Simulate(load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp.Engine.PrefillOnlySteps = true
+	split, err := rp.Simulate(load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the steps that prefill carry no decodes, so a step decodes fewer sequences on average
+	if split.Requests != 320 || !(split.Mix.DecodeSeqs < mixed.Mix.DecodeSeqs) || split.TPOT == mixed.TPOT {
+		t.Errorf("prefill-only steps: %d requests, %.1f decodes per step (mixed %.1f), TPOT %+v (mixed %+v)",
+			split.Requests, split.Mix.DecodeSeqs, mixed.Mix.DecodeSeqs, split.TPOT, mixed.TPOT)
+	}
+}
+
+// BenchmarkPlanServeEngines is issue 21's speed target: plan serve over four chips and the
+// three engines' presets, disaggregated deployments included, for a 70B dense model (<= 0.5 s)
+// and DeepSeek-V3 (<= 1 s), each engine timed with its lane where the chip has one.
+func BenchmarkPlanServeEngines(b *testing.B) {
+	for _, c := range []struct {
+		name, model string
+		o           PlanOptions
+	}{
+		{"70B-users-disagg", "Llama-3.1-70B-Instruct", PlanOptions{ISL: 2000, OSL: 500, Users: 100, TPOT: 0.05, TTFT: 1, Disagg: true}},
+		{"DeepSeek-V3-offline-disagg", "DeepSeek-V3", PlanOptions{ISL: 2000, OSL: 500, TPOT: 0.05, GPUs: 16, Disagg: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			m := model(b, c.model)
+			type job struct {
+				o  PlanOptions
+				ts []Target
+			}
+			var jobs []job
+			for _, engine := range []string{"trtllm", "vllm", "sglang"} {
+				o := c.o
+				o.Scenario = fp8()
+				e, err := EnginePreset(engine, 80)
+				if err != nil {
+					b.Fatal(err)
+				}
+				o.Engine = e
+				var ts []Target
+				for _, chip := range []string{"H100", "H200", "B200", "MI300X"} {
+					tg := target(b, chip)
+					lc := tg.Chip
+					lc.Efficiency = lc.Efficiency.Lane(engine)
+					if tg.Pred, err = timing.New(lc, "fp8"); err != nil {
+						b.Fatal(err)
+					}
+					ts = append(ts, tg)
+				}
+				jobs = append(jobs, job{o, ts})
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, j := range jobs {
+					if _, err := PlanServe(m, j.ts, j.o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,4 +111,30 @@ func (w Workload) Requests() float64 {
 		n += x
 	}
 	return n
+}
+
+// Sample is n requests drawn from the mix in proportion to the weights (stratified: the
+// weighted quantiles at (i+1/2)/n), in a fixed shuffled order so lengths interleave as a
+// trace's do; the same workload gives the same requests.
+func (w Workload) Sample(n int) []Request {
+	if n <= 0 || len(w.ISL) == 0 {
+		return nil
+	}
+	var total float64
+	for _, x := range w.Weight {
+		total += x
+	}
+	out := make([]Request, 0, n)
+	i, acc := 0, w.Weight[0]
+	for k := 0; k < n; k++ {
+		q := (float64(k) + 0.5) / float64(n) * total
+		for acc < q && i < len(w.ISL)-1 {
+			i++
+			acc += w.Weight[i]
+		}
+		out = append(out, Request{ISL: int64(w.ISL[i]), OSL: int64(w.OSL[i])})
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 0x776c64)) // fixed: the same workload, the same order
+	rng.Shuffle(len(out), func(a, b int) { out[a], out[b] = out[b], out[a] })
+	return out
 }

@@ -26,7 +26,7 @@ func planServeCommand(env Env) *cli.Command {
 		ArgsUsage: "[RUN]",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip(s) from `mrep chips` to search"},
-			&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time the kernels where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, whose figures come from AMD's vLLM tables; the chip's own elsewhere)"},
+			&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time the kernels where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, whose figures come from AMD's vLLM tables; trtllm elsewhere)"},
 			&cli.Int64Flag{Name: "isl", Value: 2000, Usage: "input (prompt) tokens per request"},
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
 			&cli.StringFlag{Name: "workload", Usage: "CSV `FILE` of isl,osl (one request per line) or isl,osl,count (a histogram): the mix's mean lengths replace --isl/--osl"},
@@ -144,6 +144,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 			o.Prompts = append(o.Prompts, int64(math.Round(w.Quantile(q))))
 			o.PromptQuantiles = append(o.PromptQuantiles, q)
 		}
+		o.Lengths = w.Sample(1000) // the simulation draws its requests from the mix
 		o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
 			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
 	}
@@ -255,8 +256,9 @@ func parseSLO(flag, v string) (float64, error) {
 }
 
 // servingEngine is the engine plan serve times a chip with: the flag's, else vLLM on AMD chips
-// (TensorRT-LLM does not run there; their figures come from AMD's vLLM tables), else none (the
-// chip's own figures, calibrated on TensorRT-LLM).
+// (TensorRT-LLM does not run there; their figures come from AMD's vLLM tables), else
+// TensorRT-LLM (the chips' own figures were calibrated on it, and its lane, where a chip has
+// one, holds what its MoE runs fitted).
 func servingEngine(flag string, chip chips.Chip) string {
 	if f := strings.ToLower(strings.TrimSpace(flag)); f != "" {
 		return f
@@ -264,5 +266,5 @@ func servingEngine(flag string, chip chips.Chip) string {
 	if chip.Vendor == "AMD" {
 		return "vllm"
 	}
-	return ""
+	return "trtllm"
 }
