@@ -127,6 +127,11 @@ type Target struct {
 	Knee      float64           `json:"OI_knee"` // P_peak / BW_hbm
 	OINet     float64           `json:"OI_net"`  // P_peak / BW_net
 	Predictor kernels.Predictor `json:"-"`
+	// Serving, when set, times prefill and decode instead of Predictor: the serving engine's
+	// figures on the chip (its lane), where training keeps the chip's or its framework's.
+	Serving kernels.Predictor `json:"-"`
+	// ServingLane names the lane Serving was built from ("trtllm", "vllm"; "": none).
+	ServingLane string `json:"serving_lane,omitempty"`
 }
 
 // NewTarget resolves a chip's peak for dtype; p is the time model (timing.New), nil for the
@@ -474,6 +479,9 @@ type Result struct {
 // Evaluate times a step on a target. Weights count as on chip when the step's active weights
 // fit in the chip's on-chip memory.
 func Evaluate(st Step, t Target) Result {
+	if t.Serving != nil && st.Phase != Training {
+		t.Predictor = t.Serving
+	}
 	onChip := st.ActiveWeightBytes > 0 && st.ActiveWeightBytes <= t.Chip.OnChipBytes()
 	return Result{Step: st, Target: t.Label(), Timing: Time(st.Cost, st.Kernels, t, st.Tokens, onChip)}
 }

@@ -47,6 +47,7 @@ func newTarget(chip chips.Chip, dtype string) (analyzer.Target, error) {
 func scenarioFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip target(s) from `mrep chips`"},
+		&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time prefill and decode where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, trtllm elsewhere); training keeps the chip's or its framework's"},
 		&cli.Int64Flag{Name: "batch", Aliases: []string{"b"}, Value: 1, Usage: "B: sequences per GPU step"},
 		&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Value: 2048, Usage: "S: prefill/training tokens per sequence"},
 		&cli.Int64Flag{Name: "kv-len", Aliases: []string{"l"}, Usage: "L: decode KV length (default: --seq)"},
@@ -316,10 +317,25 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 			chipList = append(chipList, chip)
 		}
 	}
+	engine := strings.ToLower(strings.TrimSpace(c.String("engine")))
+	switch engine {
+	case "", "trtllm", "vllm", "sglang":
+	default:
+		return o, cli.Exit(fmt.Sprintf("--engine %q: want trtllm, vllm or sglang", c.String("engine")), exitUsage)
+	}
 	for _, chip := range chipList {
 		t, err := newTarget(chip, s.ComputeDType)
 		if err != nil {
 			return o, cli.Exit(err.Error(), exitFailure)
+		}
+		// prefill and decode are timed with the serving engine's figures where the chip has them
+		if e := servingEngine(engine, chip); chip.Efficiency.Lanes[e].Sources != nil {
+			lc := chip
+			lc.Efficiency = chip.Efficiency.Lane(e)
+			if t.Serving, err = timing.New(lc, s.ComputeDType); err != nil {
+				return o, cli.Exit(err.Error(), exitFailure)
+			}
+			t.ServingLane = e
 		}
 		o.targets = append(o.targets, t)
 		o.domains = append(o.domains, int64(chip.Efficiency.ScaleUpDomain))
