@@ -11,6 +11,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 func bundled(name string) (*model.Dump, error) {
@@ -20,7 +21,7 @@ func bundled(name string) (*model.Dump, error) {
 	return examples.Decode(name)
 }
 
-func prepared(t *testing.T, rows []Row) []Prepared {
+func prepared(t testing.TB, rows []Row) []Prepared {
 	t.Helper()
 	ps, err := Prepare(rows, chips.Default(), bundled)
 	if err != nil {
@@ -615,5 +616,69 @@ func TestBlackwellMoELaneLeaveOneModelOut(t *testing.T) {
 	t.Logf("B200 MoE rows: median |err| %.1f%% with the chip's figures, %.1f%% fitted, %.1f%% with each model left out", 100*mb, 100*ma, 100*ml)
 	if !(ma < mb) || ma > 0.10 || ml > 0.25 {
 		t.Errorf("median |err| before %.3f, after %.3f, leave one model out %.3f", mb, ma, ml)
+	}
+}
+
+// The engines' own serving benchmarks (bench_serve.json): every row predicts through the
+// step-by-step scheduler. SGLang's lane is fitted to the runs at 1 and 16 users; the runs at 64
+// and 100 users are held out, and their median TTFT and TPOT stay within the bounds the README
+// states. A single-user TTFT is, by hand, the prompt's prefill step plus the lane's request
+// overhead.
+func TestBenchServeRows(t *testing.T) {
+	rows := BenchServe()
+	if len(rows) != 118 {
+		t.Fatalf("%d bench_serve rows, want the 118 transcribed", len(rows))
+	}
+	held, err := Where(rows, []string{"engine=sglang", "concurrency=64", "100", "stat=median"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Validate(prepared(t, held), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ph := range []string{"bench_ttft", "bench_tpot"} {
+		s := rep.Summary[ph]
+		t.Logf("held-out SGLang runs at 64 and 100 users, %s: %d rows, median |err| %.1f%%, worst %.1f%%", ph, s.Rows, 100*s.MedianAbsErr, 100*s.WorstAbsErr)
+		if s.Rows != 9 || s.MedianAbsErr > 0.25 || s.WorstAbsErr > 0.60 {
+			t.Errorf("%s: %+v", ph, s)
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.FasterThanPhysics {
+			t.Errorf("%s: %g beyond the roofline %g", r.ID, r.Predicted, r.Roofline)
+		}
+	}
+	// by hand: one user, one 610-token prompt at a time on B200
+	one := Row{ID: "one", Kind: KindBenchServe, Engine: "sglang", Model: "Qwen3-235B-A22B", Chip: "B200", DType: "bf16",
+		GPUs: 8, TP: 8, ISL: 610, OSL: 100, Concurrency: 1, Requests: 1, Metric: "ttft", Stat: "mean", Measured: 1, Unit: "s"}
+	p := prepared(t, []Row{one})[0]
+	chip, _ := chips.Default().Lookup("B200")
+	got, _, err := p.Predict(chip.Efficiency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane := chip.Efficiency.Lane("sglang")
+	if !(lane.RequestOverheadUs > 0) || !strings.Contains(lane.Sources["request_overhead_us"], "bench_serve.json") {
+		t.Fatalf("B200's sglang lane has no fitted request overhead: %+v", lane)
+	}
+	d, err := bundled("Qwen3-235B-A22B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := analyzer.NewModel(d)
+	s, _ := one.Scenario()
+	s.Batch, s.Seq = 1, 610
+	lc := chip
+	lc.Efficiency = lane
+	tm, _ := timing.New(lc, "bf16")
+	tg, _ := analyzer.NewTarget(lc, "bf16", tm)
+	st, err := m.Analyze(analyzer.Prefill, s, analyzer.Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lane.RequestOverheadUs*1e-6 + analyzer.Evaluate(st, tg).Timing.TEst + lane.SeqOverheadUs*1e-6
+	if math.Abs(got-want) > 0.01*want {
+		t.Errorf("single-user TTFT %.4g s, want %.4g s: the request overhead, one prefill step of 610 tokens and one sequence's host time", got, want)
 	}
 }

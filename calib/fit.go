@@ -58,6 +58,8 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.ScaleUpFrac }))
 		case "seq_overhead_us":
 			out = append(out, frac(n, 0, 100, func(e *chips.Efficiency) *float64 { return &e.SeqOverheadUs }))
+		case "request_overhead_us":
+			out = append(out, frac(n, 0, 500000, func(e *chips.Efficiency) *float64 { return &e.RequestOverheadUs }))
 		case "scale_up_latency_us":
 			out = append(out, frac(n, 0, 200, func(e *chips.Efficiency) *float64 { return &e.ScaleUpLatencyUs }))
 		default:
@@ -65,7 +67,7 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 				out = append(out, gemmParam(d))
 				continue
 			}
-			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac, scale_up_latency_us or seq_overhead_us", n)
+			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac, scale_up_latency_us, seq_overhead_us or request_overhead_us", n)
 		}
 	}
 	return out, nil

@@ -172,6 +172,12 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		default:
 			p.value = func(t float64) float64 { return tokens / t / gpus }
 		}
+	case KindBenchServe:
+		// the benchmark's requests run through the engine's scheduler step by step
+		p.serve = m
+		p.Fits = serve.KVTokens(m, s, p.Chip.MemoryBytes(), rowEngine(m, r, p.Chip)) >= float64(r.ISL+r.OSL)*(1+r.LengthSpread)
+		p.FitNote = "KV cache holds the longest request"
+		return nil
 	case KindServing, KindWave:
 		// a wave of prompts admitted together is timed as the engine's offline steady state at
 		// that many sequences (within the KV cache): prefill and decode interleaved as the wave
@@ -205,6 +211,92 @@ func (p *Prepared) count(m *analyzer.Model) error {
 	}
 	p.Fits, p.FitNote = f.Fits, f.Verdict()
 	return nil
+}
+
+// rowEngine is the engine a serving row ran: vLLM's or SGLang's documented defaults for the
+// engine it names (serve.EnginePreset), else trtllm-bench's (benchEngine); the limits and KV
+// fraction the row states it set itself override either.
+func rowEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
+	if e := engineOf(r); e == "vllm" || e == "sglang" {
+		eng, err := serve.EnginePreset(e, chip.MemoryGiB)
+		if err == nil {
+			if r.MaxBatch > 0 {
+				eng.MaxBatch = float64(r.MaxBatch)
+			}
+			if r.MaxNumTokens > 0 {
+				eng.TokenBudget = float64(r.MaxNumTokens)
+			}
+			if r.KVFraction > 0 {
+				eng.KVFraction = r.KVFraction
+			}
+			return eng
+		}
+	}
+	return benchEngine(m, r, chip)
+}
+
+// bench predicts a serving benchmark's figure. Its roofline: for throughput, the engine's
+// steady state at the row's concurrency on ideal kernels (no run beats it); a time under
+// queueing has no such bound and reports 0.
+func (p Prepared) bench(rp serve.Replica) (pred, roof float64, err error) {
+	r := p.Row
+	load := serve.Load{Kind: serve.Users, N: int(r.Concurrency), Requests: int(r.Requests), Seed: 1,
+		Lengths: benchLengths(r)}
+	if r.RequestRate > 0 {
+		load.Kind, load.N, load.Rate = serve.Rate, 0, r.RequestRate
+	}
+	res, err := rp.Simulate(load)
+	if err != nil {
+		return 0, 0, err
+	}
+	pick := func(d serve.Dist) float64 {
+		switch r.Stat {
+		case "median":
+			return d.P50
+		case "p90":
+			return d.P90
+		case "p99":
+			return d.P99
+		}
+		return d.Mean
+	}
+	switch r.Metric {
+	case "ttft":
+		pred = pick(res.TTFT)
+	case "tpot":
+		pred = pick(res.TPOT)
+	case "e2e":
+		pred = pick(res.E2E)
+	default:
+		pred = res.OutputTokS
+		want := math.Inf(1)
+		if r.Concurrency > 0 {
+			want = float64(r.Concurrency)
+		}
+		ss, err := rp.At(r.ISL, r.OSL, want)
+		if err != nil {
+			return 0, 0, err
+		}
+		return pred, ss.RooflineTokS, nil // the full engine on ideal kernels: no run beats it
+	}
+	return pred, 0, nil
+}
+
+// benchLengths is the benchmark's requests: ISL and OSL about their means, uniform over
+// mean x [1-s, 1+s] (the random dataset of vllm bench serve and sglang.bench_serving with a
+// range ratio), stratified so a few requests still cover the range, in a fixed shuffled order.
+func benchLengths(r Row) []serve.Request {
+	n := int(r.Requests)
+	var w serve.Workload
+	for i := 0; i < n; i++ {
+		q := (float64(i) + 0.5) / float64(n)
+		// the output lengths are stratified in the reverse order so long prompts do not always
+		// come with long outputs
+		isl := math.Max(1, math.Round(float64(r.ISL)*(1+r.LengthSpread*(2*q-1))))
+		osl := math.Max(1, math.Round(float64(r.OSL)*(1+r.LengthSpread*(1-2*q))))
+		w.ISL, w.OSL, w.Weight = append(w.ISL, isl), append(w.OSL, osl), append(w.Weight, 1)
+	}
+	return w.Sample(n)
 }
 
 // benchEngine is the engine a trtllm-bench row ran: serve's preset for its lengths, layout,
@@ -254,7 +346,10 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 		if p.Row.ETP > 0 {
 			s.ETP = p.Row.ETP
 		}
-		rp := serve.Replica{Model: m, Scenario: s, Pred: tm, MemBytes: chip.MemoryBytes(), Engine: benchEngine(m, p.Row, chip)}
+		rp := serve.Replica{Model: m, Scenario: s, Pred: tm, MemBytes: chip.MemoryBytes(), Engine: rowEngine(m, p.Row, chip)}
+		if p.Row.Kind == KindBenchServe {
+			return p.bench(rp)
+		}
 		want := math.Inf(1)
 		if p.Row.Concurrency > 0 {
 			want = float64(p.Row.Concurrency)

@@ -36,6 +36,9 @@ var heldoutTrainingRows []byte
 //go:embed amd_vllm.json
 var amdVLLMRows []byte
 
+//go:embed bench_serve.json
+var benchServeRows []byte
+
 // Kinds of measurement a row holds, with the unit its value is in.
 const (
 	KindTTFT       = "ttft"               // s: batch-B prefill of ISL tokens to the first token
@@ -52,7 +55,17 @@ const (
 	// time in seconds (benchmark_latency).
 	KindWave         = "wave_throughput"
 	KindBatchLatency = "batch_latency"
+	// KindBenchServe is one figure of a serving benchmark (`vllm bench serve`,
+	// `sglang.bench_serving`, genai-perf): Requests requests from a closed loop of Concurrency
+	// users or Poisson arrivals at RequestRate, lengths about ISL and OSL (LengthSpread: uniform
+	// over mean x [1-s, 1+s]; 0: fixed). Metric says which figure (ttft, tpot, e2e in s;
+	// output_throughput in tok/s) and Stat which statistic over the requests (mean, median,
+	// p90, p99).
+	KindBenchServe = "bench_serve"
 )
+
+// Bench metrics and their units.
+var benchMetrics = map[string]string{"ttft": "s", "tpot": "s", "itl": "s", "e2e": "s", "output_throughput": "tok/s"}
 
 var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s", KindTrainTokens: "tok/s/gpu",
 	KindWave: "tok/s", KindBatchLatency: "s"}
@@ -129,7 +142,14 @@ type Row struct {
 	// Measured value, in the kind's unit.
 	// Engine and EngineVersion name the serving engine and release the run used (trtllm,
 	// vllm, sglang), for the per-engine summary.
-	Engine        string  `json:"engine,omitempty"`
+	Engine string `json:"engine,omitempty"`
+	// Serving benchmarks (bench_serve): the figure and statistic measured, the requests sent,
+	// the Poisson arrival rate (0: a closed loop of Concurrency users) and the lengths' spread.
+	Metric        string  `json:"metric,omitempty"`
+	Stat          string  `json:"stat,omitempty"`
+	Requests      int64   `json:"requests,omitempty"`
+	RequestRate   float64 `json:"request_rate,omitempty"`
+	LengthSpread  float64 `json:"length_spread,omitempty"`
 	EngineVersion string  `json:"engine_version,omitempty"`
 	Measured      float64 `json:"measured"`
 	Unit          string  `json:"unit"`
@@ -151,6 +171,8 @@ func (r Row) Phase() string {
 		return "wave_throughput"
 	case KindBatchLatency:
 		return "batch_latency"
+	case KindBenchServe:
+		return "bench_" + r.Metric
 	}
 	return "serving"
 }
@@ -215,7 +237,7 @@ var kindAliases = map[string]string{
 	"train_step": KindTrainStep, "training": KindTrainStep, "train_step_time": KindTrainStep, "step_time": KindTrainStep,
 	"train_throughput": KindTrainTokens, "training_throughput": KindTrainTokens, "train_tokens": KindTrainTokens,
 	"serving_throughput": KindServing, "serving": KindServing, "throughput": KindServing,
-	"wave_throughput": KindWave, "batch_latency": KindBatchLatency,
+	"wave_throughput": KindWave, "batch_latency": KindBatchLatency, "bench_serve": KindBenchServe,
 }
 
 // normalize maps kind aliases to their kind and times in ms or us to seconds, so rows written
@@ -236,19 +258,34 @@ func (r *Row) normalize() {
 	case "tok/s", "tokens/s":
 		r.Unit = "tok/s"
 	}
+	if r.Kind == KindBenchServe {
+		r.Metric, r.Stat = strings.ToLower(strings.TrimSpace(r.Metric)), strings.ToLower(strings.TrimSpace(r.Stat))
+		if r.Metric == "itl" {
+			r.Metric = "tpot" // one token per step per sequence: the same figure
+		}
+		if r.Stat == "p50" {
+			r.Stat = "median"
+		}
+	}
 	if r.Unit == "" {
 		r.Unit = kindUnits[r.Kind]
+		if r.Kind == KindBenchServe {
+			r.Unit = benchMetrics[r.Metric]
+		}
 	}
 }
 
 // validate checks a row's fields (not whether its model or chip exist).
 func (r Row) validate() error {
 	unit, ok := kindUnits[r.Kind]
+	if r.Kind == KindBenchServe {
+		unit, ok = benchMetrics[r.Metric], true
+	}
 	switch {
 	case r.ID == "":
 		return errors.New("id is empty")
 	case !ok:
-		return fmt.Errorf("kind %q: want ttft, static_throughput, decode_step, train_step, train_throughput, serving_throughput, wave_throughput or batch_latency", r.Kind)
+		return fmt.Errorf("kind %q: want ttft, static_throughput, decode_step, train_step, train_throughput, serving_throughput, wave_throughput, batch_latency or bench_serve", r.Kind)
 	case r.Model == "":
 		return errors.New("model is empty")
 	case r.Chip == "":
@@ -280,6 +317,23 @@ func (r Row) validate() error {
 		}
 		if r.Kind != KindServing && r.Batch < 1 {
 			return fmt.Errorf("%s needs batch >= 1", r.Kind)
+		}
+	case KindBenchServe:
+		switch {
+		case benchMetrics[r.Metric] == "":
+			return fmt.Errorf("metric %q: want ttft, tpot, itl, e2e or output_throughput", r.Metric)
+		case r.Stat != "mean" && r.Stat != "median" && r.Stat != "p90" && r.Stat != "p99":
+			return fmt.Errorf("stat %q: want mean, median, p90 or p99", r.Stat)
+		case r.ISL < 1 || r.OSL < 1:
+			return errors.New("bench_serve needs isl and osl >= 1 (the mean lengths)")
+		case (r.Concurrency > 0) == (r.RequestRate > 0):
+			return errors.New("bench_serve needs a closed loop (concurrency) or a Poisson rate (request_rate), one of them")
+		case r.Requests < 1 || r.Requests > 100000:
+			return errors.New("bench_serve needs requests from 1 to 100,000")
+		case !(r.RequestRate >= 0) || math.IsInf(r.RequestRate, 0):
+			return fmt.Errorf("request_rate %g: want requests/s", r.RequestRate)
+		case !(r.LengthSpread >= 0 && r.LengthSpread <= 1):
+			return fmt.Errorf("length_spread %g: want a share from 0 to 1", r.LengthSpread)
 		}
 	case KindTrainStep, KindTrainTokens:
 		if r.Seq < 1 || r.GBS < 1 {
@@ -320,7 +374,17 @@ func AMDvLLM() []Row {
 }
 
 // Sets are the row sets shipped with mrep, by the name `mrep validate --set` takes.
-var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM}
+var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "bench-serve": BenchServe}
+
+// BenchServe returns the serving benchmarks vLLM's and SGLang's projects published
+// (bench_serve.json): TTFT, TPOT and throughput under a closed loop of users.
+func BenchServe() []Row {
+	rows, err := Parse("bench_serve.json", bytes.NewReader(benchServeRows))
+	if err != nil {
+		panic(fmt.Sprintf("embedded bench-serve set: %v", err)) // a build defect, caught by tests
+	}
+	return rows
+}
 
 // HeldOutTraining returns the training rows no figure was fitted to (heldout_training.json):
 // Megatron-Bridge's pre-training tables of the releases other than 25.11.
@@ -419,7 +483,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {
@@ -443,7 +507,7 @@ func parseCSV(b []byte) ([]Row, error) {
 			}
 			switch h {
 			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note",
-				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap", "engine", "engine_version":
+				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap", "engine", "engine_version", "metric", "stat":
 				obj[h] = v
 			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads", "tp_overlap", "no_reshard":
 				b, err := strconv.ParseBool(v)
@@ -451,7 +515,7 @@ func parseCSV(b []byte) ([]Row, error) {
 					return nil, fmt.Errorf("line %d: %s %q is not true or false", li+2, h, v)
 				}
 				obj[h] = b
-			case "measured", "memory_gib":
+			case "measured", "memory_gib", "request_rate", "length_spread", "kv_fraction":
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil {
 					return nil, fmt.Errorf("line %d: measured %q is not a number", li+2, v)
@@ -476,7 +540,8 @@ func parseCSV(b []byte) ([]Row, error) {
 }
 
 // Where keeps the rows that meet every condition, each KEY=V1,V2 (any of the values): keys
-// model, chip, kind, engine, dtype, source (a substring of the source), tp, ep, pp, gpus.
+// model, chip, kind, engine, dtype, source (a substring of the source), tp, ep, pp, gpus,
+// concurrency, metric, stat.
 // It is how a fit names its fit set out of a shipped file (calibrate --set extended --where
 // chip=B200,GB200 --where tp=1).
 func Where(rows []Row, conds []string) ([]Row, error) {
@@ -497,9 +562,9 @@ func Where(rows []Row, conds []string) ([]Row, error) {
 			return nil, fmt.Errorf("where %q: want KEY=VALUE[,VALUE...]", c)
 		}
 		switch k {
-		case "model", "chip", "kind", "engine", "dtype", "source", "tp", "ep", "pp", "gpus":
+		case "model", "chip", "kind", "engine", "dtype", "source", "tp", "ep", "pp", "gpus", "concurrency", "metric", "stat":
 		default:
-			return nil, fmt.Errorf("where %q: unknown key %q (want model, chip, kind, engine, dtype, source, tp, ep, pp or gpus)", c, k)
+			return nil, fmt.Errorf("where %q: unknown key %q (want model, chip, kind, engine, dtype, source, tp, ep, pp, gpus, concurrency, metric or stat)", c, k)
 		}
 		var vals []string
 		for _, x := range strings.Split(v, ",") {
@@ -533,6 +598,12 @@ func Where(rows []Row, conds []string) ([]Row, error) {
 			return n(r.EP)
 		case "pp":
 			return n(r.PP)
+		case "concurrency":
+			return n(r.Concurrency)
+		case "metric":
+			return r.Metric
+		case "stat":
+			return r.Stat
 		}
 		return n(r.GPUs)
 	}

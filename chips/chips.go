@@ -99,6 +99,11 @@ type Efficiency struct {
 	// SeqOverheadUs is an engine step's host time per running sequence beyond its kernels
 	// (scheduling, sampling, detokenizing): what a step costs at thousands of sequences.
 	SeqOverheadUs float64 `json:"seq_overhead_us,omitempty"`
+	// RequestOverheadUs is what a client waits per request beyond the engine's steps before
+	// its first token: the API server's HTTP handling and tokenization, the hand-off to the
+	// scheduler and the first token's detokenization and streaming (a serving benchmark's TTFT
+	// includes it; an offline engine's steps do not).
+	RequestOverheadUs float64 `json:"request_overhead_us,omitempty"`
 	// MoELaunchUs is the host's time per kernel it issues in an eager MoE layer (Python,
 	// dispatch and launch; layout.MoELaunches counts them): when a stage's MoE layers take the
 	// host longer to issue than the GPU to run, the stage runs at the host's pace, as small
@@ -168,6 +173,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.EagerElementwise, o.EagerElementwise)
 	setF(&out.MoELaunchUs, o.MoELaunchUs)
 	setF(&out.SeqOverheadUs, o.SeqOverheadUs)
+	setF(&out.RequestOverheadUs, o.RequestOverheadUs)
 	if len(o.Lanes) > 0 {
 		out.Lanes = map[string]Efficiency{}
 		for k, v := range e.Lanes {
@@ -201,7 +207,7 @@ func (e Efficiency) validate() error {
 		}
 	}
 	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
-		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs, "seq_overhead_us": e.SeqOverheadUs} {
+		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs, "seq_overhead_us": e.SeqOverheadUs, "request_overhead_us": e.RequestOverheadUs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
 		}

@@ -114,7 +114,9 @@ type Result struct {
 	StepTime    float64 `json:"step_time"` // s: one step of Concurrency decode tokens and the mean prefill
 	TPOT        float64 `json:"tpot"`      // s per output token of one sequence
 	// TTFT is the prompt's prefill, in chunks of what the token budget leaves beside the
-	// decode tokens, plus QueueWait (0 when every request is admitted on arrival).
+	// decode tokens, plus the engine's per-request overhead (its lane's request_overhead_us:
+	// API server, tokenizer, streaming) and QueueWait (0 when every request is admitted on
+	// arrival).
 	TTFT       float64 `json:"ttft"`
 	QueueWait  float64 `json:"queue_wait"`
 	E2E        float64 `json:"e2e"` // TTFT + (OSL-1) x TPOT
@@ -236,6 +238,9 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 			return r, err
 		}
 		r.TTFT = math.Ceil(float64(prompt)/chunk) * ct.TEst
+	}
+	if ro, ok := p.(interface{ RequestOverhead() float64 }); ok {
+		r.TTFT += ro.RequestOverhead() // the API server's part of what a client waits
 	}
 	r.E2E = r.TTFT + float64(osl-1)*r.TPOT
 	return r, nil

@@ -75,8 +75,10 @@ type StepMix struct {
 }
 
 // SimResult is a simulated benchmark. TTFT runs from a request's arrival to the end of the
-// step that prefills its last chunk: queueing for admission, every chunk's step beside the
-// running decodes, and the wait for the step in flight when it arrived are all in it.
+// step that prefills its last chunk, plus the engine's per-request overhead (API server,
+// tokenizer, streaming: the lane's request_overhead_us): queueing for admission, every chunk's
+// step beside the running decodes, and the wait for the step in flight when it arrived are
+// all in it.
 type SimResult struct {
 	Load       LoadKind `json:"load"`
 	N          int      `json:"n,omitempty"`
@@ -208,12 +210,20 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 		memo[k] = t
 		return t, nil
 	}
-	seqOH := 0.0
+	seqOH, reqOH := 0.0, 0.0
 	if so, ok := rp.Pred.(interface{ SeqOverhead() float64 }); ok {
 		seqOH = so.SeqOverhead()
 	}
+	if ro, ok := rp.Pred.(interface{ RequestOverhead() float64 }); ok {
+		reqOH = ro.RequestOverhead()
+	}
 
-	var waiting, running, done []*simReq
+	var waiting, running, done, decodes []*simReq
+	type chunk struct {
+		r *simReq
+		n int64
+	}
+	var chunks []chunk
 	t := 0.0
 	var mix StepMix
 	var busyTime float64
@@ -228,11 +238,7 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 			pending = pending[1:]
 		}
 		budget := e.TokenBudget
-		var decodes []*simReq
-		var chunks []struct {
-			r *simReq
-			n int64
-		}
+		decodes, chunks = decodes[:0], chunks[:0] // reused step to step
 		for _, r := range running {
 			if r.prefilled >= r.ISL {
 				decodes = append(decodes, r)
@@ -245,10 +251,7 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 		for _, r := range running { // prompts already being prefilled go first
 			if r.prefilled < r.ISL && budget >= 1 {
 				c := min(r.ISL-r.prefilled, int64(budget))
-				chunks = append(chunks, struct {
-					r *simReq
-					n int64
-				}{r, c})
+				chunks = append(chunks, chunk{r, c})
 				budget -= float64(c)
 			}
 		}
@@ -263,10 +266,7 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 			r.admit = t
 			running = append(running, r)
 			c := min(r.ISL-r.prefilled, int64(budget))
-			chunks = append(chunks, struct {
-				r *simReq
-				n int64
-			}{r, c})
+			chunks = append(chunks, chunk{r, c})
 			budget -= float64(c)
 		}
 		peak = max(peak, len(running))
@@ -339,11 +339,11 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 	var out, in float64
 	first, last := math.Inf(1), 0.0
 	for _, r := range done {
-		ttft = append(ttft, r.first-r.arrive)
+		ttft = append(ttft, r.first-r.arrive+reqOH)
 		if r.OSL > 1 {
 			tpot = append(tpot, (r.done-r.first)/float64(r.OSL-1))
 		}
-		e2e = append(e2e, r.done-r.arrive)
+		e2e = append(e2e, r.done-r.arrive+reqOH)
 		wait = append(wait, r.admit-r.arrive)
 		out += float64(r.OSL)
 		in += float64(r.ISL)

@@ -236,6 +236,10 @@ func (m *Model) EagerElementwise() float64 { return m.Eff.EagerElementwise }
 // SeqOverhead is an engine step's host seconds per running sequence.
 func (m *Model) SeqOverhead() float64 { return m.Eff.SeqOverheadUs * 1e-6 }
 
+// RequestOverhead is the seconds a request waits beyond the engine's steps before its first
+// token reaches the client (API server, tokenizer, streaming).
+func (m *Model) RequestOverhead() float64 { return m.Eff.RequestOverheadUs * 1e-6 }
+
 // MoELaunch is the host's seconds per kernel it issues in an eager MoE layer.
 func (m *Model) MoELaunch() float64 { return m.Eff.MoELaunchUs * 1e-6 }
 

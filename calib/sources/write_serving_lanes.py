@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Fit TensorRT-LLM's MoE figures on Blackwell and write them into chips/chips.json as the
-chips' `trtllm` lane (issue 21: MoE decode and prefill on Blackwell FP4).
+"""Fit the serving engines' lanes and write them into chips/chips.json (issue 21).
+
+TensorRT-LLM's MoE figures on Blackwell, the chips' `trtllm` lane:
 
 Fit set: the MoE rows of calib/extended.json on B200 and GB200 whose layout the source states
 without doubt: Llama-4-Scout and Qwen3-30B-A3B at TP1 (TensorRT-LLM perf-overview @00f37686)
@@ -14,7 +15,17 @@ size), every dense Blackwell row, every other chip.
 2. GB200, the same GPU: its grouped GEMM fraction is B200's (carried); the host figures, which
    belong to the Grace CPU rather than the GPU, are fitted on its own rows; leave one model out.
 
-Run from the repository root after `make build`: python3 calib/sources/write_trtllm_lanes.py
+SGLang's host costs, the chips' `sglang` lane: the step overhead (a decode step's time beyond
+its kernels), the per-running-sequence overhead (the scheduler's and detokenizer's work per
+request each step) and the per-request overhead (what a client waits beyond the steps for its
+first token: HTTP, tokenizer, scheduler hand-off, streaming), fitted to the sgl-cookbook runs
+at 1 and 16 users in calib/bench_serve.json (median TTFT and TPOT; the mean over 10 requests
+carries the first one's warm-up). The runs at 64 and 100 users are the held-out check of the
+load model (queueing, chunked prefill, batching) and are not fitted. B200: DeepSeek-R1 and
+Qwen3-235B, leave one model out; A100 (Llama-3.1-70B) and MI300X (Llama-4-Scout): one model
+each, leave one row out.
+
+Run from the repository root after `make build`: python3 calib/sources/write_serving_lanes.py
 """
 import collections
 import json
@@ -27,9 +38,9 @@ MODELS = "model=Llama-4-Scout-17B-16E-Instruct,Qwen3-30B-A3B,DeepSeek-V3"
 WHERE = ["--where", MODELS, "--where", "tp=1"]
 
 
-def calibrate(chip, fit, chips_file=None):
-    cmd = [MREP, "calibrate", "--set", "extended", "--where", f"chip={chip}", *WHERE, "--abs-loss",
-           "--fit", fit, "--leave-out", "model", "--json"]
+def calibrate(chip, fit, chips_file=None, rowset="extended", where=WHERE, leave_out="model"):
+    cmd = [MREP, "calibrate", "--set", rowset, "--where", f"chip={chip}", *where, "--abs-loss",
+           "--fit", fit, "--leave-out", leave_out, "--json"]
     if chips_file:
         cmd[1:1] = ["--chips-file", chips_file]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -37,16 +48,19 @@ def calibrate(chip, fit, chips_file=None):
     return f
 
 
-def summary(f):
+def summary(f, by="model"):
     def errs(rep):
         return sorted(abs(r["predicted"] / r["measured"] - 1) for r in rep)
     after = errs(f["after"]["rows"])
+    if not f.get("leave_one_out"):
+        return (f"{f['rows']} rows, as many as the figures fitted: no leave-one-out; the held-out runs under load "
+                f"are the check")
     loo = errs(f["leave_one_out"])
     models = sorted({r["model"] for r in f["after"]["rows"]})
     med = lambda xs: xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
     return (f"{f['rows']} rows ({', '.join(models)}): median |err| {100*med(after):.1f}%, worst {100*after[-1]:.0f}% "
-            f"in sample; each model's rows predicted by a fit to the other models' rows: median {100*med(loo):.1f}%, "
-            f"worst {100*loo[-1]:.0f}%")
+            f"in sample; " + (f"each {by}'s rows predicted by a fit to the other {by}s' rows" if by != "row" else
+            "each row predicted by a fit to the others") + f": median {100*med(loo):.1f}%, worst {100*loo[-1]:.0f}%")
 
 
 def main():
@@ -81,6 +95,32 @@ def main():
             f"GEMM fraction carried from B200, the same GPU) to {fitset.format(chip='GB200')}: {summary(g)}. The "
             "per-sequence cost is the Grace host's pace for the engine's Python scheduler, not the GPU's"),
     }
+    write("trtllm", lanes)
+    for chip, (figs, src) in lanes.items():
+        print(chip, "trtllm", dict(figs))
+        print("  ", src)
+
+    sg = {}
+    for chip, leave in (("B200", "model"), ("A100-SXM", "row"), ("MI300X", "row")):
+        f = calibrate(chip, "step_overhead_us,request_overhead_us,seq_overhead_us", rowset="bench-serve",
+                      where=["--where", "engine=sglang", "--where", "concurrency=1,16", "--where", "stat=median"], leave_out=leave)
+        fp = f["params"]
+        sg[chip] = (collections.OrderedDict([
+            ("step_overhead_us", round(fp["step_overhead_us"], 1)),
+            ("seq_overhead_us", round(fp["seq_overhead_us"], 2)),
+            ("request_overhead_us", round(fp["request_overhead_us"], 0))]),
+            f"fitted together (mrep calibrate --set bench-serve --where chip={chip} --where engine=sglang --where "
+            f"concurrency=1,16 --where stat=median --abs-loss --fit step_overhead_us,request_overhead_us,seq_overhead_us "
+            f"--leave-out {leave}) to the runs at 1 and 16 users of sgl-cookbook's tables on {chip} (calib/bench_serve.json; "
+            f"median TTFT and TPOT: a mean over 10 requests carries the first request's warm-up): "
+            f"{summary(f, leave)}. The runs at 64 and 100 users are held out (mrep validate --set bench-serve)")
+    write("sglang", sg)
+    for chip, (figs, src) in sg.items():
+        print(chip, "sglang", dict(figs))
+        print("  ", src)
+
+
+def write(engine, lanes):
     p = "chips/chips.json"
     d = json.load(open(p), object_pairs_hook=collections.OrderedDict)
     for c in d["chips"]:
@@ -89,18 +129,15 @@ def main():
         figs, src = lanes[c["name"]]
         lane = collections.OrderedDict(figs)
         srcs = collections.OrderedDict((k, src) for k in figs)
-        if c["name"] == "GB200":
+        if engine == "trtllm" and c["name"] == "GB200":
             srcs["grouped_gemm_frac"] = "carried from B200's trtllm lane (the same Blackwell GPU and kernels): " + lanes["B200"][1]
         lane["sources"] = srcs
         eff = c.setdefault("efficiency", collections.OrderedDict())
         ls = eff.setdefault("lanes", collections.OrderedDict())
-        ls["trtllm"] = lane
+        ls[engine] = lane
         eff["lanes"] = collections.OrderedDict(sorted(ls.items()))
     json.dump(d, open(p, "w"), indent=2, ensure_ascii=False)
     open(p, "a").write("\n")
-    for chip, (figs, src) in lanes.items():
-        print(chip, dict(figs))
-        print("  ", src)
 
 
 if __name__ == "__main__":

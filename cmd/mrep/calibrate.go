@@ -26,7 +26,7 @@ func calibrateCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac"},
 			&cli.BoolFlag{Name: "abs-loss", Usage: "fit the mean absolute log error (the bulk of the rows) rather than the mean squared (the worst rows)"},
 			&cli.BoolFlag{Name: "lanes", Usage: "fit the training lanes (each framework's figures per chip: GEMM fraction per precision, grouped GEMM, MoE host pace; attention and eager elementwise for fsdp) to the training rows, the shipped calibration set unless a rows file is given"},
-			&cli.StringFlag{Name: "set", Usage: "fit to a row set shipped with mrep instead of a file: calibration, extended, heldout, amd-vllm"},
+			&cli.StringFlag{Name: "set", Usage: "fit to a row set shipped with mrep instead of a file: calibration, extended, heldout, amd-vllm, bench-serve"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
 			&cli.StringFlag{Name: "leave-out", Value: "row", Usage: "the check's held-out group: row (one at a time), model, source (one published table) or chip; each refitted without it and then predicted"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
@@ -37,7 +37,7 @@ func calibrateCommand() *cli.Command {
 			var err error
 			if set := c.String("set"); set != "" {
 				if _, ok := calib.Sets[set]; !ok {
-					return cli.Exit(fmt.Sprintf("calibrate --set %q: want calibration, extended, heldout or amd-vllm", set), exitUsage)
+					return cli.Exit(fmt.Sprintf("calibrate --set %q: want calibration, extended, heldout, amd-vllm or bench-serve", set), exitUsage)
 				}
 				if path != "" {
 					return cli.Exit("calibrate: give a rows file or --set, not both", exitUsage)

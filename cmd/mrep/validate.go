@@ -100,7 +100,7 @@ func validateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "extended", Usage: "the out-of-sample serving rows shipped with mrep (other chips, models, MoE and TP sizes; nothing was fitted to them) instead of the calibration set"},
 			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
-			&cli.StringFlag{Name: "set", Usage: "a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X)"},
+			&cli.StringFlag{Name: "set", Usage: "a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X), bench-serve (vLLM's and SGLang's published serving benchmarks: TTFT, TPOT, throughput under load)"},
 			&cli.BoolFlag{Name: "no-loo", Usage: "skip the leave-one-source-out refits of the training lanes"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
@@ -115,7 +115,7 @@ func validateCommand() *cli.Command {
 			}
 			if set := c.String("set"); set != "" {
 				if _, ok := calib.Sets[set]; !ok {
-					return cli.Exit(fmt.Sprintf("validate --set %q: want calibration, extended, heldout or amd-vllm", set), exitUsage)
+					return cli.Exit(fmt.Sprintf("validate --set %q: want calibration, extended, heldout, amd-vllm or bench-serve", set), exitUsage)
 				}
 				if path != "" {
 					return cli.Exit("validate: give a rows file or --set, not both", exitUsage)

@@ -276,3 +276,97 @@ func TestAMDSetAndServingEngine(t *testing.T) {
 		}
 	}
 }
+
+// calibrate picks its fit set out of a shipped file with --set and --where, holds out a model
+// at a time with --leave-out model, and refuses unknown keys, groupings and sets by name; the
+// serving benchmarks validate through the step-by-step scheduler.
+func TestCalibrateWhereAndLeaveOut(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	out := mustRun(t, db, "calibrate", "--set", "bench-serve", "--where", "chip=A100-SXM", "--where", "engine=sglang",
+		"--where", "concurrency=1", "--where", "stat=median", "--where", "metric=tpot", "--fit", "step_overhead_us", "--leave-out", "row", "--abs-loss")
+	for _, want := range []string{"Calibration of A100-SXM (2 rows)", "step_overhead_us", "each predicted by a fit to the others"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("calibrate --where output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "--set", "extended", "--where", "colour=red"}, `unknown key "colour"`},
+		{[]string{"calibrate", "--set", "extended", "--where", "chip"}, "want KEY=VALUE"},
+		{[]string{"calibrate", "--set", "extended", "--leave-out", "moon"}, `leave-out "moon"`},
+		{[]string{"calibrate", "--set", "nope"}, `--set "nope"`},
+		{[]string{"calibrate", "--set", "extended", "--where", "chip=NoChip"}, "no row matches --where chip=NoChip"},
+	} {
+		_, _, err := run(t, db, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("mrep %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	var rep struct {
+		Rows []struct {
+			ID        string  `json:"id"`
+			Predicted float64 `json:"predicted"`
+		} `json:"rows"`
+	}
+	js := mustRun(t, db, "validate", "--set", "bench-serve", "--where", "model=Qwen3-235B-A22B", "--where", "concurrency=100", "--json", "--no-loo")
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || len(rep.Rows) != 4 {
+		t.Fatalf("validate --set bench-serve --where: %v, %d rows", err, len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		if !(r.Predicted > 0) {
+			t.Errorf("%s: predicted %g", r.ID, r.Predicted)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("calibrate and validate must not create a database")
+	}
+}
+
+// analyze times prefill and decode with the serving engine's lane where the chip has one (vLLM's
+// on AMD chips and TensorRT-LLM's elsewhere by default, --engine to choose), says so, and leaves
+// training on the chip's own figures.
+func TestAnalyzeEngineLane(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "e.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz")
+	times := func(args ...string) (map[string]float64, string) {
+		md := mustRun(t, db, append([]string{"analyze", "latest", "--chip", "B200", "--batch", "64"}, args...)...)
+		js := mustRun(t, db, append([]string{"analyze", "latest", "--chip", "B200", "--batch", "64", "--json"}, args...)...)
+		var a struct {
+			Analysis struct {
+				Results []struct {
+					Step struct {
+						Phase string `json:"phase"`
+					} `json:"step"`
+					Timing struct {
+						TEst float64 `json:"T_est"`
+					} `json:"timing"`
+				} `json:"results"`
+			} `json:"analysis"`
+		}
+		if err := json.Unmarshal([]byte(js), &a); err != nil || len(a.Analysis.Results) == 0 {
+			t.Fatalf("analyze --json: %v", err)
+		}
+		out := map[string]float64{}
+		for _, r := range a.Analysis.Results {
+			out[r.Step.Phase] = r.Timing.TEst
+		}
+		return out, md
+	}
+	trt, md := times()
+	if !strings.Contains(md, "Prefill and decode are timed with the trtllm figures fitted on B200") {
+		t.Errorf("analyze on B200 does not say it times serving with the trtllm lane:\n%.3000s", md)
+	}
+	sg, md := times("--engine", "sglang")
+	if !strings.Contains(md, "timed with the sglang figures fitted on B200") {
+		t.Errorf("--engine sglang not named")
+	}
+	if trt["training"] != sg["training"] || !(sg["decode"] > trt["decode"]) {
+		t.Errorf("training must not change with the engine (%g, %g); SGLang's decode step carries its larger step overhead (%g vs %g)",
+			trt["training"], sg["training"], sg["decode"], trt["decode"])
+	}
+	if _, _, err := run(t, db, "analyze", "latest", "--engine", "tgi"); err == nil || !strings.Contains(err.Error(), `--engine "tgi"`) {
+		t.Errorf("unknown engine: %v", err)
+	}
+}
