@@ -206,23 +206,8 @@ func writeEfficiency(w *errWriter, t analyzer.Target) {
 	}
 	w.printf("Achieved: GEMM ceiling %s of peak (tile and wave quantization on %d SMs on top), flash attention %.2f forward / %.2f backward, HBM %.2f of nominal, %.1f µs per kernel launch (at least %.0f µs per kernel launched eagerly from the host; decode runs from CUDA graphs), %.0f µs per step, scale-up links %.2f of nominal + %.0f µs per collective. Sources: `mrep chips --json`.\n\n",
 		strings.Join(fr, ", "), t.Chip.SMs, e.AttnFrac, e.AttnBwdFrac, e.HBMFrac, e.KernelLatencyUs, e.HostLaunchUs, e.StepOverheadUs, e.ScaleUpFrac, e.ScaleUpLatencyUs)
-	if l, ok := e.Lanes[t.ServingLane]; ok {
-		var fs []string
-		for _, d := range chips.DTypes {
-			if v, ok := l.GEMMFrac[d]; ok {
-				fs = append(fs, fmt.Sprintf("GEMM %s %.2f", d, v))
-			}
-		}
-		for _, f := range []struct {
-			name, unit string
-			v          float64
-		}{{"grouped GEMM", "", l.GroupedGEMMFrac}, {"HBM", "", l.HBMFrac}, {"per step", " µs", l.StepOverheadUs},
-			{"per collective", " µs", l.ScaleUpLatencyUs}, {"per running sequence (plan serve's engine model)", " µs", l.SeqOverheadUs}} {
-			if f.v > 0 {
-				fs = append(fs, fmt.Sprintf("%s %.3g%s", f.name, f.v, f.unit))
-			}
-		}
-		w.printf("Prefill and decode are timed with the %s figures fitted on %s (`--engine`): %s.\n\n", Visible(t.ServingLane), Visible(t.Chip.Name), strings.Join(fs, ", "))
+	if note := servingLaneNote(t); note != "" {
+		w.printf("%s\n\n", note)
 	}
 }
 
@@ -313,4 +298,30 @@ func WriteTraceCheck(out io.Writer, tr *model.Trace, rows []analyzer.TraceRow) e
 	table(w, []string{"Module", "FlopCounterMode", "mrep F_tensorcore", "ratio"}, "lrrr", rs)
 	w.printf("\nLargest deviation: %.3f%%.\n", 100*worst)
 	return w.err
+}
+
+// servingLaneNote says which serving engine's figures time a target's prefill and decode, and
+// what they are ("" when the chip has no lane for it).
+func servingLaneNote(t analyzer.Target) string {
+	l, ok := t.Chip.Efficiency.Lanes[t.ServingLane]
+	if !ok {
+		return ""
+	}
+	var fs []string
+	for _, d := range chips.DTypes {
+		if v, ok := l.GEMMFrac[d]; ok {
+			fs = append(fs, fmt.Sprintf("GEMM %s %.2f", d, v))
+		}
+	}
+	for _, f := range []struct {
+		name, unit string
+		v          float64
+	}{{"grouped GEMM", "", l.GroupedGEMMFrac}, {"HBM", "", l.HBMFrac}, {"per step", " µs", l.StepOverheadUs},
+		{"per collective", " µs", l.ScaleUpLatencyUs}, {"per running sequence (plan serve's engine model)", " µs", l.SeqOverheadUs},
+		{"per request before its first token (plan serve)", " µs", l.RequestOverheadUs}} {
+		if f.v > 0 {
+			fs = append(fs, fmt.Sprintf("%s %.3g%s", f.name, f.v, f.unit))
+		}
+	}
+	return fmt.Sprintf("Prefill and decode are timed with the %s figures fitted on %s (`--engine`): %s.", Visible(t.ServingLane), Visible(t.Chip.Name), strings.Join(fs, ", "))
 }

@@ -376,6 +376,11 @@ func (w *reportWriter) analytical() {
 	e := r.Primary.Chip.Efficiency
 	w.printf("Each op is a kernel timed on `%s` as `max(FLOPs / (P_peak(dtype) * eta), bytes / (BW_hbm * %.2f)) + %.1f µs` launch latency, plus %.0f µs per step. A GEMM's `eta` is the chip's ceiling for its dtype (%s) times tile quantization (a partial [M, N] tile computes a full one) and wave quantization over %d SMs (the last wave leaves SMs idle; small grids split K). So a decode GEMM with `M = B` rows is limited by reading its weights, and a thin expert GEMM (tokens per touched expert) likewise. Flash attention runs the causal half at %.2f of the 16-bit peak forward and %.2f backward, with the same wave model over (sequence, head, 128-query) tiles; decode attention streams the KV cache, never below the vector rate. Norms, activations, RoPE and the optimizer run at achievable bandwidth. Collectives cost `latency + algorithm bytes / (link * efficiency)` and are serialized with the layer. `F_realizable = T_comp * P_peak`, `eta_tc = F_executed / F_realizable`. Every figure and its source: `mrep chips --json`.\n",
 		r.Primary.Label(), e.HBMFrac, e.KernelLatencyUs, e.StepOverheadUs, fracs(e.GEMMFrac), r.Primary.Chip.SMs, e.AttnFrac, e.AttnBwdFrac)
+	for _, t := range r.Analysis.Targets {
+		if note := servingLaneNote(t); note != "" {
+			w.printf("\n%s\n", note)
+		}
+	}
 	w.h3("Byte Accounting")
 	w.printf("`bytes_hbm = bytes_weights + bytes_activations + bytes_kv + bytes_temporary`. Routed-expert weight bytes follow the expected number of distinct experts the step's tokens touch under uniform routing (`E*(1-(1-k/E)^T)`), not `top_k` linearly.\n\n")
 	w.table([]string{"Byte Term", "Meaning"}, "ll", [][]string{
