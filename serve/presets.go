@@ -89,8 +89,10 @@ func benchBytes(b float64) float64 {
 //     of 4096, page_size 1, KV at about 0.88 of memory (mem_fraction_static).
 //
 // SGLang runs prefill-only steps by default (mixed chunks off): the step-by-step simulation
-// models it, the steady state does not. Not modelled yet: vLLM captures CUDA graphs only up to
-// min(2 x max_num_seqs, 512) tokens, running larger steps eagerly.
+// models it, the steady state does not. vLLM captures CUDA graphs up to min(2 x max_num_seqs,
+// 512) tokens (max_cudagraph_capture_size): larger decode batches run eagerly. SGLang's
+// cuda_graph_max_bs depends on the GPU's memory and TP and is not modelled (every decode batch
+// counts as graphed).
 func EnginePreset(name string, memGiB float64) (Engine, error) {
 	e := DefaultEngine()
 	switch name {
@@ -104,6 +106,7 @@ func EnginePreset(name string, memGiB float64) (Engine, error) {
 			e.MaxBatch, e.TokenBudget = 256, 2048
 		}
 		e.KVFraction, e.KVBlock = 0.9, 16
+		e.GraphMaxTokens = math.Min(2*e.MaxBatch, 512) // max_cudagraph_capture_size
 	case "sglang":
 		e.Name, e.Release = "SGLang", "0.5.x"
 		e.MaxBatch, e.TokenBudget = 4096, 8192

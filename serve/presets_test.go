@@ -73,3 +73,35 @@ func TestEnginePresets(t *testing.T) {
 		t.Errorf("unknown engine: %v", err)
 	}
 }
+
+// vLLM captures decode batches up to min(2 x max_num_seqs, 512) in CUDA graphs; a decode batch
+// beyond it launches every kernel from the host again, so its step costs at least as much as
+// the graphed one and the launches show; at or below it nothing changes.
+func TestVLLMEagerBeyondCUDAGraphs(t *testing.T) {
+	v, _ := EnginePreset("vllm", 80)
+	if v.GraphMaxTokens != 512 {
+		t.Fatalf("vLLM's capture size: %g, want 512", v.GraphMaxTokens)
+	}
+	if small, _ := EnginePreset("vllm", 48); small.GraphMaxTokens != 512 {
+		t.Errorf("256 sequences: capture size %g, want min(512, 512)", small.GraphMaxTokens)
+	}
+	r := replica(t, model(t, "Llama-3.1-8B"), "H100", 1)
+	graphed := v
+	graphed.GraphMaxTokens = 0
+	for _, d := range []float64{256, 768} {
+		a, err := specStep(r.Model, r.Scenario, r.Pred, graphed, d, 1500, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := specStep(r.Model, r.Scenario, r.Pred, v, d, 1500, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case d <= 512 && b.TEst != a.TEst:
+			t.Errorf("batch %g within the graphs: %g vs %g", d, b.TEst, a.TEst)
+		case d > 512 && !(b.TEst > a.TEst && b.TLatency > a.TLatency):
+			t.Errorf("batch %g beyond the graphs: eager %g (launches %g), graphed %g (%g)", d, b.TEst, b.TLatency, a.TEst, a.TLatency)
+		}
+	}
+}

@@ -60,6 +60,10 @@ type Engine struct {
 	// off: its scheduler runs a prefill batch whenever prompts wait, then goes back to
 	// decoding). Only the step-by-step simulation models it; the steady state mixes them.
 	PrefillOnlySteps bool
+	// GraphMaxTokens is the largest decode batch the engine captured in CUDA graphs (vLLM:
+	// max_cudagraph_capture_size, min(2 x max_num_seqs, 512)); a larger one runs eagerly and
+	// pays the host's launch of every kernel. 0: every decode step is graphed.
+	GraphMaxTokens float64
 	// DecodeOnly is a decode instance of a disaggregated deployment: prompts arrive with their
 	// KV cache from the prefill pool, so steps carry decode tokens only (no TTFT of its own).
 	DecodeOnly bool
@@ -252,6 +256,18 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 // tile); drafting adds SpecDraftCost of a plain decode step per draft token.
 func specStep(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, e Engine, d, ctx, prefill float64, isl int64) (kernels.Time, error) {
 	if e.SpecTokens <= 0 || d <= 0 {
+		if e.GraphMaxTokens > 0 && prefill < 1 && d > e.GraphMaxTokens {
+			// a decode batch beyond the captured CUDA graphs runs eagerly: every kernel is
+			// launched from the host again
+			ks, err := mixedKernels(m, s, d, ctx, 0, isl)
+			if err != nil {
+				return kernels.Time{}, err
+			}
+			for i := range ks {
+				ks[i].Graphed = false
+			}
+			return p.Predict(ks), nil
+		}
 		return mixedStep(m, s, p, d, ctx, prefill, isl)
 	}
 	plain, err := mixedStep(m, s, p, d, ctx, 0, isl)
