@@ -21,11 +21,19 @@ for name in Llama-2-7b Llama-2-70b; do
   "$PY" -m mrep_export --hf-config "$CONFIGS/$name.RECONSTRUCTED.json" -o "$OUT/$name.json.gz" --name "$name" --label base
 done
 
-# Llama-3.1-405B from the 70B config with the published 405B sizes (no 405B config.json in
-# examples/configs): 405,853,388,800 parameters, the published count. For plan-train scale.
-"$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-70B-Instruct.json" -o "$OUT/Llama-3.1-405B.json.gz" --name Llama-3.1-405B \
-  --label base --override hidden_size=16384 --override num_hidden_layers=126 --override num_attention_heads=128 \
-  --override num_key_value_heads=8 --override intermediate_size=53248
+# The model zoo: models people deploy and train today, each from its published config.json
+# (examples/configs/README.md says where each came from), named explicitly. Llama-3.1-405B:
+# 405,853,388,800 parameters, the published count.
+for name in Llama-3.1-405B Llama-3.2-3B-Instruct Llama-4-Maverick-17B-128E-Instruct \
+            Qwen2.5-3B Qwen2.5-14B Qwen2.5-32B Qwen3-0.6B Qwen3-1.7B Qwen3-4B Qwen3-8B Qwen3-14B Qwen3-32B \
+            Qwen3-Coder-480B-A35B-Instruct DeepSeek-R1 DeepSeek-V3.2 Mixtral-8x22B-v0.1 MiniMax-M2.5 \
+            gemma-2-2b gemma-2-9b gemma-2-27b gemma-3-1b-it gemma-3-4b-it gemma-3-27b-it phi-4 gpt-oss-20b; do
+  "$PY" -m mrep_export --hf-config "$CONFIGS/$name.json" -o "$OUT/$name.json.gz" --name "$name" --label base -q
+done
+# Kimi-K2's config names model_type kimi_k2 (remote code); its architecture is DeepSeek-V3's
+# (DeepseekV3ForCausalLM), which transformers builds natively.
+"$PY" -m mrep_export --hf-config "$CONFIGS/Kimi-K2-Instruct.json" -o "$OUT/Kimi-K2-Instruct.json.gz" --name Kimi-K2-Instruct \
+  --label base --override model_type=deepseek_v3 -q
 
 # One config changed: grouped-query attention undone (8 -> 32 KV heads), for `mrep diff`.
 "$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-8B.json" -o "$OUT/Llama-3.1-8B-mha.json.gz" \

@@ -55,7 +55,7 @@ func analyzeCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "analyze",
 		Usage:     "FLOPs, bytes and time of training, prefill and decode on chip targets",
-		ArgsUsage: "[RUN]",
+		ArgsUsage: "[MODEL]  (a zoo name from `mrep models`, a dump or config.json file, or a stored run; default: the latest run)",
 		Flags: append(scenarioFlags(),
 			&cli.StringSliceFlag{Name: "phase", Value: cli.NewStringSlice("training", "prefill", "decode"), Usage: "phases to analyze"},
 			&cli.Int64SliceFlag{Name: "cached-tokens", Usage: "per-query KV-cache lengths for the per-operator table (with --input-tokens)"},

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/runref"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -56,6 +60,7 @@ func NewApp(env Env) *cli.App {
 			planCommand(env),
 			validateCommand(),
 			calibrateCommand(),
+			modelsCommand(),
 		},
 		HideHelpCommand: true,
 	}
@@ -151,15 +156,87 @@ func loadRun(ctx context.Context, db *store.DB, sel string, sets configSets) (st
 	return run, d, nil
 }
 
-// loadArg is withRun for commands that need the run and its dump but not the database.
+// loadArg resolves the command's RUN for commands that need the dump but not the database: a
+// dump file or a Hugging Face config.json on disk, a run in the database (when there is one),
+// or a zoo model by name. Without a RUN it takes the latest run, or, where a command must be
+// told what to plan (requireRun), lists what there is.
 func loadArg(c *cli.Context, env Env) (store.Run, *model.Dump, error) {
-	var run store.Run
-	var out *model.Dump
-	err := withRun(c, env, func(_ *store.DB, r store.Run, d *model.Dump) error {
-		run, out = r, d
-		return nil
-	})
-	return run, out, err
+	sel := c.Args().First()
+	var db *store.DB
+	if _, err := os.Stat(c.String("db")); err == nil {
+		if db, err = openDBRead(c, env); err != nil {
+			return store.Run{}, nil, err
+		}
+		defer db.Close()
+	}
+	if sel == "" {
+		if db == nil || requireRun(c) {
+			return store.Run{}, nil, cli.Exit(visibleLines(noRunMessage(c, db)), exitUsage)
+		}
+		run, d, err := loadRun(c.Context, db, "", runSets(c))
+		return run, d, err
+	}
+	ref, err := runref.Resolve(c.Context, db, sel)
+	switch {
+	case errors.Is(err, runref.ErrNoSuch):
+		return store.Run{}, nil, cli.Exit(render.Visible(err.Error())+" (see `mrep runs` and `mrep models`)", exitFailure)
+	case errors.Is(err, runref.ErrHFConfig):
+		return store.Run{}, nil, cli.Exit(visibleLines(err.Error()), exitFailure)
+	case errors.Is(err, store.ErrAmbiguous):
+		return store.Run{}, nil, cli.Exit(err.Error()+" (see `mrep runs`)", exitFailure)
+	case err != nil:
+		return store.Run{}, nil, cli.Exit(render.Visible(err.Error()), exitFailure)
+	}
+	if ref.Note != "" {
+		fmt.Fprintf(c.App.ErrWriter, "note: %s\n", render.Visible(ref.Note))
+	}
+	runSets(c).apply(ref.Dump)
+	return ref.Run, ref.Dump, nil
+}
+
+// requireRun: planning commands answer for a model named on purpose, never the latest run.
+func requireRun(c *cli.Context) bool {
+	for _, n := range c.Lineage() {
+		if n.Command != nil && n.Command.Name == "plan" {
+			return true
+		}
+	}
+	return false
+}
+
+// noRunMessage is the usage error for a command given no RUN: what it takes, and what there is.
+func noRunMessage(c *cli.Context, db *store.DB) string {
+	var b strings.Builder
+	name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+	fmt.Fprintf(&b, "%s: give a model: a zoo model by name, a dump file, a config.json or a stored run", name)
+	if db == nil {
+		fmt.Fprintf(&b, " (no database at %s, so there is no latest run)", render.Visible(c.String("db")))
+	}
+	if db != nil {
+		if runs, err := db.ListRuns(c.Context, store.Filter{}); err == nil && len(runs) > 0 {
+			var names []string
+			for i, r := range runs {
+				if i == 10 {
+					names = append(names, fmt.Sprintf("… %d more (`mrep runs`)", len(runs)-10))
+					break
+				}
+				names = append(names, fmt.Sprintf("%d %s", r.ID, render.Visible(r.ModelName)))
+			}
+			fmt.Fprintf(&b, "\nruns in %s: %s", render.Visible(c.String("db")), strings.Join(names, ", "))
+		}
+	}
+	fmt.Fprintf(&b, "\nzoo models (`mrep models`): %s", strings.Join(examples.Names(), ", "))
+	fmt.Fprintf(&b, "\ne.g. mrep %s Llama-3.1-8B", name)
+	return b.String()
+}
+
+// visibleLines is render.Visible line by line: a message of several lines keeps its breaks.
+func visibleLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = render.Visible(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // loadArgRun is loadArg for commands that need only the dump.

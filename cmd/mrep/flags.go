@@ -46,7 +46,7 @@ func newTarget(chip chips.Chip, dtype string) (analyzer.Target, error) {
 // scenarioFlags are shared by analyze, report and diff.
 func scenarioFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip target(s) from `mrep chips`"},
+		&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "`CHIP` target(s), as `mrep chips` lists them; repeat for several"},
 		&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time prefill and decode where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, trtllm elsewhere); training keeps the chip's or its framework's"},
 		&cli.Int64Flag{Name: "batch", Aliases: []string{"b"}, Value: 1, Usage: "B: sequences per GPU step"},
 		&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Value: 2048, Usage: "S: prefill/training tokens per sequence"},

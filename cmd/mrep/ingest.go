@@ -14,6 +14,7 @@ import (
 	"github.com/mrep-dev/mrep/ingest"
 	"github.com/mrep-dev/mrep/load"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/runref"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -126,6 +127,9 @@ func ingestCommand(env Env) *cli.Command {
 			if c.NArg() == 0 {
 				return cli.Exit("ingest: give at least one dump file, directory or glob", exitFailure)
 			}
+			if msg := hfConfigArgs(c.Args().Slice()); msg != "" {
+				return cli.Exit(visibleLines(msg), exitFailure)
+			}
 			paths, skipped, err := expandPaths(c.Args().Slice())
 			if err != nil {
 				return cli.Exit("ingest: "+err.Error(), exitFailure)
@@ -176,4 +180,36 @@ type ingestResult struct {
 	Label   *string `json:"label,omitempty"`
 	Step    *int64  `json:"step,omitempty"`
 	Error   string  `json:"error,omitempty"`
+}
+
+// hfConfigArgs says, for files given by name that are Hugging Face config.json files rather
+// than dumps, what to do instead: the zoo model of the same architecture and sizes (every
+// command takes it by name), or the exporter command. "" when there are none.
+func hfConfigArgs(args []string) string {
+	var msgs []string
+	for _, a := range args {
+		fi, err := os.Stat(a)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > runref.MaxFile { // never open a FIFO or device
+			continue
+		}
+		raw, err := os.ReadFile(a)
+		if err != nil {
+			continue
+		}
+		cfg, ok := runref.HFConfig(raw)
+		if !ok {
+			continue
+		}
+		if z := runref.Match(cfg); z != "" {
+			msgs = append(msgs, fmt.Sprintf("%s is a Hugging Face config.json (%s): the zoo model %s has the same architecture and sizes, and every command takes it by name or this file as it is (mrep analyze %s, mrep plan serve %s); nothing to ingest",
+				a, runref.Name(cfg), z, z, a))
+			continue
+		}
+		_, err = runref.Resolve(context.Background(), nil, a)
+		msgs = append(msgs, err.Error())
+	}
+	if len(msgs) == 0 {
+		return ""
+	}
+	return "ingest: " + strings.Join(msgs, "\n") + "\nnothing was stored"
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/mrep-dev/mrep/render"
 )
 
 func main() {
@@ -23,11 +21,11 @@ func main() {
 		if ec, ok := err.(cli.ExitCoder); ok {
 			code = ec.ExitCode()
 		}
-		fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
+		fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", visibleLines(err.Error()))
 		os.Exit(code)
 	}
 	if err := app.Run(interspersed(app, os.Args)); err != nil {
-		fmt.Fprintf(os.Stderr, "mrep: %s\n", render.Visible(err.Error()))
+		fmt.Fprintf(os.Stderr, "mrep: %s\n", visibleLines(err.Error()))
 		os.Exit(1)
 	}
 }

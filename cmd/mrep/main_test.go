@@ -383,7 +383,7 @@ func TestAnalyzeGoldenAndErrors(t *testing.T) {
 		{[]string{"analyze", "--tp", "0"}, "tp and ep must be >= 1"},
 		{[]string{"analyze", "--exec", "nope.json"}, "--exec nope.json"},
 		{[]string{"analyze", "--cached-tokens", "5"}, "--cached-tokens has 1 values"},
-		{[]string{"analyze", "no-such-model"}, `run "no-such-model": no such run`},
+		{[]string{"analyze", "no-such-model"}, `"no-such-model": no such run, file or zoo model`},
 	} {
 		_, _, err := run(t, db, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -30,13 +30,13 @@ func planCommand(env Env) *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:      "train",
 			Usage:     "rank every TP x PP (x VP) x CP x DP x micro-batch x recompute layout of N GPUs that fits, by step time",
-			ArgsUsage: "[RUN]",
+			ArgsUsage: "MODEL  (a zoo name from `mrep models`, a dump or config.json file, or a stored run)",
 			Flags: append([]cli.Flag{
 				&cli.Int64Flag{Name: "gpus", Required: true, Usage: "GPUs in the job"},
 				&cli.Int64Flag{Name: "gbs", Required: true, Usage: "global batch, sequences per optimizer step"},
 				&cli.Int64Flag{Name: "seq", Value: 8192, Usage: "sequence length"},
-				&cli.StringFlag{Name: "chip", Value: "H100-SXM", Usage: "chip from `mrep chips` (its default 8-GPU node)"},
-				&cli.StringFlag{Name: "system", Usage: "system from `mrep chips --json` (dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, dgx-a100, tpu-v5p-pod, tpu-v6e-256): chip, scale-up domain and links"},
+				&cli.StringFlag{Name: "chip", Value: "H100-SXM", Usage: "`CHIP` as `mrep chips` lists it (its default 8-GPU node)"},
+				&cli.StringFlag{Name: "system", Usage: "`SYSTEM` from mrep chips --json (dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, dgx-a100, tpu-v5p-pod, tpu-v6e-256): chip, scale-up domain and links"},
 				&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "precision recipe: bf16 or fp8 (FP8 GEMMs, BF16 attention)"},
 				&cli.IntFlag{Name: "top", Value: 10, Usage: "layouts to show"},
 				&cli.Float64Flag{Name: "tokens", Usage: "cost a training run of this many tokens (e.g. 15e12) on the best layout: days, GPU-hours, $ and MWh"},

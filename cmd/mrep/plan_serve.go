@@ -23,9 +23,9 @@ func planServeCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "serve",
 		Usage:     "size a serving deployment: chips x TP/EP x batch caps x replicas that fit, meet the TTFT/TPOT SLOs and carry the load, with $/1M tokens and J/token",
-		ArgsUsage: "[RUN]",
+		ArgsUsage: "MODEL  (a zoo name from `mrep models`, a dump or config.json file, or a stored run)",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "chip(s) from `mrep chips` to search"},
+			&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "`CHIP`(s) to search, as `mrep chips` lists them; repeat for several"},
 			&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time the kernels where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, whose figures come from AMD's vLLM tables; trtllm elsewhere)"},
 			&cli.Int64Flag{Name: "isl", Value: 2000, Usage: "input (prompt) tokens per request"},
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},

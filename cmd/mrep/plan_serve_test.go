@@ -26,7 +26,7 @@ func TestPlanServe(t *testing.T) {
 			} `json:"per_replica"`
 		} `json:"best"`
 	}
-	out := mustRun(t, db, "plan", "serve", "--chip", "H100", "--isl", "2000", "--osl", "500", "--users", "100", "--tpot", "50ms", "--dtype", "fp8", "--price", "H100=2", "--json")
+	out := mustRun(t, db, "plan", "serve", "latest", "--chip", "H100", "--isl", "2000", "--osl", "500", "--users", "100", "--tpot", "50ms", "--dtype", "fp8", "--price", "H100=2", "--json")
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.Mode != "users" || len(plan.Best) == 0 {
 		t.Fatalf("plan json: %v\n%.500s", err, out)
 	}
@@ -36,7 +36,7 @@ func TestPlanServe(t *testing.T) {
 		}
 	}
 	dir := filepath.Join(t.TempDir(), "serve")
-	md := mustRun(t, db, "plan", "serve", "--chip", "H100", "--chip", "H200", "--isl", "2000", "--osl", "500", "--tpot", "50ms", "--gpus", "8", "--dtype", "fp8", "-o", dir)
+	md := mustRun(t, db, "plan", "serve", "latest", "--chip", "H100", "--chip", "H200", "--isl", "2000", "--osl", "500", "--tpot", "50ms", "--gpus", "8", "--dtype", "fp8", "-o", dir)
 	for _, want := range []string{"# Serving Llama-3.1-70B-Instruct", "Pareto front", "H200", "per GPU-hour from Mercatus", "node share"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("plan serve output lacks %q:\n%.1500s", want, md)
@@ -168,7 +168,7 @@ func TestPlanTrainCost(t *testing.T) {
 			MWh      float64 `json:"mwh"`
 		} `json:"cost"`
 	}
-	js := mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tokens", "1e12", "--price", "H100=2", "--json")
+	js := mustRun(t, db, "plan", "train", "latest", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tokens", "1e12", "--price", "H100=2", "--json")
 	if err := json.Unmarshal([]byte(js), &out); err != nil || len(out.Top) == 0 {
 		t.Fatalf("plan json: %v", err)
 	}
@@ -180,12 +180,12 @@ func TestPlanTrainCost(t *testing.T) {
 	if lo, hi := want*84/1e6, want*(700+575)/1e6; out.Cost.MWh < lo || out.Cost.MWh > hi {
 		t.Errorf("%g MWh outside [%g, %g]", out.Cost.MWh, lo, hi)
 	}
-	md := mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tokens", "1e12")
+	md := mustRun(t, db, "plan", "train", "latest", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tokens", "1e12")
 	if !strings.Contains(md, "## Training run of 1e+12 tokens on the best layout (estimate)") || !strings.Contains(md, "price from Mercatus") {
 		t.Errorf("cost section missing:\n%s", md[max(0, len(md)-1200):])
 	}
 	for _, bad := range [][]string{{"--tokens", "-5"}, {"--price", "H100=-1"}, {"--price", "nochip=1"}} {
-		_, _, err := run(t, db, append([]string{"plan", "train", "--gpus", "64", "--gbs", "128"}, bad...)...)
+		_, _, err := run(t, db, append([]string{"plan", "train", "latest", "--gpus", "64", "--gbs", "128"}, bad...)...)
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%v: %v", bad, err)
 		}

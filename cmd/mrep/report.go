@@ -37,7 +37,7 @@ func reportCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "write the full model report: markdown, charts, the sensitivity grid as CSV and every value as JSON",
-		ArgsUsage: "[RUN]  (default latest)",
+		ArgsUsage: "[MODEL]  (a zoo name from `mrep models`, a dump or config.json file, or a stored run; default: the latest run)",
 		Flags: append(scenarioFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "mrep-report", Usage: "output `DIR`"},
 			&cli.BoolFlag{Name: "svg", Usage: "also write every chart as SVG"},

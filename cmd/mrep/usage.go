@@ -49,6 +49,7 @@ var maxArgs = map[string]int{
 // conventions makes every command follow the CLI conventions people expect from gh or git:
 // usage errors (unknown command, unknown flag, stray argument) print the usage and exit 2.
 func conventions(app *cli.App) {
+	cli.FlagStringer = namedPlaceholders
 	app.Version = version()
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprint(c.App.Writer, versionLine()) }
 	app.OnUsageError = usageError
@@ -87,4 +88,25 @@ func conventions(app *cli.App) {
 func usageError(c *cli.Context, err error, _ bool) error {
 	fmt.Fprintf(c.App.ErrWriter, "Incorrect usage: %v\n\n", err)
 	return cli.Exit(err.Error(), exitUsage)
+}
+
+// defaultFlagStringer is urfave/cli's own help line for a flag.
+var defaultFlagStringer = cli.FlagStringer
+
+// namedPlaceholders is the flag's help line with urfave's generic "value" placeholder replaced
+// by the flag's name in capitals (--isl ISL, --tpot TPOT), as gh and git write theirs; flags
+// whose usage names a placeholder in backquotes keep it.
+func namedPlaceholders(f cli.Flag) string {
+	s := defaultFlagStringer(f)
+	names := f.Names()
+	if len(names) == 0 {
+		return s
+	}
+	head, tail, _ := strings.Cut(s, "\t")
+	ph := strings.ToUpper(strings.ReplaceAll(names[0], "-", "_"))
+	head = strings.ReplaceAll(head, " value", " "+ph)
+	if tail == "" {
+		return head
+	}
+	return head + "\t" + tail
 }

@@ -122,7 +122,7 @@ func TestPlanTrain(t *testing.T) {
 		} `json:"top"`
 	}
 	// with what NeMo 24.09's Megatron has: the distributed optimizer (ZeRO-1)
-	out := mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--top", "10", "--zero", "1", "--json")
+	out := mustRun(t, db, "plan", "train", "latest", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--top", "10", "--zero", "1", "--json")
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Top) != 10 {
 		t.Fatalf("plan json: %v", err)
 	}
@@ -140,7 +140,7 @@ func TestPlanTrain(t *testing.T) {
 		t.Errorf("the published layout TP4 PP4 VP5 CP2 is not among the ten best:\n%s", out)
 	}
 	dir := filepath.Join(t.TempDir(), "plan")
-	mustRun(t, db, "plan", "train", "--gpus", "64", "--gbs", "128", "--seq", "8192", "-o", dir)
+	mustRun(t, db, "plan", "train", "latest", "--gpus", "64", "--gbs", "128", "--seq", "8192", "-o", dir)
 	md, err := os.ReadFile(filepath.Join(dir, "plan.md"))
 	if err != nil || !strings.Contains(string(md), "![step time against memory per GPU](plan.png)") || !strings.Contains(string(md), "The Pareto front") {
 		t.Errorf("plan.md: %v\n%.600s", err, md)
@@ -148,7 +148,7 @@ func TestPlanTrain(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "plan.png")); err != nil || fi.Size() < 1000 {
 		t.Errorf("plan.png: %v", err)
 	}
-	_, _, err = run(t, db, "plan", "train", "--gpus", "8", "--gbs", "8", "--seq", "8192")
+	_, _, err = run(t, db, "plan", "train", "latest", "--gpus", "8", "--gbs", "8", "--seq", "8192")
 	if err == nil || !strings.Contains(err.Error(), "nothing fits") {
 		t.Errorf("70B with Adam on 8 GPUs: %v", err)
 	}
@@ -266,11 +266,11 @@ func TestAMDSetAndServingEngine(t *testing.T) {
 		t.Fatalf("amd-vllm set: %v, %d rows", err, len(rep.Rows))
 	}
 	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
-	md := mustRun(t, db, "plan", "serve", "--chip", "MI300X", "--isl", "2000", "--osl", "500", "--dtype", "fp8", "--top", "2")
+	md := mustRun(t, db, "plan", "serve", "latest", "--chip", "MI300X", "--isl", "2000", "--osl", "500", "--dtype", "fp8", "--top", "2")
 	if !strings.Contains(md, "kernels timed with the vllm figures fitted on this chip") {
 		t.Errorf("plan serve on MI300X does not name the engine's figures:\n%s", md)
 	}
-	for _, bad := range [][]string{{"plan", "serve", "--chip", "MI300X", "--engine", "tgi"}, {"validate", "--set", "nope"}} {
+	for _, bad := range [][]string{{"plan", "serve", "latest", "--chip", "MI300X", "--engine", "tgi"}, {"validate", "--set", "nope"}} {
 		if _, _, err := run(t, db, bad...); err == nil {
 			t.Errorf("%v: want an error", bad)
 		}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -28,7 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--hf-config", required=True, metavar="CONFIG.json", help="a Hugging Face config.json")
     p.add_argument("-o", "--output", required=True, metavar="DUMP", help="output path; .json.gz is gzipped")
-    p.add_argument("--name", help="model name (default: the config file's stem)")
+    p.add_argument(
+        "--name",
+        help="model name (default: the config's _name_or_path or name_or_path, else its architectures or model_type;"
+        " never the file name, which is usually config.json)",
+    )
     p.add_argument("--label", help="run label, e.g. a config variant or experiment name")
     p.add_argument("--step", type=int, help="training step of this dump")
     p.add_argument("--tag", action="append", default=[], help="a tag; repeatable")
@@ -81,7 +86,7 @@ def run(argv: list[str] | None = None) -> int:
     else:
         model = build_hf_model(config, device="meta", dtype=dtype)
     t_build = time.perf_counter() - t0
-    name = args.name or os.path.basename(args.hf_config).removesuffix(".json")
+    name = args.name or config_name(args.hf_config)
     summary = dump_model(
         model,
         args.output,
@@ -110,6 +115,29 @@ def main(argv: list[str] | None = None) -> int:
     except ExportError as e:
         print(f"mrep_export: error: {e}", file=sys.stderr)
         return 2
+
+
+def config_name(path):
+    """What a config.json calls its model: _name_or_path or name_or_path (the last path element),
+    else the first of architectures, else model_type; never the file's stem ("config")."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError):
+        raw = {}
+    if not isinstance(raw, dict):
+        raw = {}
+    for key in ("_name_or_path", "name_or_path"):
+        v = raw.get(key)
+        if isinstance(v, str) and v.strip():
+            return v.strip().rstrip("/\\").replace("\\", "/").split("/")[-1]
+    arch = raw.get("architectures")
+    if isinstance(arch, list) and arch and isinstance(arch[0], str) and arch[0]:
+        return arch[0]
+    mt = raw.get("model_type")
+    if isinstance(mt, str) and mt:
+        return mt
+    return "model"
 
 
 if __name__ == "__main__":

@@ -106,8 +106,26 @@ def test_cli_writes_gz_with_label_step_and_tags(tmp_path):
     doc = load_dump(str(out))
     validate(doc)
     assert doc["run"]["label"] == "base" and doc["run"]["step"] == 5 and doc["run"]["tags"] == ["a", "b"]
-    assert doc["model"]["name"] == "Llama-3.2-1B-Instruct"
+    # named from the config (it has no _name_or_path: its architectures), never the file name
+    assert doc["model"]["name"] == "LlamaForCausalLM"
     assert doc["model"]["source"] == {"kind": "hf_config", "path": "Llama-3.2-1B-Instruct.json", "model_type": "llama"}
+
+
+def test_cli_names_the_model_from_the_config_not_the_file(tmp_path):
+    with open(config_path("Llama-3.2-1B-Instruct")) as f:
+        cfg = json.load(f)
+    cfg["_name_or_path"] = "meta-llama/Llama-3.2-1B-Instruct"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    out = tmp_path / "d.json"
+    cli("--hf-config", str(path), "-o", str(out), "-q")
+    assert load_dump(str(out))["model"]["name"] == "Llama-3.2-1B-Instruct"
+    del cfg["_name_or_path"], cfg["architectures"]
+    path.write_text(json.dumps(cfg))
+    cli("--hf-config", str(path), "-o", str(out), "-q")
+    assert load_dump(str(out))["model"]["name"] == "llama"
+    cli("--hf-config", str(path), "-o", str(out), "--name", "mine", "-q")
+    assert load_dump(str(out))["model"]["name"] == "mine"
 
 
 def test_cli_override_changes_kv_heads(tmp_path):

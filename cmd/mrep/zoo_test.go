@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mrep-dev/mrep/runref"
+)
+
+// Every zoo model answers analyze and plan serve by name on a fresh machine: no Python, no
+// ingest, no database created.
+func TestEveryZooModelAnalyzesAndPlans(t *testing.T) {
+	zoo, err := runref.Zoo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "none.db")
+	for _, z := range zoo {
+		var a struct {
+			Analysis struct {
+				Results []struct {
+					Timing struct {
+						TEst float64 `json:"T_est"`
+					} `json:"timing"`
+				} `json:"results"`
+			} `json:"analysis"`
+		}
+		js := mustRun(t, db, "analyze", z.Name, "--chip", "H100", "--phase", "prefill", "--phase", "decode", "--json")
+		if err := json.Unmarshal([]byte(js), &a); err != nil || len(a.Analysis.Results) != 2 || !(a.Analysis.Results[1].Timing.TEst > 0) {
+			t.Errorf("analyze %s: %v %+v", z.Name, err, a)
+		}
+		var p struct {
+			Best []struct {
+				Chip string `json:"chip"`
+			} `json:"best"`
+			NoConfig string `json:"no_config"`
+		}
+		js = mustRun(t, db, "plan", "serve", z.Name, "--chip", "H200", "--chip", "B200", "--dtype", "fp8", "--users", "16", "--top", "1", "--json")
+		if err := json.Unmarshal([]byte(js), &p); err != nil || len(p.Best) == 0 && p.NoConfig == "" {
+			t.Errorf("plan serve %s: %v, %d deployments, %q", z.Name, err, len(p.Best), p.NoConfig)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("naming zoo models created a database")
+	}
+	// a config.json of a zoo architecture plans as the zoo model, and says so
+	dir := t.TempDir()
+	raw, _ := os.ReadFile("../../examples/configs/Qwen3-8B.json")
+	cfg := filepath.Join(dir, "config.json")
+	os.WriteFile(cfg, raw, 0o644)
+	out, stderr, err := run(t, db, "plan", "serve", cfg, "--users", "50", "--top", "1")
+	if err != nil || !strings.Contains(out, "# Serving Qwen3-8B") || !strings.Contains(stderr, "the zoo model Qwen3-8B has the same architecture and sizes") {
+		t.Errorf("plan serve config.json: %v\n%s\n%.300s", err, stderr, out)
+	}
+	// one without a zoo twin: the exporter command, and nothing ingested
+	os.WriteFile(cfg, []byte(strings.Replace(string(raw), `"num_hidden_layers": 36`, `"num_hidden_layers": 30`, 1)), 0o644)
+	_, _, err = run(t, db, "ingest", cfg)
+	if err == nil || !strings.Contains(err.Error(), "python -m mrep_export --hf-config "+cfg+" -o Qwen3ForCausalLM.json.gz") || !strings.Contains(err.Error(), "nothing was stored") {
+		t.Errorf("ingest config.json: %v", err)
+	}
+	// plan without a model is a usage error that lists what there is
+	_, _, err = run(t, db, "plan", "serve")
+	if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), "zoo models (`mrep models`): ") {
+		t.Errorf("plan serve without a model: exit %d, %v", code, err)
+	}
+	if md := mustRun(t, db, "models"); !strings.Contains(md, "| `Qwen3-8B` | qwen3 | 8.2B |") {
+		t.Errorf("mrep models:\n%s", md)
+	}
+}
+
+// BenchmarkConfigJSONToPlan: a zoo architecture's config.json to a serving plan, in process,
+// no Python (issue 22's target: <= 1 s).
+func BenchmarkConfigJSONToPlan(b *testing.B) {
+	dir := b.TempDir()
+	raw, _ := os.ReadFile("../../examples/configs/Llama-3.1-70B-Instruct.json")
+	cfg := filepath.Join(dir, "config.json")
+	os.WriteFile(cfg, raw, 0o644)
+	db := filepath.Join(dir, "none.db")
+	for i := 0; i < b.N; i++ {
+		mustRun(b, db, "plan", "serve", cfg, "--users", "50", "--chip", "H100", "--chip", "H200", "--dtype", "fp8", "--top", "3")
+	}
+}

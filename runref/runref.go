@@ -1,0 +1,325 @@
+// Package runref turns what a user names on the command line into a model dump: a dump file
+// on disk (read and checked as `mrep ingest` would, not stored), a run in the database, or a
+// model of the zoo shipped in the binary. A Hugging Face config.json is recognised as one: it
+// resolves to the zoo model of the same architecture and sizes when there is one, and
+// otherwise the error gives the exporter command that turns it into a dump.
+package runref
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/model"
+	"github.com/mrep-dev/mrep/store"
+)
+
+// Ref is a resolved model: its dump and where it came from.
+type Ref struct {
+	Dump *model.Dump
+	// Run is the stored run (ID > 0) for a database run; for a file or a zoo model it names
+	// the model only.
+	Run store.Run
+	// From says where the dump came from: "database", "file", "zoo", or "config.json" (a
+	// Hugging Face config matched to a zoo model).
+	From string
+	// Note is what a user should know about the resolution (a config.json matched to a zoo
+	// model), "" otherwise.
+	Note string
+}
+
+// ErrNoSuch: nothing by that name in the database or the zoo, and no such file.
+var ErrNoSuch = errors.New("no such run, file or zoo model")
+
+// ErrHFConfig: the file is a Hugging Face config.json that matches no zoo model.
+var ErrHFConfig = errors.New("a Hugging Face config.json, not an mrep dump")
+
+// MaxFile bounds a file read as a config (a config.json is a few KiB).
+const MaxFile = 4 << 20
+
+// Resolve finds sel: a path to a file (a dump, .json or .json.gz, or a config.json), then a
+// run in db (nil: no database), then a zoo model by name. An empty sel is an error the caller
+// words (it lists what there is).
+func Resolve(ctx context.Context, db *store.DB, sel string) (Ref, error) {
+	if sel == "" {
+		return Ref{}, fmt.Errorf("no model named: %w", ErrNoSuch)
+	}
+	if isFile(sel) {
+		return file(sel)
+	}
+	if db != nil {
+		id, err := db.Resolve(ctx, sel)
+		switch {
+		case err == nil:
+			run, err := db.Run(ctx, id)
+			if err != nil {
+				return Ref{}, err
+			}
+			d, err := db.LoadDump(ctx, id)
+			if err != nil {
+				return Ref{}, err
+			}
+			return Ref{Dump: d, Run: run, From: "database"}, nil
+		case errors.Is(err, store.ErrAmbiguous):
+			return Ref{}, err
+		case !errors.Is(err, store.ErrNotFound):
+			return Ref{}, err
+		}
+	}
+	if name, ok := examples.Resolve(sel); ok && !strings.ContainsAny(sel, "/\\") {
+		d, err := examples.Decode(name)
+		if err != nil {
+			return Ref{}, fmt.Errorf("zoo model %s: %w", name, err)
+		}
+		return Ref{Dump: d, Run: store.Run{ModelName: name, SourceKind: "zoo"}, From: "zoo"}, nil
+	}
+	return Ref{}, fmt.Errorf("%q: %w", sel, ErrNoSuch)
+}
+
+// isFile: sel names something on disk (a path, or a name ending in .json/.json.gz that exists).
+func isFile(sel string) bool {
+	if fi, err := os.Stat(sel); err == nil && fi.Mode().IsRegular() { // a FIFO or device is never read
+		return strings.ContainsAny(sel, "/\\") || strings.HasSuffix(sel, ".json") || strings.HasSuffix(sel, ".gz")
+	}
+	return false
+}
+
+// file reads a dump, or recognises a Hugging Face config.json.
+func file(path string) (Ref, error) {
+	raw, err := readHead(path)
+	if err != nil {
+		return Ref{}, err
+	}
+	if cfg, ok := HFConfig(raw); ok {
+		return fromConfig(path, cfg)
+	}
+	d, err := ingest.ReadFile(path, ingest.Options{})
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{Dump: d, Run: store.Run{ModelName: d.Model.Name, SourceKind: "file", SourceFile: path}, From: "file"}, nil
+}
+
+// readHead reads up to MaxFile bytes of path, gunzipped when it is gzip.
+func readHead(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	var magic [2]byte
+	if n, _ := io.ReadFull(f, magic[:]); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	} else if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(r, MaxFile))
+}
+
+// HFConfig says whether raw is a Hugging Face config (an object with model_type or
+// architectures and no schema_version), and decodes it.
+func HFConfig(raw []byte) (map[string]any, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var cfg map[string]any
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, false
+	}
+	if _, dump := cfg["schema_version"]; dump {
+		return nil, false
+	}
+	_, mt := cfg["model_type"]
+	_, ar := cfg["architectures"]
+	return cfg, mt || ar
+}
+
+// Name is what a config.json calls its model: _name_or_path or name_or_path (the last path
+// element), else the first of architectures, else model_type; never the file's stem.
+func Name(cfg map[string]any) string {
+	for _, k := range []string{"_name_or_path", "name_or_path"} {
+		if s, ok := cfg[k].(string); ok && strings.TrimSpace(s) != "" {
+			s = strings.TrimRight(strings.TrimSpace(s), "/\\")
+			return s[strings.LastIndexAny(s, "/\\")+1:]
+		}
+	}
+	if a, ok := cfg["architectures"].([]any); ok && len(a) > 0 {
+		if s, ok := a[0].(string); ok && s != "" {
+			return s
+		}
+	}
+	if s, ok := cfg["model_type"].(string); ok && s != "" {
+		return s
+	}
+	return "model"
+}
+
+// shapeKeys are the config fields that fix an architecture's shapes: two configs that agree on
+// every one present in either describe the same model to mrep (names and dtypes aside).
+var shapeKeys = []string{"model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+	"intermediate_size", "moe_intermediate_size", "vocab_size", "head_dim", "n_routed_experts", "num_experts", "num_local_experts",
+	"num_experts_per_tok", "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+	"tie_word_embeddings", "sliding_window", "n_layer", "n_embd", "n_head"}
+
+// Match finds the zoo model whose config has the same architecture and sizes as cfg (nested
+// text_config included), "" when none does.
+func Match(cfg map[string]any) string {
+	want := shape(cfg)
+	if len(want) < 3 {
+		return ""
+	}
+	names := examples.Names()
+	sort.Strings(names)
+	for _, n := range names {
+		d, err := examples.Decode(n)
+		if err != nil {
+			continue
+		}
+		if got := shape(d.Config); sameShape(got, want) {
+			return n
+		}
+	}
+	return ""
+}
+
+// aliases are config keys that say the same thing under another name (the exporter writes
+// the expert count as num_local_experts whatever the config called it).
+var aliases = map[string]string{"num_experts": "experts", "num_local_experts": "experts", "n_routed_experts": "experts",
+	"n_layer": "num_hidden_layers", "n_embd": "hidden_size", "n_head": "num_attention_heads"}
+
+func shape(cfg map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, c := range []map[string]any{cfg, sub(cfg, "text_config")} {
+		for _, k := range shapeKeys {
+			if v, ok := c[k]; ok && v != nil {
+				key := k
+				if a, ok := aliases[k]; ok {
+					key = a
+				}
+				if _, seen := out[key]; !seen {
+					out[key] = fmt.Sprint(v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func sub(cfg map[string]any, key string) map[string]any {
+	if m, ok := cfg[key].(map[string]any); ok {
+		return m
+	}
+	return nil
+}
+
+// sameShape: every shape field the user's config states has the zoo dump's value (the dump
+// writes out fields a config leaves to its class's defaults, such as head_dim; the one such
+// default that changes the shapes, the KV heads, is the query heads when unstated).
+func sameShape(zoo, cfg map[string]string) bool {
+	if _, ok := cfg["num_key_value_heads"]; !ok && cfg["num_attention_heads"] != "" {
+		cfg = maps.Clone(cfg)
+		cfg["num_key_value_heads"] = cfg["num_attention_heads"]
+	}
+	for _, k := range []string{"model_type", "hidden_size", "num_hidden_layers", "vocab_size"} {
+		if cfg[k] == "" {
+			return false // too little said to be sure
+		}
+	}
+	for k, v := range cfg {
+		if zv, ok := zoo[k]; !ok || zv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// fromConfig resolves a config.json to the zoo model of the same shapes, or explains how to
+// export it.
+func fromConfig(path string, cfg map[string]any) (Ref, error) {
+	name := Name(cfg)
+	if z := Match(cfg); z != "" {
+		d, err := examples.Decode(z)
+		if err != nil {
+			return Ref{}, err
+		}
+		return Ref{Dump: d, Run: store.Run{ModelName: z, SourceKind: "zoo"}, From: "config.json",
+			Note: fmt.Sprintf("%s is a Hugging Face config.json (%s); the zoo model %s has the same architecture and sizes: using it", path, name, z)}, nil
+	}
+	out := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)) + ".json.gz"
+	return Ref{}, fmt.Errorf("%s: %w (%s, model_type %v); no zoo model has its architecture and sizes (see `mrep models`). Export it with the Python exporter (pip install ./exporter[hf] from a clone of mrep):\n  python -m mrep_export --hf-config %s -o %s\nthen give %s to any mrep command, or `mrep ingest %s` to keep it",
+		path, ErrHFConfig, name, cfg["model_type"], shellQuote(path), shellQuote(out), shellQuote(out), shellQuote(out))
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything beyond a safe set.
+func shellQuote(s string) string {
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=+:@", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe && s != "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ZooModel is one model of the zoo, as `mrep models` lists it.
+type ZooModel struct {
+	Name         string  `json:"name"`
+	ModelType    string  `json:"model_type"`
+	Family       string  `json:"family"`
+	Params       int64   `json:"params"`
+	ActiveParams float64 `json:"active_params_per_token"`
+	Layers       int64   `json:"layers"`
+	Hidden       int64   `json:"hidden"`
+	Attention    string  `json:"attention"`
+	Experts      int64   `json:"routed_experts,omitempty"`
+	TopK         int64   `json:"top_k,omitempty"`
+}
+
+// Zoo lists the zoo's models with their sizes, counted from their dumps.
+func Zoo() ([]ZooModel, error) {
+	var out []ZooModel
+	for _, n := range examples.Names() {
+		d, err := examples.Decode(n)
+		if err != nil {
+			return nil, fmt.Errorf("zoo model %s: %w", n, err)
+		}
+		m := analyzer.NewModel(d)
+		fp := m.Fingerprint
+		z := ZooModel{Name: n, ModelType: fp.ModelType, Family: fp.Family, Params: m.TotalParams, ActiveParams: m.Active,
+			Layers: fp.Layers, Hidden: fp.Hidden, Attention: fp.Attention}
+		if fp.MoE != nil {
+			z.Experts, z.TopK = fp.MoE.RoutedExperts, fp.MoE.TopK
+		}
+		out = append(out, z)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Name) < strings.ToLower(out[j].Name) })
+	return out, nil
+}

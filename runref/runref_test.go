@@ -1,0 +1,171 @@
+package runref
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mrep-dev/mrep/load"
+	"github.com/mrep-dev/mrep/store"
+)
+
+// A zoo name, a prefix of one, a dump file and a config.json of a zoo architecture all resolve
+// without a database; a config.json of another architecture says what to run; a stored run of
+// the same name wins over the zoo.
+func TestResolve(t *testing.T) {
+	ctx := context.Background()
+	r, err := Resolve(ctx, nil, "Llama-3.1-70B")
+	if err != nil || r.From != "zoo" || r.Dump.Model.Name != "Llama-3.1-70B-Instruct" {
+		t.Fatalf("zoo prefix: %+v %v", r.Run, err)
+	}
+	r, err = Resolve(ctx, nil, "../examples/dumps/gpt2.json.gz")
+	if err != nil || r.From != "file" || r.Dump.Model.Name != "gpt2" {
+		t.Fatalf("dump file: %+v %v", r.Run, err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile("../examples/configs/Qwen3-30B-A3B.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cfg, raw, 0o644)
+	r, err = Resolve(ctx, nil, cfg)
+	if err != nil || r.From != "config.json" || r.Run.ModelName != "Qwen3-30B-A3B" || !strings.Contains(r.Note, "same architecture and sizes") {
+		t.Fatalf("config.json of a zoo architecture: %+v %v", r, err)
+	}
+	// one size changed: no zoo model; the error gives the exporter command, quoted for a shell
+	other := strings.Replace(string(raw), `"num_hidden_layers": 48`, `"num_hidden_layers": 20`, 1)
+	other = strings.Replace(other, "{", `{"_name_or_path": "acme/my model;rm -rf",`, 1)
+	odd := filepath.Join(dir, "my config.json")
+	os.WriteFile(odd, []byte(other), 0o644)
+	_, err = Resolve(ctx, nil, odd)
+	if !errors.Is(err, ErrHFConfig) || !strings.Contains(err.Error(), "python -m mrep_export --hf-config '"+odd+"' -o 'my model;rm -rf.json.gz'") {
+		t.Fatalf("config.json of another architecture: %v", err)
+	}
+	if _, err := Resolve(ctx, nil, "no-such-model-anywhere"); !errors.Is(err, ErrNoSuch) {
+		t.Errorf("unknown name: %v", err)
+	}
+	// a stored run of the zoo's name is the user's: it wins
+	dbPath := filepath.Join(dir, "r.db")
+	if _, _, err := load.Files(ctx, dbPath, []string{"../examples/dumps/Llama-3.1-8B-mha.json.gz"}, load.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, dbPath, store.Options{Existing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err = Resolve(ctx, db, "Llama-3.1-8B")
+	if err != nil || r.From != "database" || r.Run.ID == 0 {
+		t.Fatalf("stored run: %+v %v", r.Run, err)
+	}
+	r, err = Resolve(ctx, db, "Qwen2.5-7B")
+	if err != nil || r.From != "zoo" {
+		t.Fatalf("zoo model beside a database: %+v %v", r.Run, err)
+	}
+}
+
+// A config names its model from _name_or_path, then architectures, then model_type, never the
+// file's stem.
+func TestName(t *testing.T) {
+	for _, c := range []struct {
+		cfg  map[string]any
+		want string
+	}{
+		{map[string]any{"_name_or_path": "meta-llama/Llama-3.1-8B/", "architectures": []any{"LlamaForCausalLM"}}, "Llama-3.1-8B"},
+		{map[string]any{"name_or_path": "Qwen3-8B"}, "Qwen3-8B"},
+		{map[string]any{"architectures": []any{"Gemma3ForCausalLM"}, "model_type": "gemma3"}, "Gemma3ForCausalLM"},
+		{map[string]any{"model_type": "phi3"}, "phi3"},
+	} {
+		if got := Name(c.cfg); got != c.want {
+			t.Errorf("%v: %q, want %q", c.cfg, got, c.want)
+		}
+	}
+	if _, ok := HFConfig([]byte(`{"schema_version": 2, "model_type": "llama"}`)); ok {
+		t.Error("a dump is not a config")
+	}
+	if _, ok := HFConfig([]byte(`[1,2]`)); ok {
+		t.Error("an array is not a config")
+	}
+}
+
+// The zoo lists every bundled model with its counted size (Llama-3.1-8B: 8,030,261,248, the
+// published count).
+func TestZoo(t *testing.T) {
+	zoo, err := Zoo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, z := range zoo {
+		if z.Name == "Llama-3.1-8B" {
+			found = z.Params == 8030261248 && z.Layers == 32 && z.Experts == 0
+		}
+	}
+	if !found || len(zoo) < 15 {
+		t.Errorf("zoo: %d models, Llama-3.1-8B right: %v", len(zoo), found)
+	}
+}
+
+// The zoo's parameter counts against the figures their model cards and reports publish, to the
+// published rounding (examples/configs/README.md): total and, for MoE, active per token (the
+// cards' active counts leave out the embeddings or not, so those get half a billion more).
+func TestZooParamCounts(t *testing.T) {
+	zoo, err := Zoo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ZooModel{}
+	for _, z := range zoo {
+		got[z.Name] = z
+	}
+	for _, c := range []struct {
+		name          string
+		total, active float64 // published, in billions (0: not published separately)
+		digits        float64 // the published figure's last digit, in billions
+	}{
+		{"Llama-3.2-3B-Instruct", 3.21, 0, 0.01},
+		{"Llama-4-Maverick-17B-128E-Instruct", 400, 17, 1},
+		{"Qwen2.5-3B", 3.09, 0, 0.01},
+		{"Qwen2.5-14B", 14.7, 0, 0.1},
+		{"Qwen3-0.6B", 0.6, 0, 0.1},
+		{"Qwen3-1.7B", 1.7, 0, 0.1},
+		{"Qwen3-4B", 4.0, 0, 0.1},
+		{"Qwen3-8B", 8.2, 0, 0.1},
+		{"Qwen3-14B", 14.8, 0, 0.1},
+		{"Qwen3-32B", 32.8, 0, 0.1},
+		{"Qwen3-Coder-480B-A35B-Instruct", 480, 35, 1},
+		{"DeepSeek-R1", 671, 37, 1},
+		{"Mixtral-8x22B-v0.1", 141, 39, 1},
+		{"gemma-2-2b", 2.61, 0, 0.01},
+		{"gemma-2-9b", 9.24, 0, 0.01},
+		{"gemma-2-27b", 27.2, 0, 0.1},
+		{"gemma-3-1b-it", 1, 0, 0.1},
+		{"gemma-3-4b-it", 4.3, 0, 0.1},
+		{"gemma-3-27b-it", 27.4, 0, 0.1},
+		{"phi-4", 14.7, 0, 0.1},
+		{"gpt-oss-20b", 21, 0, 1},
+		{"Kimi-K2-Instruct", 1000, 0, 50},
+	} {
+		z, ok := got[c.name]
+		if !ok {
+			t.Errorf("%s is not in the zoo", c.name)
+			continue
+		}
+		// cards round or truncate: the count lies within half a digit below and one digit above
+		if d := float64(z.Params)/1e9 - c.total; d >= c.digits || d < -c.digits/2-1e-9 {
+			t.Errorf("%s: %d parameters, published %gB", c.name, z.Params, c.total)
+		}
+		if c.active > 0 {
+			if d := z.ActiveParams/1e9 - c.active; d > c.digits/2+0.5 || d < -c.digits/2-0.5 {
+				t.Errorf("%s: %.3gB active per token, published %gB", c.name, z.ActiveParams/1e9, c.active)
+			}
+		}
+	}
+	if n := len(zoo) - 4; n < 40 { // the tiny traced models and the MHA variant are not zoo entries
+		t.Errorf("%d real models in the zoo, want at least 40", n)
+	}
+}
