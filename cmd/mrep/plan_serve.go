@@ -13,7 +13,9 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/emit"
 	"github.com/mrep-dev/mrep/internal/output"
+	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/serve"
 	"github.com/mrep-dev/mrep/timing"
@@ -51,6 +53,8 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.IntFlag{Name: "top", Value: 10, Usage: "deployments to show"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write serve.md, serve.json and the Pareto chart (serve.png) to `DIR`"},
+			&cli.StringFlag{Name: "emit", Usage: "write each recommended deployment for `ENGINE` (vllm, sglang, trtllm): its launch command and config with the planned layout and limits, and the engine's benchmark command for the workload; into -o DIR, else printed after the plan (implies --engine ENGINE unless given)"},
+			&cli.StringFlag{Name: "model-id", Usage: "the Hugging Face `ID` or path the emitted commands load (default: the config's _name_or_path, else the model's name)"},
 		},
 		Action: func(c *cli.Context) error {
 			o, targets, inputs, err := servePlanOptions(c)
@@ -69,8 +73,17 @@ func planServeCommand(env Env) *cli.Command {
 			if err != nil {
 				return cli.Exit("plan serve: "+err.Error(), exitFailure)
 			}
+			emitted, notes, err := emitDeployments(c, d, plan)
+			if err != nil {
+				return err
+			}
 			if dir := c.String("output"); dir != "" {
 				files := output.Files{}
+				for _, f := range emitted { // the launch files sit beside serve.md
+					for _, n := range f.Names {
+						files[n] = []byte(f.Contents[n])
+					}
+				}
 				if len(plan.Pareto) > 0 {
 					if err := files.Add("serve.png", func(w io.Writer) error {
 						return render.RenderPNG(render.ServePlanChart(fmt.Sprintf("%s: %d in / %d out, Pareto front of one replica (legend: cheapest blended $/1M tokens)", d.Model.Name, o.ISL, o.OSL), plan), w)
@@ -104,6 +117,17 @@ func planServeCommand(env Env) *cli.Command {
 			}
 			if err != nil {
 				return err
+			}
+			for _, n := range notes {
+				fmt.Fprintf(c.App.ErrWriter, "note: %s\n", render.Visible(n))
+			}
+			if !c.Bool("json") && c.String("output") == "" && len(emitted) > 0 {
+				fmt.Fprintf(c.App.Writer, "\n## Run it (%s)\n", render.Visible(c.String("emit")))
+				for _, f := range emitted {
+					if err := emit.WriteAll(c.App.Writer, f); err != nil {
+						return err
+					}
+				}
 			}
 			if plan.Meeting == 0 {
 				return cli.Exit("plan serve: "+plan.NoConfig, exitFailure)
@@ -148,7 +172,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
 			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
 	}
-	if name := strings.ToLower(c.String("engine")); name != "" {
+	if name := strings.ToLower(engineFlag(c)); name != "" {
 		// the engine's documented defaults, for the smallest memory among the chips asked
 		mem := math.Inf(1)
 		if db, err := chipDB(c); err == nil {
@@ -204,10 +228,10 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 	if err != nil {
 		return o, nil, nil, err
 	}
-	switch e := strings.ToLower(c.String("engine")); e {
+	switch e := strings.ToLower(engineFlag(c)); e {
 	case "", "trtllm", "vllm", "sglang":
 	default:
-		return o, nil, nil, fmt.Errorf("--engine %q: want trtllm, vllm or sglang", c.String("engine"))
+		return o, nil, nil, fmt.Errorf("--engine %q: want trtllm, vllm or sglang", engineFlag(c))
 	}
 	var targets []serve.Target
 	var inputs []render.ServeInputs
@@ -218,7 +242,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		}
 		// the planner times kernels with the achievable model, built here as for plan train,
 		// with the engine's figures on this chip where they were fitted
-		engine := servingEngine(c.String("engine"), chip)
+		engine := servingEngine(engineFlag(c), chip)
 		chip.Efficiency = chip.Efficiency.Lane(engine)
 		pred, err := timing.New(chip, s.ComputeDType)
 		if err != nil {
@@ -267,4 +291,39 @@ func servingEngine(flag string, chip chips.Chip) string {
 		return "vllm"
 	}
 	return "trtllm"
+}
+
+// engineFlag is the engine plan serve plans for: --engine, else the one --emit writes for.
+func engineFlag(c *cli.Context) string {
+	if e := c.String("engine"); e != "" {
+		return e
+	}
+	return c.String("emit")
+}
+
+// emitDeployments is each recommended deployment's launch files for --emit's engine (written
+// beside serve.md with -o, printed after the plan without).
+func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan) ([]emit.Files, []string, error) {
+	engine := strings.ToLower(strings.TrimSpace(c.String("emit")))
+	if engine == "" {
+		return nil, nil, nil
+	}
+	id := c.String("model-id")
+	if id == "" {
+		if s, ok := d.Config["_name_or_path"].(string); ok && strings.TrimSpace(s) != "" {
+			id = strings.TrimSpace(s)
+		} else {
+			id = d.Model.Name
+		}
+	}
+	deps, notes := emit.FromPlan(plan, id, c.Int("top"))
+	var out []emit.Files
+	for i, dep := range deps {
+		fs, err := emit.Write(engine, fmt.Sprintf("deploy-%d", i+1), dep)
+		if err != nil {
+			return nil, nil, cli.Exit("--emit: "+err.Error(), exitUsage)
+		}
+		out = append(out, fs)
+	}
+	return out, notes, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,5 +82,40 @@ func BenchmarkConfigJSONToPlan(b *testing.B) {
 	db := filepath.Join(dir, "none.db")
 	for i := 0; i < b.N; i++ {
 		mustRun(b, db, "plan", "serve", cfg, "--users", "50", "--chip", "H100", "--chip", "H200", "--dtype", "fp8", "--top", "3")
+	}
+}
+
+// plan serve --emit writes each recommended deployment's launch script (and TensorRT-LLM's
+// options file) beside serve.md, with the layout the plan chose, and prints them without -o.
+func TestPlanServeEmit(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "none.db")
+	out := filepath.Join(dir, "plan")
+	var plan struct {
+		Best []struct {
+			TP int64 `json:"tp"`
+			EP int64 `json:"ep"`
+		} `json:"best"`
+	}
+	js := mustRun(t, db, "plan", "serve", "Llama-3.1-70B", "--chip", "H100", "--users", "100", "--tpot", "50ms", "--dtype", "fp8", "--top", "2",
+		"--emit", "trtllm", "-o", out, "--json")
+	if err := json.Unmarshal([]byte(js), &plan); err != nil || len(plan.Best) == 0 {
+		t.Fatalf("plan: %v", err)
+	}
+	for _, f := range []string{"serve.md", "deploy-1-trtllm.sh", "deploy-1-trtllm.yml"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	sh, _ := os.ReadFile(filepath.Join(out, "deploy-1-trtllm.sh"))
+	if want := "--tp_size " + strconv.FormatInt(max(plan.Best[0].TP, plan.Best[0].EP), 10) + " \\"; !strings.Contains(string(sh), want) {
+		t.Errorf("the script does not carry the chosen layout (%q):\n%s", want, sh)
+	}
+	md := mustRun(t, db, "plan", "serve", "Qwen3-30B-A3B", "--chip", "H100", "--users", "32", "--top", "1", "--emit", "sglang")
+	if !strings.Contains(md, "## Run it (sglang)") || !strings.Contains(md, "python -m sglang.launch_server --model-path \"$MODEL\"") {
+		t.Errorf("--emit without -o prints the scripts:\n%.2000s", md)
+	}
+	if _, _, err := run(t, db, "plan", "serve", "Qwen3-30B-A3B", "--emit", "tgi"); err == nil || !strings.Contains(err.Error(), `"tgi"`) {
+		t.Errorf("--emit tgi: %v", err)
 	}
 }

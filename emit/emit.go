@@ -1,0 +1,346 @@
+// Package emit writes a planned deployment as something to run: the serving engine's launch
+// command (and config file) for the layout and limits mrep planned, and the engine's own
+// benchmark command for the planned workload, so a prediction can be checked on real GPUs.
+// Each engine's options are the ones its documentation names: vLLM's `vllm serve` engine
+// arguments and `vllm bench serve`, SGLang's server arguments and `sglang.bench_serving`,
+// TensorRT-LLM's `trtllm-serve` options, its LLM API YAML and its benchmark_serving script.
+package emit
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/mrep-dev/mrep/serve"
+)
+
+// Engines are the engines a deployment can be written for.
+var Engines = []string{"vllm", "sglang", "trtllm"}
+
+// Deployment is what one replica of a planned deployment runs, and the load it was planned for.
+type Deployment struct {
+	// Model is what the engine loads: a Hugging Face id or a local path (a placeholder the
+	// script lets MODEL override).
+	Model string
+	// Title says which deployment of which plan this is (a comment in the script).
+	Title string
+	// Layout: tensor-parallel and expert-parallel GPUs, pipeline stages. EP > TP is the
+	// attention data-parallel over EP/TP groups beside experts over EP GPUs.
+	TP, EP, PP int64
+	Replicas   int64
+	// Limits: sequences one replica runs, tokens per step, share of free memory for the KV
+	// cache, the longest sequence (prompt + output).
+	MaxSeqs, MaxTokens int64
+	KVFraction         float64
+	MaxLen             int64
+	// FP8Weights: quantize the weights to FP8 (the checkpoint may already be); FP8KV: an FP8
+	// KV cache.
+	FP8Weights, FP8KV bool
+	// The planned load: ISL/OSL, and a closed loop of Users or an open Rate (req/s) per
+	// replica; neither: offline (a benchmark at the batch cap).
+	ISL, OSL int64
+	Users    float64
+	Rate     float64
+}
+
+// DP is the attention data-parallel groups of the replica.
+func (d Deployment) DP() int64 {
+	if d.EP > d.TP && d.TP > 0 {
+		return d.EP / d.TP
+	}
+	return 1
+}
+
+// GPUs is one replica's GPUs.
+func (d Deployment) GPUs() int64 { return max(d.TP, d.EP) * max(d.PP, 1) }
+
+// Files is what an engine's emission writes: file name to contents (the launch script first).
+type Files struct {
+	Names    []string
+	Contents map[string]string
+}
+
+func (f *Files) add(name, body string) {
+	if f.Contents == nil {
+		f.Contents = map[string]string{}
+	}
+	f.Names = append(f.Names, name)
+	f.Contents[name] = body
+}
+
+// Write is the engine's files for d; prefix names them (deploy-1).
+func Write(engine, prefix string, d Deployment) (Files, error) {
+	if err := d.check(); err != nil {
+		return Files{}, err
+	}
+	var f Files
+	switch engine {
+	case "vllm":
+		f.add(prefix+"-vllm.sh", vllm(d))
+	case "sglang":
+		f.add(prefix+"-sglang.sh", sglang(d))
+	case "trtllm":
+		f.add(prefix+"-trtllm.sh", trtllm(d, prefix+"-trtllm.yml"))
+		f.add(prefix+"-trtllm.yml", trtllmYAML(d))
+	default:
+		return Files{}, fmt.Errorf("engine %q: want vllm, sglang or trtllm", engine)
+	}
+	return f, nil
+}
+
+func (d Deployment) check() error {
+	switch {
+	case d.TP < 1 || d.EP < 1 || d.PP < 1:
+		return fmt.Errorf("layout TP%d EP%d PP%d: every degree must be >= 1", d.TP, d.EP, d.PP)
+	case d.MaxSeqs < 1 || d.MaxTokens < 1 || d.MaxLen < 2:
+		return fmt.Errorf("limits: %d sequences, %d tokens per step, %d-token context: each must be positive", d.MaxSeqs, d.MaxTokens, d.MaxLen)
+	case !(d.KVFraction > 0 && d.KVFraction < 1):
+		return fmt.Errorf("KV fraction %g: want a share in (0, 1)", d.KVFraction)
+	case d.ISL < 1 || d.OSL < 1:
+		return fmt.Errorf("workload %d/%d: lengths must be >= 1", d.ISL, d.OSL)
+	}
+	return nil
+}
+
+// header is the script's opening: what it runs and what mrep predicted, MODEL overridable.
+func header(d Deployment, engine string) string {
+	var b strings.Builder
+	b.WriteString("#!/usr/bin/env bash\n")
+	for _, l := range strings.Split(d.Title, "\n") {
+		fmt.Fprintf(&b, "# %s\n", oneLine(l))
+	}
+	fmt.Fprintf(&b, "# One replica on %d GPUs (TP%d", d.GPUs(), d.TP)
+	if d.EP > 1 {
+		fmt.Fprintf(&b, ", EP%d", d.EP)
+	}
+	if d.DP() > 1 {
+		fmt.Fprintf(&b, ", attention data-parallel x%d", d.DP())
+	}
+	if d.PP > 1 {
+		fmt.Fprintf(&b, ", PP%d", d.PP)
+	}
+	b.WriteString(")")
+	if d.Replicas > 1 {
+		fmt.Fprintf(&b, "; the plan runs %d replicas behind a load balancer, each started like this one", d.Replicas)
+	}
+	fmt.Fprintf(&b, ".\n# Written by mrep for %s. Start the server, then run the benchmark from another shell.\n", engine)
+	b.WriteString("set -euo pipefail\n")
+	fmt.Fprintf(&b, "MODEL=${MODEL:-%s}  # the model's Hugging Face id or local path\n", shellWord(d.Model))
+	return b.String()
+}
+
+// load is the benchmark's load: users, a rate, or offline at the batch cap; and how many
+// requests (ten per user, or enough for the steady state).
+func (d Deployment) load() (concurrency int64, rate float64, prompts int64) {
+	switch {
+	case d.Rate > 0:
+		return 0, d.Rate, int64(math.Max(100, math.Ceil(d.Rate*120)))
+	case d.Users > 0:
+		u := int64(math.Ceil(d.Users))
+		return u, 0, 10 * u
+	}
+	return d.MaxSeqs, 0, 5 * d.MaxSeqs
+}
+
+func vllm(d Deployment) string {
+	var b strings.Builder
+	b.WriteString(header(d, "vLLM (V1 engine)"))
+	args := []string{"vllm serve \"$MODEL\"", fmt.Sprintf("--tensor-parallel-size %d", d.TP)}
+	if d.PP > 1 {
+		args = append(args, fmt.Sprintf("--pipeline-parallel-size %d", d.PP))
+	}
+	if d.DP() > 1 {
+		args = append(args, fmt.Sprintf("--data-parallel-size %d", d.DP()))
+	}
+	if d.EP > 1 {
+		args = append(args, "--enable-expert-parallel")
+	}
+	args = append(args, fmt.Sprintf("--max-num-seqs %d", d.MaxSeqs), fmt.Sprintf("--max-num-batched-tokens %d", d.MaxTokens),
+		fmt.Sprintf("--gpu-memory-utilization %.2f", d.KVFraction), fmt.Sprintf("--max-model-len %d", d.MaxLen), "--block-size 16")
+	if d.FP8KV {
+		args = append(args, "--kv-cache-dtype fp8")
+	}
+	if d.FP8Weights {
+		args = append(args, "--quantization fp8")
+	}
+	args = append(args, "--port 8000")
+	b.WriteString(command(args))
+	conc, rate, n := d.load()
+	bench := []string{"vllm bench serve --model \"$MODEL\"", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
+		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 0", "--ignore-eos", fmt.Sprintf("--num-prompts %d", n)}
+	if rate > 0 {
+		bench = append(bench, fmt.Sprintf("--request-rate %g", rate))
+	} else {
+		bench = append(bench, fmt.Sprintf("--max-concurrency %d", conc))
+	}
+	bench = append(bench, "--port 8000")
+	b.WriteString("\n# benchmark (another shell, once the server is up):\n# ")
+	b.WriteString(strings.ReplaceAll(command(bench), "\n", "\n# "))
+	return strings.TrimSuffix(strings.TrimSuffix(b.String(), "# "), "\n") + "\n"
+}
+
+func sglang(d Deployment) string {
+	var b strings.Builder
+	b.WriteString(header(d, "SGLang"))
+	args := []string{"python -m sglang.launch_server --model-path \"$MODEL\"", fmt.Sprintf("--tp-size %d", max(d.TP, d.EP))}
+	if d.DP() > 1 {
+		args = append(args, fmt.Sprintf("--dp-size %d", d.DP()), "--enable-dp-attention")
+	}
+	if d.EP > 1 {
+		args = append(args, fmt.Sprintf("--ep-size %d", d.EP))
+	}
+	if d.PP > 1 {
+		args = append(args, fmt.Sprintf("--pp-size %d", d.PP))
+	}
+	args = append(args, fmt.Sprintf("--max-running-requests %d", d.MaxSeqs), fmt.Sprintf("--chunked-prefill-size %d", d.MaxTokens),
+		fmt.Sprintf("--mem-fraction-static %.2f", d.KVFraction), fmt.Sprintf("--context-length %d", d.MaxLen))
+	if d.FP8KV {
+		args = append(args, "--kv-cache-dtype fp8_e4m3")
+	}
+	if d.FP8Weights {
+		args = append(args, "--quantization fp8")
+	}
+	args = append(args, "--port 30000")
+	b.WriteString(command(args))
+	conc, rate, n := d.load()
+	bench := []string{"python -m sglang.bench_serving --backend sglang", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
+		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 1", fmt.Sprintf("--num-prompts %d", n)}
+	if rate > 0 {
+		bench = append(bench, fmt.Sprintf("--request-rate %g", rate))
+	} else {
+		bench = append(bench, fmt.Sprintf("--max-concurrency %d", conc))
+	}
+	bench = append(bench, "--port 30000")
+	b.WriteString("\n# benchmark (another shell, once the server is up):\n# ")
+	b.WriteString(strings.ReplaceAll(command(bench), "\n", "\n# "))
+	return strings.TrimSuffix(strings.TrimSuffix(b.String(), "# "), "\n") + "\n"
+}
+
+func trtllm(d Deployment, yml string) string {
+	var b strings.Builder
+	b.WriteString(header(d, "TensorRT-LLM (PyTorch backend)"))
+	fmt.Fprintf(&b, "CONFIG=${CONFIG:-$(dirname \"$0\")/%s}  # the LLM API options written beside this script\n", shellWord(yml))
+	args := []string{"trtllm-serve \"$MODEL\"", "--backend pytorch", fmt.Sprintf("--tp_size %d", max(d.TP, d.EP)), fmt.Sprintf("--pp_size %d", d.PP),
+		fmt.Sprintf("--ep_size %d", d.EP), fmt.Sprintf("--max_batch_size %d", d.perRank()), fmt.Sprintf("--max_num_tokens %d", d.MaxTokens),
+		fmt.Sprintf("--max_seq_len %d", d.MaxLen), fmt.Sprintf("--kv_cache_free_gpu_memory_fraction %.2f", d.KVFraction),
+		"--extra_llm_api_options \"$CONFIG\"", "--port 8000"}
+	b.WriteString(command(args))
+	conc, rate, n := d.load()
+	bench := []string{"python -m tensorrt_llm.serve.scripts.benchmark_serving --model \"$MODEL\"", "--backend openai", "--dataset-name random",
+		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-ids", "--ignore-eos",
+		fmt.Sprintf("--num-prompts %d", n)}
+	if rate > 0 {
+		bench = append(bench, fmt.Sprintf("--request-rate %g", rate))
+	} else {
+		bench = append(bench, fmt.Sprintf("--max-concurrency %d", conc))
+	}
+	bench = append(bench, "--port 8000")
+	b.WriteString("\n# benchmark (another shell, once the server is up):\n# ")
+	b.WriteString(strings.ReplaceAll(command(bench), "\n", "\n# "))
+	return strings.TrimSuffix(strings.TrimSuffix(b.String(), "# "), "\n") + "\n"
+}
+
+func trtllmYAML(d Deployment) string {
+	var b strings.Builder
+	b.WriteString("# TensorRT-LLM LLM API options (trtllm-serve --extra_llm_api_options), written by mrep\n")
+	fmt.Fprintf(&b, "enable_attention_dp: %t\n", d.DP() > 1)
+	b.WriteString("kv_cache_config:\n")
+	if d.FP8KV {
+		b.WriteString("  dtype: fp8\n")
+	} else {
+		b.WriteString("  dtype: auto\n")
+	}
+	fmt.Fprintf(&b, "  free_gpu_memory_fraction: %.2f\n", d.KVFraction)
+	b.WriteString("cuda_graph_config:\n  enable_padding: true\n")
+	fmt.Fprintf(&b, "  max_batch_size: %d\n", d.perRank())
+	return b.String()
+}
+
+// perRank is TensorRT-LLM's max_batch_size: with the attention data-parallel each rank batches
+// its own sequences (the DeepSeek-R1 guide's "max batch per rank").
+func (d Deployment) perRank() int64 {
+	return (d.MaxSeqs + d.DP() - 1) / d.DP()
+}
+
+// command lays out a command one argument per line.
+func command(args []string) string {
+	return strings.Join(args, " \\\n  ") + "\n"
+}
+
+// shellWord quotes s for a shell unless it is made of safe characters only.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// oneLine keeps a comment on its line: no control characters.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// WriteAll writes every file of fs to w, each under a heading with its name, in a fenced block
+// (for a terminal or a markdown report).
+func WriteAll(w io.Writer, fs Files) error {
+	for _, n := range fs.Names {
+		lang := "sh"
+		if strings.HasSuffix(n, ".yml") {
+			lang = "yaml"
+		}
+		if _, err := fmt.Fprintf(w, "\n`%s`:\n\n```%s\n%s```\n", n, lang, fs.Contents[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FromPlan is the deployments of a serving plan's recommendations (at most top), each with the
+// limits and layout mrep timed. Disaggregated deployments are skipped: each engine wires its
+// prefill and decode pools differently (and says so in notes).
+func FromPlan(pl serve.Plan, model string, top int) (ds []Deployment, notes []string) {
+	o := pl.Options
+	for i, c := range pl.Best {
+		if len(ds) == top {
+			break
+		}
+		if c.Disagg != nil {
+			notes = append(notes, fmt.Sprintf("deployment %d (%s) is disaggregated: not written (wire its prefill and decode pools with the engine's own disaggregation guide)", i+1, c.Chip))
+			continue
+		}
+		seqs := c.BatchCap
+		if !(seqs > 0) {
+			seqs = c.Result.Concurrency
+		}
+		if o.Engine.MaxBatch > 0 {
+			seqs = math.Min(seqs, o.Engine.MaxBatch)
+		}
+		maxLen := o.ISL + o.OSL
+		for _, p := range o.Prompts { // a workload's longest prompts need room too
+			maxLen = max(maxLen, p+o.OSL)
+		}
+		maxLen = (maxLen + 1023) / 1024 * 1024
+		reps := max(c.Replicas, 1)
+		d := Deployment{Model: model, TP: c.TP, EP: max(c.EP, 1), PP: max(c.PP, 1), Replicas: reps,
+			MaxSeqs: int64(math.Ceil(math.Max(seqs, 1))), MaxTokens: int64(o.Engine.TokenBudget), KVFraction: o.Engine.KVFraction, MaxLen: maxLen,
+			FP8Weights: o.Scenario.WeightBytes == 1, FP8KV: o.Scenario.KVBytes == 1, ISL: o.ISL, OSL: o.OSL,
+			Users: o.Users / float64(reps), Rate: o.Rate / float64(reps)}
+		d.Title = fmt.Sprintf("mrep plan serve, deployment %d: %s %s, %d GPUs in all; predicted per replica: %.0f sequences, TTFT %.3g s, TPOT %.3g ms, %.0f output tok/s",
+			i+1, c.Chip, c.Layout(), c.GPUs, c.Result.Concurrency, c.Result.TTFT, 1e3*c.Result.TPOT, c.Result.OutputTokS)
+		ds = append(ds, d)
+	}
+	return ds, notes
+}

@@ -1,0 +1,197 @@
+package emit
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// The options each engine documents (the names only), for the commands mrep writes:
+//   - vLLM: `vllm serve` engine arguments (docs.vllm.ai, "Engine Arguments") and
+//     `vllm bench serve` (benchmarks/README, "vllm bench serve --help").
+//   - SGLang: server arguments (docs.sglang.ai, "Server Arguments") and sglang.bench_serving's
+//     arguments (python/sglang/bench_serving.py).
+//   - TensorRT-LLM: trtllm-serve's options (docs, "trtllm-serve"), the LLM API's fields for
+//     --extra_llm_api_options (enable_attention_dp, kv_cache_config.dtype and
+//     free_gpu_memory_fraction, cuda_graph_config.enable_padding and max_batch_size), and
+//     tensorrt_llm/serve/scripts/benchmark_serving.py.
+var documented = map[string][]string{
+	"vllm serve": {"--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
+		"--max-num-seqs", "--max-num-batched-tokens", "--gpu-memory-utilization", "--max-model-len", "--block-size",
+		"--kv-cache-dtype", "--quantization", "--port"},
+	"vllm bench serve": {"--model", "--dataset-name", "--random-input-len", "--random-output-len", "--random-range-ratio",
+		"--ignore-eos", "--num-prompts", "--max-concurrency", "--request-rate", "--port"},
+	"python -m sglang.launch_server": {"--model-path", "--tp-size", "--dp-size", "--enable-dp-attention", "--ep-size", "--pp-size",
+		"--max-running-requests", "--chunked-prefill-size", "--mem-fraction-static", "--context-length", "--kv-cache-dtype",
+		"--quantization", "--port"},
+	"python -m sglang.bench_serving": {"--backend", "--dataset-name", "--random-input-len", "--random-output-len",
+		"--random-range-ratio", "--num-prompts", "--max-concurrency", "--request-rate", "--port"},
+	"trtllm-serve": {"--backend", "--tp_size", "--pp_size", "--ep_size", "--max_batch_size", "--max_num_tokens", "--max_seq_len",
+		"--kv_cache_free_gpu_memory_fraction", "--extra_llm_api_options", "--port"},
+	"python -m tensorrt_llm.serve.scripts.benchmark_serving": {"--model", "--backend", "--dataset-name", "--random-input-len",
+		"--random-output-len", "--random-ids", "--ignore-eos", "--num-prompts", "--max-concurrency", "--request-rate", "--port"},
+}
+
+var yamlKeys = []string{"enable_attention_dp", "kv_cache_config", "dtype", "free_gpu_memory_fraction", "cuda_graph_config", "enable_padding", "max_batch_size"}
+
+// moe is a DeepSeek-style deployment: attention data-parallel over 8 GPUs beside EP8, FP8,
+// 64 users per replica, two replicas.
+var moe = Deployment{Model: "deepseek-ai/DeepSeek-V3", Title: "test deployment", TP: 1, EP: 8, PP: 1, Replicas: 2, MaxSeqs: 256,
+	MaxTokens: 8192, KVFraction: 0.9, MaxLen: 3072, FP8Weights: true, FP8KV: true, ISL: 2000, OSL: 500, Users: 64}
+
+// dense is a TP4 PP2 BF16 deployment under an open rate.
+var dense = Deployment{Model: "meta-llama/Llama-3.1-70B-Instruct", Title: "dense test", TP: 4, EP: 1, PP: 2, Replicas: 1, MaxSeqs: 128,
+	MaxTokens: 2048, KVFraction: 0.88, MaxLen: 4096, ISL: 3000, OSL: 300, Rate: 2.5}
+
+// Every engine's files match their goldens; every option written is one the engine documents;
+// the layout and limits mrep planned are the ones written.
+func TestEmittedConfigurations(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		d    Deployment
+	}{{"moe", moe}, {"dense", dense}} {
+		for _, engine := range Engines {
+			fs, err := Write(engine, "deploy-1", c.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range fs.Names {
+				body := fs.Contents[n]
+				golden(t, filepath.Join(c.name, n), body)
+				if strings.HasSuffix(n, ".yml") {
+					checkYAML(t, n, body)
+					continue
+				}
+				checkOptions(t, n, body)
+			}
+			all := strings.Join(func() []string {
+				var v []string
+				for _, n := range fs.Names {
+					v = append(v, fs.Contents[n])
+				}
+				return v
+			}(), "\n")
+			for _, want := range wants(engine, c.d) {
+				if !strings.Contains(all, want) {
+					t.Errorf("%s %s: lacks %q", c.name, engine, want)
+				}
+			}
+		}
+	}
+	if _, err := Write("tgi", "x", moe); err == nil {
+		t.Error("an unknown engine must be refused")
+	}
+	bad := moe
+	bad.KVFraction = 1.5
+	if _, err := Write("vllm", "x", bad); err == nil {
+		t.Error("a KV fraction above 1 must be refused")
+	}
+	evil := dense
+	evil.Model = "x'; rm -rf / #"
+	evil.Title = "line\nbreak\x1b[31m"
+	fs, _ := Write("vllm", "x", evil)
+	body := fs.Contents["x-vllm.sh"]
+	if !strings.Contains(body, `MODEL=${MODEL:-'x'\''; rm -rf / #'}`) || strings.Contains(body, "\x1b") || strings.Contains(body, "\nbreak") && !strings.Contains(body, "# break") {
+		t.Errorf("hostile names must stay quoted and on comment lines:\n%s", body)
+	}
+}
+
+// wants are the planned values each engine's files must carry.
+func wants(engine string, d Deployment) []string {
+	switch engine {
+	case "vllm":
+		if d.DP() > 1 {
+			return []string{"--data-parallel-size 8", "--enable-expert-parallel", "--max-num-seqs 256", "--kv-cache-dtype fp8", "--max-concurrency 64"}
+		}
+		return []string{"--tensor-parallel-size 4", "--pipeline-parallel-size 2", "--max-num-batched-tokens 2048", "--request-rate 2.5"}
+	case "sglang":
+		if d.DP() > 1 {
+			return []string{"--tp-size 8", "--dp-size 8", "--enable-dp-attention", "--ep-size 8", "--max-running-requests 256"}
+		}
+		return []string{"--tp-size 4", "--pp-size 2", "--chunked-prefill-size 2048", "--mem-fraction-static 0.88"}
+	}
+	if d.DP() > 1 {
+		return []string{"--tp_size 8", "--ep_size 8", "enable_attention_dp: true", "dtype: fp8", "max_batch_size: 32", "--max_batch_size 32"}
+	}
+	return []string{"--tp_size 4", "--pp_size 2", "enable_attention_dp: false", "dtype: auto", "--max_num_tokens 2048"}
+}
+
+var optRe = regexp.MustCompile(`(?:^|\s)(--[a-z0-9_-]+)`)
+
+// checkOptions splits the script into its commands (the server's, the benchmark's) and checks
+// each option against the engine's documented ones.
+func checkOptions(t *testing.T, name, body string) {
+	t.Helper()
+	joined := strings.ReplaceAll(strings.ReplaceAll(body, "\\\n#", " "), "\\\n", " ")
+	found := 0
+	for _, line := range strings.Split(joined, "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "#"))
+		for cmd, opts := range documented {
+			if !strings.HasPrefix(line, cmd+" ") {
+				continue
+			}
+			found++
+			known := map[string]bool{}
+			for _, o := range opts {
+				known[o] = true
+			}
+			for _, m := range optRe.FindAllStringSubmatch(line, -1) {
+				if !known[m[1]] {
+					t.Errorf("%s: %s %s is not an option %s documents", name, cmd, m[1], cmd)
+				}
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("%s: %d commands recognised, want the server's and the benchmark's", name, found)
+	}
+}
+
+func checkYAML(t *testing.T, name, body string) {
+	t.Helper()
+	known := map[string]bool{}
+	for _, k := range yamlKeys {
+		known[k] = true
+	}
+	var keys []string
+	for _, line := range strings.Split(body, "\n") {
+		l := strings.TrimSpace(line)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		k, _, ok := strings.Cut(l, ":")
+		if !ok || !known[k] {
+			t.Errorf("%s: %q is not an LLM API option mrep means to write", name, l)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) != len(yamlKeys) {
+		t.Errorf("%s: keys %v", name, keys)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./emit -update writes it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from its golden (go test ./emit -update to accept):\n%s", name, got)
+	}
+}
