@@ -501,3 +501,57 @@ func scaled(k kernels.Kernel, f float64) kernels.Kernel {
 	k.Bytes *= f
 	return k
 }
+
+// AnalyzeFlags are the `mrep analyze --phase training` flags that time exactly this layout
+// (defaults left out), so a plan's row can be reproduced to the digit; the precision recipe,
+// chip and dtypes are the command's own flags, given to both.
+func (l Layout) AnalyzeFlags() []string {
+	var f []string
+	num := func(name string, v, def int64) {
+		if v != def && v != 0 {
+			f = append(f, fmt.Sprintf("--%s %d", name, v))
+		}
+	}
+	f = append(f, fmt.Sprintf("--gpus %d", l.GPUs()), fmt.Sprintf("--gbs %d", l.GBS), fmt.Sprintf("-s %d", l.Seq), fmt.Sprintf("--mbs %d", l.MBS))
+	num("tp", l.TP, 1)
+	num("pp", l.PP, 1)
+	num("vp", l.VP, 1)
+	num("cp", l.CP, 1)
+	num("ep", l.EP, 1)
+	if l.ETP > 0 && l.ETP != l.TP {
+		f = append(f, fmt.Sprintf("--etp %d", l.ETP))
+	}
+	f = append(f, fmt.Sprintf("--zero %d", l.Stage()))
+	if l.Recompute != "" && l.Recompute != "none" {
+		f = append(f, "--recompute "+l.Recompute)
+	}
+	num("recompute-layers", l.RecomputeLayers, 0)
+	if l.NoSP {
+		f = append(f, "--no-sp")
+	}
+	for _, s := range []struct{ name, v string }{{"framework", l.Framework}, {"optimizer", l.Optimizer},
+		{"dispatcher", l.Dispatcher}, {"a2a-overlap", l.A2AOverlap}} {
+		if s.v != "" {
+			f = append(f, fmt.Sprintf("--%s %s", s.name, s.v))
+		}
+	}
+	num("offload-activations", l.OffloadActivations, 0)
+	num("mtp", l.MTP, 0)
+	num("hsdp-replicas", l.Replicas, 1)
+	for _, b := range []struct {
+		name string
+		on   bool
+	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather},
+		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}} {
+		if b.on {
+			f = append(f, "--"+b.name)
+		}
+	}
+	if l.OffloadOptimizer {
+		f = append(f, "--offload optimizer")
+	}
+	if l.OffloadParams {
+		f = append(f, "--offload params")
+	}
+	return f
+}

@@ -64,6 +64,9 @@ type Candidate struct {
 	Memory Memory `json:"memory"`
 	Fit    Fit    `json:"fit"`           // fits or tight, with the headroom
 	Why    string `json:"why,omitempty"` // what makes it faster than the next one
+	// Analyze is the `mrep analyze` command that times this layout alone (set by the command
+	// that planned it, which knows the model's name and its own flags).
+	Analyze string `json:"analyze,omitempty"`
 }
 
 // Plan is a layout search's outcome.

@@ -34,6 +34,9 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	if p.Traded != "" {
 		w.printf("\nThe winner was %s.\n", p.Traded)
 	}
+	if best := p.Top[0]; best.Analyze != "" {
+		w.printf("\nThe winner alone, step by step (the same step time, every term and the memory per GPU; `--json` gives each row's command):\n\n```sh\n%s\n```\n", Visible(best.Analyze))
+	}
 	best := p.Top[0]
 	k := best.Step.Layout
 	w.printf("\nMemory per GPU of the winner, term by term (%s framework, %s optimizer; the %s pipeline stage; tight means within the memory model's ±%.0f%% measured uncertainty; the allocator's share, %.0f%% of the memory a step allocates and frees, is fitted to measured peaks):\n\n",

@@ -73,7 +73,11 @@ func nextOptimizations(r Data) []string {
 			cs = append(cs, cand{s, fmt.Sprintf("Training moves %.1f%% of its bytes in the optimizer step: accumulate gradients over more microbatches (`--grad-accum`) or shard optimizer state across data-parallel ranks.", 100*s)})
 		}
 		if tr.Timing.Regime == "net-bound" {
-			cs = append(cs, cand{1, "Training is network-bound: overlap TP/EP collectives with compute, or reduce TP/EP degree."})
+			par := "TP" // a dense model has no expert all-to-all to tune
+			if r.Model.Fingerprint.MoE != nil {
+				par = "TP/EP"
+			}
+			cs = append(cs, cand{1, fmt.Sprintf("Training is network-bound: overlap %s collectives with compute, or reduce the %s degree.", par, par)})
 		}
 	}
 	for _, res := range r.Analysis.Results {

@@ -97,6 +97,9 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
+				for i := range plan.Top { // each row as the one analyze command that reproduces it
+					plan.Top[i].Analyze = reproduce(c, d.Model.Name, s, plan.Top[i].Step.Layout)
+				}
 				out := trainPlanOutput{Plan: plan}
 				if tokens := c.Float64("tokens"); tokens > 0 && len(plan.Top) > 0 {
 					best := plan.Top[0].Step
@@ -148,4 +151,37 @@ func planCommand(env Env) *cli.Command {
 			},
 		}, planServeCommand(env)},
 	}
+}
+
+// reproduce is the analyze command that times layout l as plan train did: the model, the
+// plan's own chip, precision and recipe flags, and the layout's flags.
+func reproduce(c *cli.Context, model string, s analyzer.Scenario, l layout.Layout) string {
+	args := []string{"mrep", "analyze", shellArg(model), "--phase", "training"}
+	for _, name := range []string{"system", "chip", "dtype", "recipe"} {
+		if c.IsSet(name) {
+			args = append(args, "--"+name, shellArg(c.String(name)))
+		}
+	}
+	// the plan's tensor widths, which analyze would otherwise take from --dtype
+	width := map[float64]string{0.5: "fp4", 1: "fp8", 2: "bf16", 4: "fp32"}
+	for _, w := range []struct {
+		flag  string
+		bytes float64
+	}{{"weight-dtype", s.WeightBytes}, {"act-dtype", s.ActBytes}, {"grad-dtype", s.GradBytes}} {
+		if n, ok := width[w.bytes]; ok && n != strings.ToLower(c.String("dtype")) {
+			args = append(args, "--"+w.flag, n)
+		}
+	}
+	args = append(args, l.AnalyzeFlags()...)
+	return strings.Join(args, " ")
+}
+
+// shellArg quotes s for a shell unless it is plain.
+func shellArg(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+=,", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }

@@ -119,3 +119,41 @@ func TestPlanServeEmit(t *testing.T) {
 		t.Errorf("--emit tgi: %v", err)
 	}
 }
+
+// Each plan train row carries the one analyze command that times it alone, and that command
+// gives the row's step time to the digit (dense and MoE, bf16 and an FP8 recipe).
+func TestPlanRowsReproduceInAnalyze(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	for _, args := range [][]string{
+		{"plan", "train", "Llama-3.1-70B", "--gpus", "64", "--gbs", "128", "--seq", "8192", "--top", "3", "--json"},
+		{"plan", "train", "DeepSeek-V3", "--gpus", "256", "--gbs", "1024", "--seq", "4096", "--dtype", "fp8", "--top", "2", "--json"},
+	} {
+		var plan struct {
+			Top []struct {
+				Analyze string `json:"analyze"`
+				Step    struct {
+					StepTime float64 `json:"step_time"`
+				} `json:"step"`
+			} `json:"top"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, db, args...)), &plan); err != nil || len(plan.Top) == 0 {
+			t.Fatalf("%v: %v", args, err)
+		}
+		for _, row := range plan.Top {
+			cmd := strings.Fields(strings.TrimPrefix(row.Analyze, "mrep "))
+			var a struct {
+				Layouts []struct {
+					Step struct {
+						StepTime float64 `json:"step_time"`
+					} `json:"step"`
+				} `json:"training_layout"`
+			}
+			if err := json.Unmarshal([]byte(mustRun(t, db, append(cmd, "--json")...)), &a); err != nil || len(a.Layouts) == 0 {
+				t.Fatalf("%s: %v", row.Analyze, err)
+			}
+			if got := a.Layouts[0].Step.StepTime; got != row.Step.StepTime {
+				t.Errorf("%s\n  analyze %.9g s, the plan's row %.9g s", row.Analyze, got, row.Step.StepTime)
+			}
+		}
+	}
+}
