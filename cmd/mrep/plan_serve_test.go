@@ -108,16 +108,22 @@ func TestREADMEServeExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(readme)
-	start, end := strings.Index(s, "<!-- plan-serve-examples"), strings.Index(s, "<!-- /plan-serve-examples -->")
-	if start < 0 || end < start {
-		t.Fatal("README has no plan-serve-examples section")
-	}
 	db := filepath.Join(t.TempDir(), "r.db")
 	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz", "../../examples/dumps/Llama-3.1-8B.json.gz",
 		"../../examples/dumps/Mixtral-8x7B-v0.1.json.gz", "../../examples/dumps/DeepSeek-V3.json.gz")
-	blocks := strings.Split(s[start:end], "```console\n")[1:]
-	if len(blocks) < 4 {
-		t.Fatalf("%d examples, want the issue's 4 questions (and more)", len(blocks))
+	// every marked section: the first page's (zoo name, config.json) and the serving examples'
+	var blocks []string
+	for rest := s; ; {
+		start := strings.Index(rest, "<!-- plan-serve-examples")
+		end := strings.Index(rest, "<!-- /plan-serve-examples -->")
+		if start < 0 || end < start {
+			break
+		}
+		blocks = append(blocks, strings.Split(rest[start:end], "```console\n")[1:]...)
+		rest = rest[end+len("<!-- /plan-serve-examples -->"):]
+	}
+	if len(blocks) < 6 {
+		t.Fatalf("%d examples, want the first page's 2 and the issue's 4 questions (and more)", len(blocks))
 	}
 	for _, b := range blocks {
 		b = b[:strings.Index(b, "```")]
@@ -126,7 +132,7 @@ func TestREADMEServeExamples(t *testing.T) {
 		if !ok {
 			t.Fatalf("block does not start with a command: %q", cmd)
 		}
-		out := mustRun(t, db, strings.Fields(args)...)
+		out := mustRun(t, db, readmeArgs(strings.Fields(args))...)
 		if *update {
 			// the head: through the end of the best-deployments table (the prose around the
 			// blocks is read again by hand)
@@ -190,4 +196,17 @@ func TestPlanTrainCost(t *testing.T) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
+}
+
+// readmeArgs runs a README command from this package's directory: paths into the repository
+// (examples/...) are taken from its root.
+func readmeArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.HasPrefix(a, "examples/") {
+			a = "../../" + a
+		}
+		out[i] = a
+	}
+	return out
 }
