@@ -21,6 +21,23 @@ type Point struct {
 	Value float64          `json:"value"`
 	// Predicted is mrep's prediction of a measured value (step_time, mfu_measured), 0 if none.
 	Predicted float64 `json:"predicted,omitempty"`
+	// Device is what the measurement ran on (the hook's device name), Chip the chip the
+	// prediction is for and ChipFrom how it was chosen ("device name" when the device names
+	// it, "--chip" when the user did): a measurement and a prediction are one comparison only
+	// when the device names the chip.
+	Device   string `json:"device,omitempty"`
+	Chip     string `json:"chip,omitempty"`
+	ChipFrom string `json:"chip_from,omitempty"`
+}
+
+// SameDevice says whether every point's prediction is for the chip its measurement ran on.
+func (h History) SameDevice() bool {
+	for _, p := range h.Points {
+		if p.Predicted > 0 && p.ChipFrom != "device name" {
+			return false
+		}
+	}
+	return true
 }
 
 // History is one metric across runs.
@@ -169,6 +186,12 @@ func points(ctx context.Context, db *store.DB, runs []store.Run, kind string, ar
 				continue
 			}
 			cmp := calib.Compare(fmt.Sprintf("id:%d", r.ID), d, o.Chips, o.Chip)
+			pts[i].Device, pts[i].Chip, pts[i].ChipFrom = d.Measurement.Device, cmp.Chip, cmp.ChipFrom
+			if cmp.ChipFrom == "--chip" {
+				if ch, ok := o.Chips.ForDevice(d.Measurement.Device); ok && ch.Name == cmp.Chip {
+					pts[i].ChipFrom = "device name" // the user named the chip the device is
+				}
+			}
 			if kind == "step_time" {
 				pts[i].Value, pts[i].Predicted = cmp.Measured.StepTimeS*1e3, cmp.Predicted*1e3
 			} else {

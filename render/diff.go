@@ -218,9 +218,13 @@ func writeDrift(w *errWriter, ds []compare.Drift) {
 }
 
 // DriftChart is a bar chart of the weight matrices' top movers (norms and biases are apart in
-// the table), each bar named by its tensor.
+// the table): bars numbered #1.. as the table numbers them, coloured by kind, and a key on the
+// right giving each number's tensor name as written.
 func DriftChart(title string, ds []compare.Drift, n int) gochart.BarChart {
 	var vs []gochart.Value
+	var key []chart.LegendEntry
+	kinds := map[string]int{}
+	var kindEntries []chart.LegendEntry
 	top := 0.0
 	for _, d := range ds {
 		if len(vs) == n {
@@ -229,37 +233,27 @@ func DriftChart(title string, ds []compare.Drift, n int) gochart.BarChart {
 		if !isMatrix(d) || d.ZeroBaseline {
 			continue
 		}
+		k, ok := kinds[d.Kind]
+		if !ok {
+			k = len(kinds)
+			kinds[d.Kind] = k
+			kindEntries = append(kindEntries, chart.LegendEntry{Label: Visible(d.Kind), Color: chart.ColorAt(k), Fill: true, Solid: true})
+		}
 		top = math.Max(top, d.RelChange)
-		vs = append(vs, gochart.Value{Value: d.RelChange, Label: shortTensor(d.Name), Style: gochart.Style{FillColor: chart.ColorAt(1), StrokeColor: chart.ColorAt(1)}})
+		col := chart.ColorAt(k)
+		vs = append(vs, gochart.Value{Value: d.RelChange, Label: fmt.Sprintf("#%d", len(vs)+1), Style: gochart.Style{FillColor: col, StrokeColor: col}})
+		key = append(key, chart.LegendEntry{Label: fmt.Sprintf("#%d %s", len(vs), Visible(d.Name))})
 	}
 	if top == 0 {
 		top = 1
 	}
-	return gochart.BarChart{Title: title, TitleStyle: gochart.Style{FontSize: 12}, Width: 1100, Height: 560, BarWidth: 36, Bars: vs,
-		Background: gochart.Style{Padding: gochart.Box{Top: 50, Left: 70, Right: 20, Bottom: 60}},
-		XAxis:      gochart.Style{FontSize: 7},
+	entries := append(kindEntries, chart.LegendEntry{Label: ""})
+	entries = append(entries, key...)
+	return gochart.BarChart{Title: title, TitleStyle: gochart.Style{FontSize: 12}, Width: 1300, Height: 600, BarWidth: 30, Bars: vs,
+		Background: gochart.Style{Padding: gochart.Box{Top: 50, Left: 70, Right: 380, Bottom: 40}},
+		XAxis:      gochart.Style{FontSize: 8},
 		YAxis:      gochart.YAxis{Style: gochart.Hidden(), Range: &gochart.ContinuousRange{Min: 0, Max: top * 1.1}},
-		Elements:   []gochart.Renderable{chart.LeftTicks("||B − A|| / ||A||", 0, top*1.1, chart.TickNumber)}}
-}
-
-// shortTensor is a tensor's name as words that wrap under its bar: the parts without the
-// leading "model" and the trailing "weight" ("layers 1 self_attn q_proj"). Hostile names are
-// escaped by the SVG renderer like every other label.
-func shortTensor(name string) string {
-	parts := strings.Split(name, ".")
-	if len(parts) > 1 && parts[len(parts)-1] == "weight" {
-		parts = parts[:len(parts)-1]
-	}
-	if len(parts) > 1 && parts[0] == "model" {
-		parts = parts[1:]
-	}
-	for i, p := range parts {
-		// go-chart drops a word wider than the bar: long words wrap at their underscores
-		if len(p) > 10 {
-			parts[i] = strings.ReplaceAll(p, "_", "_ ")
-		}
-	}
-	return strings.Join(parts, " ")
+		Elements:   []gochart.Renderable{chart.LeftTicks("||B − A|| / ||A||", 0, top*1.1, chart.TickNumber), chart.Legend(entries)}}
 }
 
 // WriteHistory renders a metric across runs; chartName, when set, is the chart's file.
@@ -288,16 +282,19 @@ func WriteHistory(out io.Writer, h compare.History, chartName string) error {
 		}
 		row := []string{fmt.Sprint(p.Run.ID), p.Run.Name, orDashS(p.Run.Label), step, fmt.Sprintf("%.6g", p.Value), delta}
 		if predicted {
-			row = append(row, orDashF(p.Predicted, func(v float64) string { return fmt.Sprintf("%.6g", v) }),
-				orDashF(p.Predicted, func(v float64) string { return fmt.Sprintf("%.2f", p.Value/v) }))
+			row = append(row, orDashS(Visible(p.Device)), orDashF(p.Predicted, func(v float64) string { return fmt.Sprintf("%.6g", v) }),
+				orDashS(Visible(p.Chip)), orDashF(p.Predicted, func(v float64) string { return fmt.Sprintf("%.2f", p.Value/v) }))
 		}
 		rows = append(rows, row)
 	}
 	head, align := []string{"Run", "Model", "Label", "Step", compare.MetricLabel(metric), "Δ vs previous"}, "rllrrr"
 	if predicted {
-		head, align = append(head, "predicted", "measured / predicted"), align+"rr"
+		head, align = append(head, "measured on", "predicted", "predicted on", "measured / predicted"), align+"lrlr"
 	}
 	table(w, head, align, rows)
+	if predicted && !h.SameDevice() {
+		w.printf("\nThe measurements ran on another device than the chip predicted (see the columns): the ratio compares two machines, and the chart leaves the prediction off the measured line. Give `--chip` the chip the runs ran on to compare like with like.\n")
+	}
 	if chartName != "" {
 		w.printf("\n![%s](%s)\n", metric, chartName)
 	}
@@ -347,6 +344,10 @@ func HistoryChart(h compare.History) gochart.Chart {
 		if len(px) == 1 {
 			px, py = append(px, px[0]+1), append(py, py[0])
 		}
+		if len(px) > 0 && !h.SameDevice() {
+			predicted = true // said in the legend, not drawn: another machine than the measurement's
+			px = nil
+		}
 		if len(px) > 0 { // mrep's prediction: the same colour, dashed, hollow dots
 			series = append(series, gochart.ContinuousSeries{Name: name + " (predicted)", XValues: px, YValues: py,
 				Style: gochart.Style{StrokeColor: chart.ColorAt(gi), StrokeWidth: 1.5, StrokeDashArray: []float64{6, 4}, DotColor: drawing.ColorWhite, DotWidth: 4, FillColor: drawing.ColorTransparent}})
@@ -382,9 +383,34 @@ func HistoryChart(h compare.History) gochart.Chart {
 				entries = append(entries, chart.LegendEntry{Label: cs.Name, Color: cs.Style.StrokeColor, Dash: cs.Style.StrokeDashArray})
 			}
 		}
+		if d, c := devices(pts); d != "" {
+			entries = append(entries, chart.LegendEntry{Label: "measured on " + d})
+			if h.SameDevice() {
+				entries = append(entries, chart.LegendEntry{Label: "predicted on " + c})
+			} else {
+				entries = append(entries, chart.LegendEntry{Label: "prediction (" + c + ") not drawn:"}, chart.LegendEntry{Label: "another machine; see the table"})
+			}
+		}
 		c.Background.Padding.Right = 220
 		c.Elements = []gochart.Renderable{chart.Legend(entries)}
 	}
 	chart.LeftAxis(&c)
 	return c
+}
+
+// devices names the measurements' devices and the predictions' chips (each distinct, in order).
+func devices(pts []compare.Point) (device, chip string) {
+	var ds, cs []string
+	seenD, seenC := map[string]bool{}, map[string]bool{}
+	for _, p := range pts {
+		if p.Device != "" && !seenD[p.Device] {
+			seenD[p.Device] = true
+			ds = append(ds, Visible(p.Device))
+		}
+		if p.Chip != "" && !seenC[p.Chip] {
+			seenC[p.Chip] = true
+			cs = append(cs, Visible(p.Chip))
+		}
+	}
+	return strings.Join(ds, ", "), strings.Join(cs, ", ")
 }

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 
 	gochart "github.com/wcharczuk/go-chart/v2"
+	"github.com/wcharczuk/go-chart/v2/drawing"
 
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render/chart"
@@ -160,37 +162,101 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 // front drawn through. Layouts slower than twice the best are left out so the front stays
 // readable.
 func PlanChart(title string, p layout.Plan) gochart.Chart {
-	var xs, ys, fx, fy []float64
 	best := math.Inf(1)
 	for _, c := range p.Considered {
 		best = math.Min(best, c.Step.StepTime)
 	}
+	// feasible layouts, coloured by ZeRO stage, sized by recompute (none, selective, full)
+	type group struct {
+		zero int
+		rc   string
+	}
+	sizes := map[string]float64{"none": 2.5, "": 2.5, "selective": 4, "full": 5.5}
+	pts := map[group][2][]float64{}
+	var groups []group
+	var maxX float64
 	for _, c := range p.Considered {
 		if c.Step.StepTime > 2*best {
 			continue
 		}
-		xs = append(xs, c.Memory.Total/(1<<30))
-		ys = append(ys, c.Step.StepTime)
+		g := group{c.Step.Layout.Stage(), c.Step.Layout.Recompute}
+		v, ok := pts[g]
+		if !ok {
+			groups = append(groups, g)
+		}
+		x := c.Memory.Total / (1 << 30)
+		maxX = math.Max(maxX, x)
+		pts[g] = [2][]float64{append(v[0], x), append(v[1], c.Step.StepTime)}
 	}
+	sort.Slice(groups, func(i, j int) bool {
+		if groups[i].zero != groups[j].zero {
+			return groups[i].zero < groups[j].zero
+		}
+		return sizes[groups[i].rc] < sizes[groups[j].rc]
+	})
+	var series []gochart.Series
+	var entries []chart.LegendEntry
+	seenZero := map[int]bool{}
+	for _, g := range groups {
+		col := chart.ColorAt(2 + g.zero)
+		series = append(series, gochart.ContinuousSeries{Name: fmt.Sprintf("ZeRO-%d %s", g.zero, g.rc), XValues: pts[g][0], YValues: pts[g][1],
+			Style: gochart.Style{StrokeWidth: gochart.Disabled, DotWidth: sizes[g.rc], DotColor: col.WithAlpha(120)}})
+		if !seenZero[g.zero] {
+			seenZero[g.zero] = true
+			entries = append(entries, chart.LegendEntry{Label: fmt.Sprintf("ZeRO-%d", g.zero), Color: col, Dot: true})
+		}
+	}
+	entries = append(entries, chart.LegendEntry{Label: "size: recompute none, selective, full"})
+	var fx, fy []float64
+	var notes []gochart.Value2
+	last := ""
 	for _, c := range p.Pareto {
-		fx = append(fx, c.Memory.Total/(1<<30))
-		fy = append(fy, c.Step.StepTime)
+		if c.Step.StepTime > 2*best {
+			continue // off the plot: an annotation there would squeeze the canvas to reach it
+		}
+		x := c.Memory.Total / (1 << 30)
+		fx, fy = append(fx, x), append(fy, c.Step.StepTime)
+		l := c.Step.Layout
+		if lab := fmt.Sprintf("TP%d PP%d", l.TP, l.PP); lab != last { // a label where the front changes TP or PP
+			notes = append(notes, gochart.Value2{XValue: x, YValue: c.Step.StepTime, Label: lab})
+			last = lab
+		}
 	}
-	dots := gochart.Style{StrokeWidth: gochart.Disabled, DotWidth: 2.5, DotColor: chart.ColorAt(0).WithAlpha(110)}
+	series = append(series, gochart.ContinuousSeries{Name: "Pareto front", XValues: fx, YValues: fy,
+		Style: gochart.Style{StrokeColor: chart.ColorAt(1), StrokeWidth: 2, DotColor: chart.ColorAt(1), DotWidth: 3}})
+	entries = append(entries, chart.LegendEntry{Label: "Pareto front (labelled TP, PP)", Color: chart.ColorAt(1)})
+	top := 2 * best
+	if capGiB := p.Options.MemoryBytes / (1 << 30); capGiB > 0 {
+		maxX = math.Max(maxX, capGiB)
+		red := drawing.ColorFromHex("c0392b")
+		series = append(series, gochart.ContinuousSeries{Name: "memory", XValues: []float64{capGiB, capGiB}, YValues: []float64{0.95 * best, top},
+			Style: gochart.Style{StrokeWidth: 1.5, StrokeColor: red, StrokeDashArray: []float64{6, 4}}})
+		entries = append(entries, chart.LegendEntry{Label: fmt.Sprintf("%.0f GiB per GPU", capGiB), Color: red, Dash: []float64{6, 4}})
+	}
+	if len(p.Top) > 0 {
+		w := p.Top[0]
+		x := w.Memory.Total / (1 << 30)
+		for _, dot := range []struct {
+			w float64
+			c drawing.Color
+		}{{12, drawing.ColorBlack}, {8, drawing.ColorFromHex("f5b700")}} {
+			series = append(series, gochart.ContinuousSeries{Name: "winner", XValues: []float64{x}, YValues: []float64{w.Step.StepTime},
+				Style: gochart.Style{StrokeWidth: gochart.Disabled, DotWidth: dot.w, DotColor: dot.c}})
+		}
+		notes = append(notes, gochart.Value2{XValue: x, YValue: w.Step.StepTime, Label: "winner: " + layoutName(w.Step.Layout)})
+		entries = append(entries, chart.LegendEntry{Label: "winner (the table's #1)", Color: drawing.ColorFromHex("f5b700"), Dot: true})
+	}
+	series = append(series, gochart.AnnotationSeries{Annotations: notes,
+		Style: gochart.Style{FontSize: 7, StrokeColor: drawing.ColorFromHex("bbbbbb"), FillColor: drawing.ColorWhite}})
 	c := gochart.Chart{
-		Title: title, TitleStyle: gochart.Style{FontSize: 13}, Width: 1000, Height: 600,
-		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis:          chart.NiceXAxis("memory per GPU (GiB)", 0, maxOf(xs)),
-		YAxis:          chart.NiceAxis("step time (s, layouts within 2x of the best)", 0.95*best, 2*best),
+		Title: title, TitleStyle: gochart.Style{FontSize: 13}, Width: 1100, Height: 620,
+		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 260, Bottom: 20}},
+		XAxis:          chart.NiceXAxis("memory per GPU (GiB)", 0, 1.05*maxX),
+		YAxis:          chart.NiceAxis("step time (s, layouts within 2x of the best)", 0.95*best, top),
 		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()}, // unused: hidden, or go-chart draws it at NaN
-		Series: []gochart.Series{
-			gochart.ContinuousSeries{Name: "feasible layouts", XValues: xs, YValues: ys, Style: dots},
-			gochart.ContinuousSeries{Name: "Pareto front", XValues: fx, YValues: fy,
-				Style: gochart.Style{StrokeColor: chart.ColorAt(1), StrokeWidth: 2, DotColor: chart.ColorAt(1), DotWidth: 4}},
-		},
+		Series:         series,
 	}
-	c.Background.Padding.Right = 200 // the legend lives right of the plot
-	c.Elements = []gochart.Renderable{chart.Legend([]chart.LegendEntry{{Label: "feasible layouts", Color: chart.ColorAt(0), Dot: true}, {Label: "Pareto front", Color: chart.ColorAt(1)}})}
+	c.Elements = []gochart.Renderable{chart.Legend(entries)}
 	chart.LeftAxis(&c)
 	return c
 }

@@ -334,7 +334,7 @@ func (w *reportWriter) architecture() {
 	}
 	w.table([]string{"Layer", "Shape", "Mean", "Std", "Min", "Max", "Non-finite"}, "llrrrrr", rows)
 	if w.o.HasWeights {
-		w.printf("\n![weight distributions](%sweight_distributions.png)\n", w.o.ChartPrefix)
+		w.printf("\nWeight distributions of %s (the largest tensors with statistics; panels of one kind share their value axis):\n\n![weight distributions](%sweight_distributions.png)\n", checkpointName(w.r.Run), w.o.ChartPrefix)
 	}
 }
 
@@ -436,4 +436,19 @@ func floorMark(r analyzer.Result) string {
 		return " ⚠"
 	}
 	return ""
+}
+
+// checkpointName names the run a report describes: model, run id, label and step.
+func checkpointName(r analyzer.RunInfo) string {
+	s := "`" + Visible(r.Name) + "`"
+	if r.ID > 0 {
+		s += fmt.Sprintf(" run %d", r.ID)
+	}
+	if r.Label != "" {
+		s += " " + Visible(r.Label)
+	}
+	if r.Step != nil {
+		s += fmt.Sprintf(" at step %d", *r.Step)
+	}
+	return s
 }

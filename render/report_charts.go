@@ -2,8 +2,10 @@ package render
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/compare"
 	"github.com/mrep-dev/mrep/render/chart"
 	"github.com/mrep-dev/mrep/report"
 )
@@ -78,6 +80,10 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 	sweepChart := func(name, title, unit string, pts []analyzer.SweepPoint) NamedChart {
 		s := o.spec(title, ceilings(r)[:1])
 		s.Connect = true
+		if len(profiles) > 1 {
+			// the profiles share FLOPs and often bytes: their points can sit on each other
+			s.Note = profiles[len(profiles)-1].Name + " hides " + profiles[0].Name + " where equal"
+		}
 		for pi, p := range profiles {
 			s.GroupNames = append(s.GroupNames, p.Name+" ("+unit+" sweep)")
 			for _, pt := range pts {
@@ -117,7 +123,7 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 	}
 	for _, ph := range analyzer.Phases {
 		s := o.spec(fmt.Sprintf("%s %s by category on %s", m.Name, ph, primary), ceilings(r)[:1])
-		s.Note = "small dot: " + profiles[0].Name + ", large: " + profiles[len(profiles)-1].Name
+		s.Note = "small: " + profiles[0].Name + ", large: " + profiles[len(profiles)-1].Name // a small dot inside a large one: equal
 		group := map[string]int{}
 		for pi, p := range profiles {
 			for _, cp := range r.Categories {
@@ -146,11 +152,61 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 	return out
 }
 
-// WeightHistograms picks the largest tensors with statistics for the distribution grid.
+// WeightHistograms picks the largest tensors with statistics for the distribution grid, each
+// re-binned onto the value range its kind shares (attention, MLP, norm...), so two panels of
+// one kind read on one axis; the panel title names the kind.
 func WeightHistograms(r report.Data, n int) []chart.Histogram {
+	ts := largestWithStats(r.Tensors, n)
+	type span struct{ lo, hi float64 }
+	kinds := map[string]span{}
+	for _, t := range ts {
+		if len(t.Stats.Hist.Counts) == 0 {
+			continue
+		}
+		k := compare.DriftKind(t.Name, "")
+		sp, ok := kinds[k]
+		if !ok {
+			sp = span{t.Stats.Hist.Lo, t.Stats.Hist.Hi}
+		}
+		kinds[k] = span{math.Min(sp.lo, t.Stats.Hist.Lo), math.Max(sp.hi, t.Stats.Hist.Hi)}
+	}
 	var hs []chart.Histogram
-	for _, t := range largestWithStats(r.Tensors, n) {
-		hs = append(hs, chart.Histogram{Name: t.Name, Lo: t.Stats.Hist.Lo, Hi: t.Stats.Hist.Hi, Counts: t.Stats.Hist.Counts})
+	for _, t := range ts {
+		h := t.Stats.Hist
+		if len(h.Counts) == 0 {
+			continue
+		}
+		k := compare.DriftKind(t.Name, "")
+		sp := kinds[k]
+		hs = append(hs, chart.Histogram{Name: t.Name + " (" + k + ")", Lo: sp.lo, Hi: sp.hi, Counts: rebin(h.Counts, h.Lo, h.Hi, sp.lo, sp.hi)})
 	}
 	return hs
+}
+
+// rebin spreads counts over [lo, hi] in equal bins onto as many equal bins over [nlo, nhi]
+// (a superset), each old bin's count shared by overlap (uniform within a bin).
+func rebin(counts []int64, lo, hi, nlo, nhi float64) []int64 {
+	n := len(counts)
+	if n == 0 || !(hi > lo) || !(nhi > nlo) || lo == nlo && hi == nhi {
+		return counts
+	}
+	out := make([]float64, n)
+	ow, nw := (hi-lo)/float64(n), (nhi-nlo)/float64(n)
+	for i, c := range counts {
+		a, b := lo+float64(i)*ow, lo+float64(i+1)*ow
+		for j := max(0, int((a-nlo)/nw)); j < n; j++ {
+			x, y := nlo+float64(j)*nw, nlo+float64(j+1)*nw
+			if x >= b {
+				break
+			}
+			if ov := math.Min(b, y) - math.Max(a, x); ov > 0 {
+				out[j] += float64(c) * ov / ow
+			}
+		}
+	}
+	res := make([]int64, n)
+	for j, v := range out {
+		res[j] = int64(math.Round(v))
+	}
+	return res
 }

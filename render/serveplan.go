@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	gochart "github.com/wcharczuk/go-chart/v2"
+	"github.com/wcharczuk/go-chart/v2/drawing"
 
 	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/render/chart"
@@ -143,47 +144,83 @@ func seconds(s float64) string {
 
 // ServePlanChart plots the Pareto front: tokens/s per GPU against tokens/s per user.
 func ServePlanChart(title string, p serve.Plan) gochart.Chart {
+	type key struct{ chip, layout string }
 	var series []gochart.Series
 	var entries []chart.LegendEntry
-	byChip := map[string]int{}
+	idx := map[key]int{}
+	var keys []key
 	var xs, ys [][]float64
-	var low []float64 // the cheapest blended $/1M tokens on each chip's front
+	var low []float64 // the cheapest blended $/1M tokens on each layout's front
+	var notes []gochart.Value2
 	for _, c := range p.Pareto {
-		i, ok := byChip[c.Chip]
+		k := key{c.Chip, serveLayout(c)}
+		i, ok := idx[k]
 		if !ok {
-			i = len(xs)
-			byChip[c.Chip] = i
-			xs, ys = append(xs, nil), append(ys, nil)
-			entries = append(entries, chart.LegendEntry{Label: c.Chip, Color: chart.ColorAt(i)})
-			low = append(low, 0)
+			i = len(keys)
+			idx[k] = i
+			keys = append(keys, k)
+			xs, ys, low = append(xs, nil), append(ys, nil), append(low, 0)
 		}
 		if b := c.PerToken.BlendedUSDPerM; b > 0 && (low[i] == 0 || b < low[i]) {
 			low[i] = b
 		}
 		xs[i] = append(xs[i], c.TokSPerUser)
 		ys[i] = append(ys[i], c.TokSPerGPU)
-	}
-	for i := range entries {
-		if low[i] > 0 {
-			entries[i].Label = fmt.Sprintf("%s ≥ %s/1M", entries[i].Label, usd(low[i])) // the cheapest blended tokens on the front
-		}
+		// each point says its batch cap (the knob that moves along a layout's curve)
+		notes = append(notes, gochart.Value2{XValue: c.TokSPerUser, YValue: c.TokSPerGPU, Label: fmt.Sprintf("B%.0f", c.BatchCap)})
 	}
 	maxY, maxX := 0.0, 1.0
-	for i := range xs {
+	for i, k := range keys {
 		for _, y := range ys[i] {
 			maxY = math.Max(maxY, y)
 		}
 		for _, x := range xs[i] {
 			maxX = math.Max(maxX, x)
 		}
-		series = append(series, gochart.ContinuousSeries{Name: entries[i].Label, XValues: xs[i], YValues: ys[i],
-			Style: gochart.Style{StrokeWidth: 2, StrokeColor: chart.ColorAt(i), DotWidth: 5, DotColor: chart.ColorAt(i)}})
+		label := Visible(k.chip + " " + k.layout)
+		if low[i] > 0 {
+			label = fmt.Sprintf("%s ≥ %s/1M", label, usd(low[i])) // the cheapest blended tokens of this layout
+		}
+		entries = append(entries, chart.LegendEntry{Label: label, Color: chart.ColorAt(i)})
+		series = append(series, gochart.ContinuousSeries{Name: label, XValues: xs[i], YValues: ys[i],
+			Style: gochart.Style{StrokeWidth: 2, StrokeColor: chart.ColorAt(i), DotWidth: 4, DotColor: chart.ColorAt(i)}})
+	}
+	if len(p.Best) > 0 {
+		maxX = math.Max(maxX, p.Best[0].TokSPerUser)
+		maxY = math.Max(maxY, p.Best[0].TokSPerGPU)
+	}
+	top := 1.05 * math.Max(maxY, 1)
+	if o := p.Options; o.TPOT > 0 {
+		// a TPOT SLO is a floor on tokens/s per user: the deployments right of the line meet it
+		x := 1 / o.TPOT
+		maxX = math.Max(maxX, x)
+		series = append(series, gochart.ContinuousSeries{Name: "TPOT SLO", XValues: []float64{x, x}, YValues: []float64{0, top},
+			Style: gochart.Style{StrokeWidth: 1.5, StrokeColor: drawing.ColorFromHex("c0392b"), StrokeDashArray: []float64{6, 4}}})
+		entries = append(entries, chart.LegendEntry{Label: fmt.Sprintf("TPOT ≤ %s: meet it right of the line", seconds(o.TPOT)), Color: drawing.ColorFromHex("c0392b"), Dash: []float64{6, 4}})
+	}
+	if len(p.Best) > 0 {
+		b := p.Best[0]
+		// a gold dot ringed in black: no layout's colour
+		for _, dot := range []struct {
+			w float64
+			c drawing.Color
+		}{{12, drawing.ColorBlack}, {8, drawing.ColorFromHex("f5b700")}} {
+			series = append(series, gochart.ContinuousSeries{Name: "chosen", XValues: []float64{b.TokSPerUser}, YValues: []float64{b.TokSPerGPU},
+				Style: gochart.Style{StrokeWidth: 0, StrokeColor: dot.c, DotWidth: dot.w, DotColor: dot.c}})
+		}
+		notes = append(notes, gochart.Value2{XValue: b.TokSPerUser, YValue: b.TokSPerGPU,
+			Label: Visible(fmt.Sprintf("chosen: %s %s", b.Chip, serveLayout(b)))})
+		entries = append(entries, chart.LegendEntry{Label: "chosen deployment (the table's #1)", Color: drawing.ColorFromHex("f5b700"), Dot: true})
+	}
+	if len(notes) > 0 {
+		series = append(series, gochart.AnnotationSeries{Annotations: notes,
+			Style: gochart.Style{FontSize: 7, StrokeColor: drawing.ColorFromHex("bbbbbb"), FillColor: drawing.ColorWhite}})
 	}
 	c := gochart.Chart{
-		Title: title, TitleStyle: gochart.Style{FontSize: 13}, Width: 1000, Height: 600,
-		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 200, Bottom: 20}},
-		XAxis:          chart.NiceXAxis("output tokens/s per user (1/TPOT)", 0, 1.02*maxX),
-		YAxis:          chart.NiceAxis("output tokens/s per GPU", 0, 1.05*math.Max(maxY, 1)),
+		Title: title, TitleStyle: gochart.Style{FontSize: 12}, Width: 1100, Height: 640,
+		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 290, Bottom: 20}},
+		XAxis:          chart.NiceXAxis("output tokens/s per user (1/TPOT)", 0, 1.05*maxX),
+		YAxis:          chart.NiceAxis("output tokens/s per GPU", 0, top),
 		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()},
 		Series:         series,
 	}

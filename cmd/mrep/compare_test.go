@@ -253,8 +253,16 @@ func TestMeasuredBesidePredicted(t *testing.T) {
 		t.Errorf("prediction %+v: want 0 < roofline <= predicted", view.Measured)
 	}
 	hist := mustRun(t, db, "history", "tiny-llama", "--metric", "step_time")
-	if !strings.Contains(hist, "3 runs") || !strings.Contains(hist, "measured / predicted") {
-		t.Errorf("history step_time:\n%s", hist)
+	if !strings.Contains(hist, "3 runs") || !strings.Contains(hist, "measured / predicted") || !strings.Contains(hist, "| NVIDIA H100 80GB HBM3 |") ||
+		!strings.Contains(hist, "| H100-SXM |") || strings.Contains(hist, "another device") {
+		t.Errorf("history step_time names the device and the chip:\n%s", hist)
+	}
+	// predicted on another chip than the device: said, and not drawn on the measured line
+	mustRun(t, db, "history", "tiny-llama", "--metric", "step_time", "--chip", "B200", "-o", filepath.Join(dir, "h"))
+	raw, _ := os.ReadFile(filepath.Join(dir, "h", "history.md"))
+	other := string(raw)
+	if !strings.Contains(other, "ran on another device than the chip predicted") || !strings.Contains(other, "| B200 |") {
+		t.Errorf("history on another chip:\n%s", other)
 	}
 	out := filepath.Join(dir, "fit.json")
 	cal := mustRun(t, db, "calibrate", "--from", "tiny-llama@adamw-3e-3", "-o", out, "--fit", "step_overhead_us")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/compare"
 	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/model"
@@ -76,7 +77,7 @@ func diffCommand(env Env) *cli.Command {
 				if len(d.Drift) > 0 {
 					chartName = "weight_drift.png"
 					if err := files.Add(chartName, func(w io.Writer) error {
-						return render.RenderPNG(render.DriftChart(fmt.Sprintf("Weight drift, run %d -> %d: top movers", d.RunA.ID, d.RunB.ID), d.Drift, 20), w)
+						return render.RenderPNG(render.DriftChart(driftTitle(d.RunA, d.RunB), d.Drift, 20), w)
 					}); err != nil {
 						return cli.Exit("diff chart: "+err.Error(), exitFailure)
 					}
@@ -151,4 +152,19 @@ func scenarioDiff(c *cli.Context, env Env) error {
 		}
 		return render.WriteDiff(c.App.Writer, dd, "")
 	})
+}
+
+// driftTitle names the two checkpoints the drift chart compares: run, label and step.
+func driftTitle(a, b analyzer.RunInfo) string {
+	side := func(r analyzer.RunInfo) string {
+		s := fmt.Sprintf("run %d", r.ID)
+		if r.Label != "" {
+			s += " " + r.Label
+		}
+		if r.Step != nil {
+			s += fmt.Sprintf(" step %d", *r.Step)
+		}
+		return s
+	}
+	return render.Visible(fmt.Sprintf("Weight drift of %s, %s -> %s: top movers (numbered as in the table)", a.Name, side(a), side(b)))
 }

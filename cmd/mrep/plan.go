@@ -11,8 +11,10 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/econ"
+	"github.com/mrep-dev/mrep/emit"
 	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/layout"
+	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/timing"
 )
@@ -43,6 +45,7 @@ func planCommand(env Env) *cli.Command {
 				&cli.StringSliceFlag{Name: "price", Usage: "price per GPU-hour, CHIP=USD (overrides the chips database)"},
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write plan.md, plan.json and the step-time-against-memory chart (plan.png) to `DIR`"},
+				&cli.StringFlag{Name: "emit", Usage: "write the winning layout for `FRAMEWORK` (megatron: Megatron-LM arguments; torchtitan: a job TOML) into -o DIR, else print it after the plan"},
 				&cli.IntSliceFlag{Name: "zero", Usage: "ZeRO stages to try (default 1, 2 and 3; NeMo's Megatron has 1, the distributed optimizer)"},
 				&cli.StringSliceFlag{Name: "try-a2a-overlap", Usage: "MoE: all-to-all schedules to search (none, 1f1b, dualpipe)"},
 				&cli.StringSliceFlag{Name: "try-dispatcher", Usage: "MoE: token dispatchers to search (alltoall, deepep)"},
@@ -111,8 +114,15 @@ func planCommand(env Env) *cli.Command {
 					}
 					out.Cost = &run
 				}
+				emitted, err := emitTraining(c, d, m, plan)
+				if err != nil {
+					return err
+				}
 				if dir := c.String("output"); dir != "" {
 					files := output.Files{}
+					for _, n := range emitted.Names { // beside plan.md
+						files[n] = []byte(emitted.Contents[n])
+					}
 					if plan.Feasible > 0 {
 						if err := files.Add("plan.png", func(w io.Writer) error {
 							return render.RenderPNG(render.PlanChart(fmt.Sprintf("%s on %d x %s: feasible layouts", d.Model.Name, c.Int64("gpus"), tg.Label()), plan), w)
@@ -140,6 +150,12 @@ func planCommand(env Env) *cli.Command {
 				}
 				if err := render.WritePlan(c.App.Writer, d.Model.Name, tg.Label(), plan); err != nil {
 					return err
+				}
+				if c.String("output") == "" && len(emitted.Names) > 0 {
+					fmt.Fprintf(c.App.Writer, "\n## Run it (%s)\n", render.Visible(c.String("emit")))
+					if err := emit.WriteAll(c.App.Writer, emitted); err != nil {
+						return err
+					}
 				}
 				if err := render.WriteTrainingCost(c.App.Writer, out.Cost); err != nil {
 					return err
@@ -184,4 +200,28 @@ func shellArg(s string) string {
 		}
 	}
 	return s
+}
+
+// emitTraining is the winning layout as --emit's framework writes it (nothing without --emit).
+func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.Plan) (emit.Files, error) {
+	fw := strings.ToLower(strings.TrimSpace(c.String("emit")))
+	if fw == "" || len(plan.Top) == 0 {
+		if fw != "megatron" && fw != "torchtitan" && fw != "" {
+			return emit.Files{}, cli.Exit(fmt.Sprintf("--emit %q: want megatron or torchtitan", c.String("emit")), exitUsage)
+		}
+		return emit.Files{}, nil
+	}
+	id := d.Model.Name
+	if s, ok := d.Config["_name_or_path"].(string); ok && strings.TrimSpace(s) != "" {
+		id = strings.TrimSpace(s)
+	}
+	best := plan.Top[0]
+	t := emit.Training{Model: id, Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")),
+		Title: fmt.Sprintf("mrep plan train, the winner: %s, step %.3g s, %.0f tokens/s per GPU; %s", d.Model.Name, best.Step.StepTime,
+			best.Step.TokensPerS/float64(best.Step.Layout.GPUs()), best.Analyze)}
+	fs, err := emit.WriteTraining(fw, "train", t)
+	if err != nil {
+		return emit.Files{}, cli.Exit("--emit: "+err.Error(), exitUsage)
+	}
+	return fs, nil
 }

@@ -86,7 +86,7 @@ func planServeCommand(env Env) *cli.Command {
 				}
 				if len(plan.Pareto) > 0 {
 					if err := files.Add("serve.png", func(w io.Writer) error {
-						return render.RenderPNG(render.ServePlanChart(fmt.Sprintf("%s: %d in / %d out, Pareto front of one replica (legend: cheapest blended $/1M tokens)", d.Model.Name, o.ISL, o.OSL), plan), w)
+						return render.RenderPNG(render.ServePlanChart(servePlanTitle(d.Model.Name, o), plan), w)
 					}); err != nil {
 						return cli.Exit("serve chart: "+err.Error(), exitFailure)
 					}
@@ -326,4 +326,29 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan) ([]emit.Fil
 		out = append(out, fs)
 	}
 	return out, notes, nil
+}
+
+// servePlanTitle is serve.png's title: the model, workload, precision and load it answers.
+func servePlanTitle(model string, o serve.PlanOptions) string {
+	load := "offline"
+	switch {
+	case o.Users > 0:
+		load = fmt.Sprintf("%g users", o.Users)
+	case o.Rate > 0:
+		load = fmt.Sprintf("%g req/s", o.Rate)
+	}
+	return fmt.Sprintf("%s: %d in / %d out, %s weights, %s KV, %s; Pareto front of one replica over batch caps (B)",
+		model, o.ISL, o.OSL, dtypeName(o.Scenario.WeightBytes), dtypeName(o.Scenario.KVBytes), load)
+}
+
+func dtypeName(bytes float64) string {
+	switch bytes {
+	case 0.5:
+		return "FP4"
+	case 1:
+		return "FP8"
+	case 4:
+		return "FP32"
+	}
+	return "BF16"
 }

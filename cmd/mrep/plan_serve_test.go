@@ -47,7 +47,7 @@ func TestPlanServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() != 1000 {
+	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() != 1100 {
 		t.Errorf("serve.png: %v", err)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "serve.md"))

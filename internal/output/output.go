@@ -33,7 +33,7 @@ func (o Files) Add(name string, write func(io.Writer) error) error {
 // replacing the directory cannot delete a user's own files.
 func ownedFile(name string) bool {
 	switch filepath.Ext(name) {
-	case ".md", ".png", ".svg", ".json", ".csv", ".sh", ".yml":
+	case ".md", ".png", ".svg", ".json", ".csv", ".sh", ".yml", ".toml":
 		return true
 	}
 	return false

@@ -72,9 +72,13 @@ func valueAxis(lo, hi float64, width int) gochart.Renderable {
 		r.MoveTo(cb.Left, cb.Bottom)
 		r.LineTo(cb.Left+width, cb.Bottom)
 		r.Stroke()
-		vals := []float64{lo, hi}
-		if lo < 0 && hi > 0 {
-			vals = append(vals, 0)
+		vals := []float64{lo, hi} // the ends, and round values between
+		if hi > lo {
+			for _, v := range niceTicks(lo, hi, 4) {
+				if v > lo+0.08*(hi-lo) && v < hi-0.08*(hi-lo) {
+					vals = append(vals, v)
+				}
+			}
 		}
 		for _, v := range vals {
 			x := cb.Left + int(math.Round((v-lo)/(hi-lo)*float64(width)))

@@ -1,0 +1,178 @@
+package emit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mrep-dev/mrep/layout"
+)
+
+// TrainFrameworks are the frameworks a training layout can be written for.
+var TrainFrameworks = []string{"megatron", "torchtitan"}
+
+// Training is a planned training layout and what it trains.
+type Training struct {
+	Model  string // the Hugging Face id or path (torchtitan's hf_assets_path; a comment for Megatron)
+	Title  string
+	Layout layout.Layout
+	Layers int64
+	FP8    string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
+}
+
+// WriteTraining is the framework's files for t: Megatron-LM's pretrain_gpt.py arguments, or a
+// torchtitan job TOML.
+func WriteTraining(framework, prefix string, t Training) (Files, error) {
+	l := t.Layout
+	if l.TP < 1 || l.PP < 1 || l.DP < 1 || l.MBS < 1 || l.GBS < 1 || l.Seq < 1 {
+		return Files{}, fmt.Errorf("layout %+v: every degree and batch must be >= 1", l)
+	}
+	var f Files
+	switch framework {
+	case "megatron":
+		f.add(prefix+"-megatron.sh", megatronArgs(t))
+	case "torchtitan":
+		f.add(prefix+"-torchtitan.toml", torchtitanTOML(t))
+	default:
+		return Files{}, fmt.Errorf("framework %q: want megatron or torchtitan", framework)
+	}
+	return f, nil
+}
+
+func megatronArgs(t Training) string {
+	l := t.Layout
+	var b strings.Builder
+	b.WriteString("#!/usr/bin/env bash\n")
+	fmt.Fprintf(&b, "# %s\n# Megatron-LM arguments for the layout mrep planned (model: %s); add your model, data and\n# tokenizer arguments and launch with torchrun on %d GPUs.\n", oneLine(t.Title), oneLine(t.Model), l.GPUs())
+	b.WriteString("PARALLEL_ARGS=(\n")
+	arg := func(s string) { fmt.Fprintf(&b, "  %s\n", s) }
+	arg(fmt.Sprintf("--tensor-model-parallel-size %d", l.TP))
+	arg(fmt.Sprintf("--pipeline-model-parallel-size %d", l.PP))
+	if l.VP > 1 && t.Layers > 0 {
+		if t.Layers%(l.PP*l.VP) == 0 {
+			arg(fmt.Sprintf("--num-layers-per-virtual-pipeline-stage %d", t.Layers/(l.PP*l.VP)))
+		} else {
+			fmt.Fprintf(&b, "  # %d layers do not split evenly into %d x %d virtual stages: set the first and last\n  # stages' layers (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers)\n", t.Layers, l.PP, l.VP)
+		}
+	}
+	if l.CP > 1 {
+		arg(fmt.Sprintf("--context-parallel-size %d", l.CP))
+	}
+	if l.EP > 1 {
+		arg(fmt.Sprintf("--expert-model-parallel-size %d", l.EP))
+		if l.ETP > 0 {
+			arg(fmt.Sprintf("--expert-tensor-parallel-size %d", l.ETP))
+		}
+		switch l.Dispatcher {
+		case "deepep":
+			arg("--moe-token-dispatcher-type flex")
+			arg("--moe-enable-deepep")
+		default:
+			arg("--moe-token-dispatcher-type alltoall")
+		}
+		if l.A2AOverlap == "1f1b" {
+			arg("--overlap-moe-expert-parallel-comm")
+		}
+	}
+	if l.TP > 1 && !l.NoSP {
+		arg("--sequence-parallel")
+	}
+	if l.TPOverlap {
+		arg("--tp-comm-overlap")
+	}
+	b.WriteString(")\nBATCH_ARGS=(\n")
+	arg(fmt.Sprintf("--micro-batch-size %d", l.MBS))
+	arg(fmt.Sprintf("--global-batch-size %d", l.GBS))
+	arg(fmt.Sprintf("--seq-length %d", l.Seq))
+	b.WriteString(")\nMEMORY_ARGS=(\n")
+	if l.Stage() >= 1 {
+		arg("--use-distributed-optimizer")
+	}
+	arg("--overlap-grad-reduce")
+	arg("--overlap-param-gather")
+	switch l.Recompute {
+	case "full":
+		arg("--recompute-granularity full")
+		if l.RecomputeLayers > 0 { // the first N layers of each stage, as mrep timed
+			arg("--recompute-method block")
+			arg(fmt.Sprintf("--recompute-num-layers %d", l.RecomputeLayers))
+		} else { // every layer, one at a time
+			arg("--recompute-method uniform")
+			arg("--recompute-num-layers 1")
+		}
+	case "selective":
+		arg("--recompute-granularity selective")
+	}
+	b.WriteString(")\nPRECISION_ARGS=(\n  --bf16\n")
+	switch t.FP8 {
+	case "fp8-cs":
+		arg("--fp8-format hybrid")
+		arg("--fp8-recipe tensorwise")
+	case "fp8-ds":
+		arg("--fp8-format hybrid")
+		arg("--fp8-recipe delayed")
+	case "fp8-blockwise":
+		arg("--fp8-format e4m3")
+		arg("--fp8-recipe blockwise")
+	case "mxfp8":
+		arg("--fp8-format e4m3")
+		arg("--fp8-recipe mxfp8")
+	}
+	if l.FP8ParamGather {
+		arg("--fp8-param-gather")
+	}
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "# torchrun --nproc-per-node 8 --nnodes %d pretrain_gpt.py \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" \"${MEMORY_ARGS[@]}\" \"${PRECISION_ARGS[@]}\" ...\n", max(1, l.GPUs()/8))
+	return b.String()
+}
+
+func torchtitanTOML(t Training) string {
+	l := t.Layout
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n# torchtitan job config for the layout mrep planned: merge into your model's TOML and\n# launch with torchrun on %d GPUs (NGPU=%d ./run_train.sh --job.config_file this.toml).\n", oneLine(t.Title), l.GPUs(), l.GPUs())
+	shard := l.DP
+	replicate := int64(1)
+	if l.Replicas > 1 {
+		replicate, shard = l.Replicas, l.DP/l.Replicas
+	}
+	fmt.Fprintf(&b, "\n[model]\nhf_assets_path = %q\n", t.Model)
+	b.WriteString("\n[parallelism]\n")
+	fmt.Fprintf(&b, "data_parallel_replicate_degree = %d\n", replicate)
+	fmt.Fprintf(&b, "data_parallel_shard_degree = %d\n", shard)
+	fmt.Fprintf(&b, "tensor_parallel_degree = %d\n", l.TP)
+	fmt.Fprintf(&b, "pipeline_parallel_degree = %d\n", l.PP)
+	if l.PP > 1 {
+		schedule := "1F1B"
+		if l.VP > 1 {
+			schedule = "Interleaved1F1B"
+		}
+		fmt.Fprintf(&b, "pipeline_parallel_schedule = %q\n", schedule)
+	}
+	fmt.Fprintf(&b, "context_parallel_degree = %d\n", l.CP)
+	if l.EP > 1 {
+		fmt.Fprintf(&b, "expert_parallel_degree = %d\n", l.EP)
+	}
+	if l.TPOverlap {
+		b.WriteString("enable_async_tensor_parallel = true\n")
+	}
+	b.WriteString("\n[training]\n")
+	fmt.Fprintf(&b, "local_batch_size = %d\n", l.MBS)
+	fmt.Fprintf(&b, "global_batch_size = %d\n", l.GBS)
+	fmt.Fprintf(&b, "seq_len = %d\n", l.Seq)
+	b.WriteString("mixed_precision_param = \"bfloat16\"\n")
+	b.WriteString("\n[activation_checkpoint]\n")
+	mode := "none"
+	if l.Recompute == "full" || l.Recompute == "selective" {
+		mode = l.Recompute
+	}
+	fmt.Fprintf(&b, "mode = %q\n", mode)
+	fmt.Fprintf(&b, "\n[compile]\nenable = %t\n", l.Compile)
+	switch t.FP8 {
+	case "fp8-cs", "fp8-ds":
+		b.WriteString("\n[float8]\nrecipe_name = \"tensorwise\"\n")
+	case "fp8-blockwise":
+		b.WriteString("\n[float8]\nrecipe_name = \"rowwise\"  # torchtitan's nearest to 128-element blocks\n")
+	case "mxfp8":
+		b.WriteString("\n# MXFP8: torchtitan's [mx] converter (model.converters = [\"mx\"]) on Blackwell\n")
+	}
+	return b.String()
+}
