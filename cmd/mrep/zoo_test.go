@@ -157,3 +157,34 @@ func TestPlanRowsReproduceInAnalyze(t *testing.T) {
 		}
 	}
 }
+
+// plan train --emit writes the winner as the framework's configuration beside plan.md.
+func TestPlanTrainEmit(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "none.db")
+	out := filepath.Join(dir, "plan")
+	var plan struct {
+		Top []struct {
+			Step struct {
+				Layout struct{ TP, PP int64 }
+			} `json:"step"`
+		} `json:"top"`
+	}
+	js := mustRun(t, db, "plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--emit", "torchtitan", "-o", out, "--json", "--top", "1")
+	if err := json.Unmarshal([]byte(js), &plan); err != nil || len(plan.Top) != 1 {
+		t.Fatalf("plan: %v", err)
+	}
+	toml, err := os.ReadFile(filepath.Join(out, "train-torchtitan.toml"))
+	l := plan.Top[0].Step.Layout
+	if err != nil || !strings.Contains(string(toml), "tensor_parallel_degree = "+strconv.FormatInt(l.TP, 10)+"\n") ||
+		!strings.Contains(string(toml), "pipeline_parallel_degree = "+strconv.FormatInt(l.PP, 10)+"\n") {
+		t.Errorf("train-torchtitan.toml: %v\n%s", err, toml)
+	}
+	md := mustRun(t, db, "plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--emit", "megatron", "--top", "1")
+	if !strings.Contains(md, "## Run it (megatron)") || !strings.Contains(md, "--tensor-model-parallel-size") {
+		t.Errorf("--emit megatron without -o:\n%.1500s", md)
+	}
+	if _, _, err := run(t, db, "plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--emit", "deepspeed"); err == nil || !strings.Contains(err.Error(), `"deepspeed"`) {
+		t.Errorf("--emit deepspeed: %v", err)
+	}
+}
