@@ -420,6 +420,9 @@ func (db *DB) add(c Chip) error {
 			return fmt.Errorf("%s: peak_tflops.%s must be positive", c.Name, d)
 		}
 	}
+	if err := c.physical(); err != nil {
+		return err
+	}
 	if len(c.Sources) == 0 {
 		return fmt.Errorf("%s: every chip needs sources for its figures", c.Name)
 	}
@@ -517,4 +520,39 @@ func (db *DB) ForDevice(device string) (Chip, bool) {
 		}
 	}
 	return best, bestScore > 0
+}
+
+// Physical bounds on a chip's figures: generous beyond any accelerator made or announced, so
+// a typo or a hostile file (a negative TDP, a 1e300 peak) is refused with the field and the
+// bound instead of printing negative joules or infinite capacity.
+var physicalBounds = []struct {
+	field   string
+	value   func(Chip) float64
+	lo, hi  float64
+	allowLo bool // the lower bound itself is allowed (0: not published)
+}{
+	{"hbm_gbps", func(c Chip) float64 { return c.HBMGBps }, 0, 1e5, false},
+	{"memory_gib", func(c Chip) float64 { return c.MemoryGiB }, 0, 1e5, false},
+	{"scale_up_gbps", func(c Chip) float64 { return c.ScaleUpGBps }, 0, 1e5, false},
+	{"scale_out_gbps", func(c Chip) float64 { return c.ScaleOutGBps }, 0, 1e5, true},
+	{"tdp_w", func(c Chip) float64 { return c.TDPW }, 0, 1e5, true},
+	{"onchip_mib", func(c Chip) float64 { return c.OnChipMiB }, 0, 1e6, true},
+	{"host_gbps", func(c Chip) float64 { return c.HostGBps }, 0, 1e5, true},
+	{"sms", func(c Chip) float64 { return float64(c.SMs) }, 0, 1e5, true},
+	{"price_usd_per_gpu_hour", func(c Chip) float64 { return c.PriceUSDPerGPUHour }, 0, 1e4, true},
+}
+
+func (c Chip) physical() error {
+	for _, b := range physicalBounds {
+		v := b.value(c)
+		if math.IsNaN(v) || math.IsInf(v, 0) || v > b.hi || v < b.lo || v == b.lo && !b.allowLo {
+			return fmt.Errorf("%s: %s %g is outside the physical range (%g, %g]", c.Name, b.field, v, b.lo, b.hi)
+		}
+	}
+	for d, v := range c.PeakTFLOPs {
+		if math.IsNaN(v) || v > 1e6 { // an exaFLOP/s per chip
+			return fmt.Errorf("%s: peak_tflops.%s %g is outside the physical range (0, 1e+06] TFLOP/s", c.Name, d, v)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package chips
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -140,5 +141,24 @@ func TestForDevice(t *testing.T) {
 		if got := map[bool]string{true: c.Name, false: ""}[ok]; got != want {
 			t.Errorf("ForDevice(%q) = %q, want %q", device, got, want)
 		}
+	}
+}
+
+// Figures outside physical bounds are refused naming the field and the bound: a negative TDP
+// would print negative joules, a 1e300 peak or bandwidth infinite capacity.
+func TestPhysicalBounds(t *testing.T) {
+	base := `{"chips":[{"name":"X","peak_tflops":{"bf16":%s},"memory_gib":80,"hbm_gbps":%s,"scale_up_gbps":450,"tdp_w":%s,"sources":["s"]}]}`
+	for _, c := range []struct{ peak, hbm, tdp, want string }{
+		{"1000", "3000", "-700", "tdp_w -700 is outside the physical range"},
+		{"1e300", "3000", "700", "peak_tflops.bf16 1e+300 is outside the physical range"},
+		{"1000", "1e300", "700", "hbm_gbps 1e+300 is outside the physical range"},
+	} {
+		_, err := Parse("x.json", strings.NewReader(fmt.Sprintf(base, c.peak, c.hbm, c.tdp)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	if _, err := Parse("ok.json", strings.NewReader(fmt.Sprintf(base, "1000", "3000", "700"))); err != nil {
+		t.Errorf("a physical chip: %v", err)
 	}
 }

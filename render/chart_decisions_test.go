@@ -17,3 +17,10 @@ func TestRebinKeepsCounts(t *testing.T) {
 		t.Errorf("same range must not change: %v", same)
 	}
 }
+
+// A chip name from a user's chips file is shown in a plan's markdown, never run as HTML.
+func TestMDNameEscapesHTML(t *testing.T) {
+	if got := mdName("<script>alert(1)</script>\x1b[31m"); got != `&lt;script&gt;alert(1)&lt;/script&gt;\x1b[31m` {
+		t.Errorf("mdName: %q", got)
+	}
+}

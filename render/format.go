@@ -45,6 +45,13 @@ func Sci(x float64) string {
 // cell escapes a value for a markdown table cell: no raw control characters, no bare '|'.
 func cell(s string) string { return strings.ReplaceAll(Visible(s), "|", `\|`) }
 
+// mdName is a name from a user's file (a chip, a price source) as markdown text: visible, and
+// with the characters a markdown viewer would take for HTML escaped, so a "<script>" in a
+// chips file is shown, never run.
+func mdName(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(Visible(s))
+}
+
 // table writes a markdown table; align holds one of l, r, c (left, right, centre) per column.
 func table(w *errWriter, header []string, align string, rows [][]string) {
 	w.printf("|")

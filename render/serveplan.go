@@ -68,7 +68,7 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	} else {
 		var rows [][]string
 		for i, c := range p.Best {
-			rows = append(rows, []string{fmt.Sprint(i + 1), Visible(c.Chip), serveLayout(c), fmt.Sprint(c.GPUs),
+			rows = append(rows, []string{fmt.Sprint(i + 1), mdName(c.Chip), serveLayout(c), fmt.Sprint(c.GPUs),
 				fmt.Sprintf("%.0f", c.Result.Concurrency), fmt.Sprintf("%.0f", c.Result.MaxByKV),
 				seconds(c.Result.TTFT), seconds(c.Result.TPOT), fmt.Sprintf("%.0f", c.TokSPerGPU), fmt.Sprintf("%.1f", c.TokSPerUser),
 				usd(c.USDPerMTok), tokenUSD(c.PerToken), tokenJ(c.PerToken), c.Result.Bound})
@@ -82,13 +82,13 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	w.printf("\nPareto front of one replica over batch caps (more tokens/s per user costs tokens/s per GPU):\n\n")
 	var rows [][]string
 	for _, c := range p.Pareto {
-		rows = append(rows, []string{Visible(c.Chip), serveLayout(c), fmt.Sprintf("%.0f", c.BatchCap),
+		rows = append(rows, []string{mdName(c.Chip), serveLayout(c), fmt.Sprintf("%.0f", c.BatchCap),
 			fmt.Sprintf("%.1f", c.TokSPerUser), fmt.Sprintf("%.0f", c.TokSPerGPU), seconds(c.Result.TTFT), usd(c.USDPerMTok), tokenUSD(c.PerToken)})
 	}
 	table(w, []string{"Chip", "Layout", "Batch cap", "Tok/s/user", "Tok/s/GPU", "TTFT", "$/1M out, all-in (est.)", "$/1M in / out / blended"}, "llrrrrrr", rows)
 	w.printf("\nEstimates, from these inputs (override prices with --price CHIP=USD):\n\n")
 	for _, in := range inputs {
-		w.printf("- %s: %s; %s\n", Visible(in.Chip), Visible(in.Price), Visible(in.Power))
+		w.printf("- %s: %s; %s\n", mdName(in.Chip), mdName(in.Price), mdName(in.Power))
 	}
 	return w.err
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -79,6 +80,9 @@ func openDB(c *cli.Context, env Env) (*store.DB, error) {
 
 // openDBWrite opens an existing database to change it (rm): it must exist.
 func openDBWrite(c *cli.Context, env Env) (*store.DB, error) {
+	if err := refuseReadOnly(c); err != nil {
+		return nil, err
+	}
 	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, Existing: true, IntegrityCheck: c.Bool("integrity-check")})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
@@ -243,4 +247,53 @@ func visibleLines(s string) string {
 func loadArgRun(c *cli.Context, env Env) (*model.Dump, error) {
 	_, d, err := loadArg(c, env)
 	return d, err
+}
+
+// refuseReadOnly: under --read-only nothing writes the database; a command that would is
+// refused before it opens it.
+func refuseReadOnly(c *cli.Context) error {
+	for _, n := range c.Lineage() {
+		if n.IsSet("read-only") && n.Bool("read-only") {
+			return cli.Exit(fmt.Sprintf("%s writes the database, and --read-only forbids it: nothing was changed", strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")), exitUsage)
+		}
+	}
+	return nil
+}
+
+// MaxInputFile bounds a rows, workload, chips or profile file (a trace of a day's requests fits).
+const MaxInputFile = 256 << 20
+
+// openRegular opens a file mrep reads as input: a regular file only (a FIFO or a device would
+// block or never end; opened non-blocking so even a race to swap one in cannot hang), no larger
+// than MaxInputFile.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		what := "not a regular file"
+		switch m := fi.Mode(); {
+		case m&os.ModeNamedPipe != 0:
+			what = "a FIFO, not a regular file"
+		case m&(os.ModeDevice|os.ModeCharDevice) != 0:
+			what = "a device, not a regular file"
+		case m&os.ModeSocket != 0:
+			what = "a socket, not a regular file"
+		case m.IsDir():
+			what = "a directory, not a file"
+		}
+		return nil, fmt.Errorf("%s: %s", path, what)
+	}
+	if fi.Size() > MaxInputFile {
+		f.Close()
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d an input file may hold", path, fi.Size(), MaxInputFile)
+	}
+	return f, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -82,5 +83,52 @@ func TestCheckReportsCorruption(t *testing.T) {
 	}
 	if _, _, err := run(t, db, "show", "1"); err == nil || !strings.Contains(err.Error(), "run 1") || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("show of a corrupt run: %v", err)
+	}
+}
+
+// --read-only forbids every write: rm and ingest are refused (exit 2) and the database is
+// byte for byte as it was.
+func TestReadOnlyRefusesWrites(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ro.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/gpt2.json.gz")
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--read-only", "rm", "1"}, {"--read-only", "ingest", "../../examples/dumps/Llama-3.2-1B-Instruct.json.gz"}} {
+		_, _, err := run(t, db, args...)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), "--read-only forbids it") {
+			t.Errorf("%v: exit %d, %v", args, code, err)
+		}
+	}
+	after, _ := os.ReadFile(db)
+	if string(after) != string(before) {
+		t.Error("a refused write changed the database")
+	}
+}
+
+// Input files are regular files: a FIFO, a device or a directory given as a workload, a rows
+// file or a chips file is refused at once (never read, never waited on).
+func TestInputFilesMustBeRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	db := filepath.Join(dir, "none.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "serve", "Llama-3.1-8B", "--workload", fifo}, "a FIFO, not a regular file"},
+		{[]string{"validate", fifo}, "a FIFO, not a regular file"},
+		{[]string{"--chips-file", fifo, "chips"}, "a FIFO, not a regular file"},
+		{[]string{"validate", "/dev/null"}, "a device, not a regular file"},
+		{[]string{"plan", "serve", "Llama-3.1-8B", "--workload", dir}, "a directory, not a file"},
+	} {
+		_, _, err := run(t, db, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -18,7 +17,7 @@ import (
 func chipDB(c *cli.Context) (*chips.DB, error) {
 	db := chips.Default()
 	if p := c.String("chips-file"); p != "" {
-		f, err := os.Open(p)
+		f, err := openRegular(p)
 		if err != nil {
 			return nil, cli.Exit(fmt.Sprintf("chips file: %v", err), exitFailure)
 		}
@@ -345,7 +344,7 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 			o.profiles = append(o.profiles, p)
 			continue
 		}
-		f, err := os.Open(e)
+		f, err := openRegular(e)
 		if err != nil {
 			return o, cli.Exit(fmt.Sprintf("--exec %s: not naive or efficient, and not a readable profile file: %v", e, err), exitFailure)
 		}

@@ -124,6 +124,9 @@ func ingestCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output: one entry per file (path, run id, created or already there, or the error)"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := refuseReadOnly(c); err != nil {
+				return err
+			}
 			if c.NArg() == 0 {
 				return cli.Exit("ingest: give at least one dump file, directory or glob", exitFailure)
 			}

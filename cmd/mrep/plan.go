@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -69,8 +68,10 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
-				if c.IsSet("tokens") && !(c.Float64("tokens") > 0 && !math.IsInf(c.Float64("tokens"), 0)) {
-					return cli.Exit(fmt.Sprintf("--tokens %g: must be a positive number of tokens", c.Float64("tokens")), exitFailure)
+				if c.IsSet("tokens") && !(c.Float64("tokens") > 0 && c.Float64("tokens") <= 1e18) {
+					// beyond 1e18 tokens (60,000 times a 15T-token run) the GPU-hours overflow what
+					// the figures hold exactly, and no run is that large
+					return cli.Exit(fmt.Sprintf("--tokens %g: must be a positive number of tokens up to 1e18", c.Float64("tokens")), exitFailure)
 				}
 				tg, err := newTarget(chip, dt)
 				if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -153,7 +152,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if c.IsSet("isl") || c.IsSet("osl") {
 			return o, nil, nil, fmt.Errorf("--workload %s: give a workload file or --isl/--osl, not both", render.Visible(path))
 		}
-		f, err := os.Open(path)
+		f, err := openRegular(path)
 		if err != nil {
 			return o, nil, nil, fmt.Errorf("--workload: %w", err)
 		}

@@ -55,7 +55,7 @@ func readRows(path string) ([]calib.Row, error) {
 	if set, ok := strings.CutPrefix(path, "\x00set:"); ok {
 		return calib.Sets[set](), nil
 	}
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("calibration file: %w", err)
 	}

@@ -43,7 +43,9 @@ func ownedFile(name string) bool {
 // temporary sibling directory which is then renamed into place (the previous directory, if
 // any, is moved aside first and removed after). A failure leaves the previous complete output
 // or none, never a mix of two runs' files; a failed write does not create dir. An existing dir
-// holding anything mrep does not write (subdirectories, other file types) is refused.
+// is replaced only when it holds nothing but what mrep's last output there listed in its
+// Manifest: a user's file (even a serve.md), a subdirectory, or a directory without a
+// manifest is refused, and nothing is touched.
 func WriteDir(dir string, files Files) error {
 	dir = filepath.Clean(dir)
 	for name := range files {
@@ -59,9 +61,16 @@ func WriteDir(dir string, files Files) error {
 		if err != nil {
 			return fmt.Errorf("write %s: %w", dir, err)
 		}
+		wrote, hasManifest := readManifest(dir)
 		for _, e := range ents {
-			if !e.Type().IsRegular() || !ownedFile(e.Name()) {
+			switch {
+			case e.Name() == Manifest:
+			case !e.Type().IsRegular() || !ownedFile(e.Name()):
 				return fmt.Errorf("write %s: the directory holds %q, which mrep does not write; choose an empty or new directory", dir, e.Name())
+			case !hasManifest:
+				return fmt.Errorf("write %s: the directory holds %q and no %s, so mrep cannot tell it wrote it (it never overwrites a file of yours); choose an empty or new directory", dir, e.Name(), Manifest)
+			case !wrote[e.Name()]:
+				return fmt.Errorf("write %s: the directory holds %q, which mrep's last output there did not write; choose an empty or new directory", dir, e.Name())
 			}
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -85,6 +94,10 @@ func WriteDir(dir string, files Files) error {
 		if err := writeSynced(filepath.Join(tmp, n), files[n]); err != nil {
 			return fmt.Errorf("write %s: %w", dir, err)
 		}
+	}
+	manifest := "# written by mrep: the files of this output directory; mrep replaces the directory only while it holds no others\n" + strings.Join(names, "\n") + "\n"
+	if err := writeSynced(filepath.Join(tmp, Manifest), []byte(manifest)); err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", dir, err)
@@ -148,4 +161,23 @@ func WriteFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// Manifest is the file an output directory lists its files in: what mrep wrote there, so a
+// later run replaces only its own output and never a file a user put beside it.
+const Manifest = ".mrep-output"
+
+// readManifest is the set of files the directory's manifest lists (false: no manifest).
+func readManifest(dir string) (map[string]bool, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, Manifest))
+	if err != nil {
+		return nil, false
+	}
+	out := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out[l] = true
+		}
+	}
+	return out, true
 }

@@ -72,3 +72,32 @@ func TestWriteFileIsAtomic(t *testing.T) {
 		t.Errorf("temporary files left behind: %v", ents)
 	}
 }
+
+// A directory mrep did not write is never replaced, even when its files bear the names mrep
+// writes; one it wrote (its manifest lists every file) is, and a file added beside mrep's
+// output stops the next write.
+func TestWriteDirNeverOverwritesAUsersFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	os.MkdirAll(dir, 0o755)
+	mine := filepath.Join(dir, "serve.md")
+	os.WriteFile(mine, []byte("my notes"), 0o644)
+	if err := WriteDir(dir, Files{"serve.md": []byte("mrep")}); err == nil || !strings.Contains(err.Error(), "cannot tell it wrote it") {
+		t.Fatalf("a user's serve.md: %v", err)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "my notes" {
+		t.Fatal("the user's file was touched")
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	for i := 0; i < 2; i++ { // written, then replaced: the manifest vouches for it
+		if err := WriteDir(fresh, Files{"serve.md": []byte("mrep"), "serve.json": []byte("{}")}); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	os.WriteFile(filepath.Join(fresh, "notes.md"), []byte("mine"), 0o644)
+	if err := WriteDir(fresh, Files{"serve.md": []byte("mrep")}); err == nil || !strings.Contains(err.Error(), "did not write") {
+		t.Errorf("a file added beside mrep's output: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, "notes.md")); err != nil {
+		t.Error("the added file was removed")
+	}
+}
