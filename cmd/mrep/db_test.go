@@ -131,4 +131,13 @@ func TestInputFilesMustBeRegular(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}
+	// a FIFO met while walking an ingest directory is skipped, never opened
+	walk := filepath.Join(dir, "walk")
+	os.MkdirAll(walk, 0o755)
+	syscall.Mkfifo(filepath.Join(walk, "pipe.json"), 0o644)
+	raw, _ := os.ReadFile("../../examples/dumps/gpt2.json.gz")
+	os.WriteFile(filepath.Join(walk, "gpt2.json.gz"), raw, 0o644)
+	if out := mustRun(t, filepath.Join(dir, "w.db"), "ingest", walk); !strings.Contains(out, "as run 1") {
+		t.Errorf("ingest of a directory with a FIFO: %s", out)
+	}
 }

@@ -90,6 +90,13 @@ func expandPaths(args []string) ([]string, []string, error) {
 			if err != nil {
 				return err
 			}
+			if !d.IsDir() && !d.Type().IsRegular() {
+				// a FIFO, socket or device met while walking is never opened (it would block)
+				if strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".json.gz") {
+					skipped = append(skipped, p)
+				}
+				return nil
+			}
 			if !d.IsDir() && (strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".json.gz")) {
 				// a training output directory holds JSON that is not a dump (HF's config.json,
 				// trainer_state.json): skipped when walking, rejected when named
