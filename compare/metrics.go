@@ -21,7 +21,7 @@ type Scenario struct {
 	// Sets is the overrides as one line ("" for none): part of the cache key.
 	Sets string
 	// Apply writes the overrides into a dump loaded from the database; nil when there are none.
-	Apply func(*model.Dump)
+	Apply func(*model.Dump) error
 }
 
 // cacheKey is the cache key of an analysis: the scenario, and the overrides.
@@ -54,7 +54,9 @@ func MetricsFor(ctx context.Context, db *store.DB, id int64, s Scenario, d *mode
 			return RunMetrics{}, err
 		}
 		if s.Apply != nil {
-			s.Apply(d)
+			if err := s.Apply(d); err != nil {
+				return RunMetrics{}, err
+			}
 		}
 	}
 	a, err := analyzer.Run(analyzer.NewModel(d), s.Scenario, s.Targets, s.Profiles, analyzer.Phases)

@@ -156,7 +156,9 @@ func loadRun(ctx context.Context, db *store.DB, sel string, sets configSets) (st
 	if err != nil {
 		return store.Run{}, nil, err
 	}
-	sets.apply(d)
+	if err := sets.apply(d); err != nil {
+		return store.Run{}, nil, err
+	}
 	return run, d, nil
 }
 
@@ -194,7 +196,9 @@ func loadArg(c *cli.Context, env Env) (store.Run, *model.Dump, error) {
 	if ref.Note != "" {
 		fmt.Fprintf(c.App.ErrWriter, "note: %s\n", render.Visible(ref.Note))
 	}
-	runSets(c).apply(ref.Dump)
+	if err := runSets(c).apply(ref.Dump); err != nil {
+		return store.Run{}, nil, err
+	}
 	return ref.Run, ref.Dump, nil
 }
 

@@ -141,3 +141,24 @@ func TestInputFilesMustBeRegular(t *testing.T) {
 		t.Errorf("ingest of a directory with a FIFO: %s", out)
 	}
 }
+
+// --set refuses what would silently change the model: an expert count of 0 (an MoE turned
+// dense), sizes beyond physical range, and a key the config does not have (a typo, with the
+// nearest key named); usage errors, exit 2.
+func TestSetValuesAreChecked(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	for _, c := range []struct{ set, want string }{
+		{"num_local_experts=0", "want at least 1"},
+		{"num_local_experts=1e300", "want a whole number from 0 to 10,000,000"},
+		{"num_hidden_layers=2.5", "want a whole number"},
+		{"num_local_expert=4", "did you mean num_local_experts?"},
+	} {
+		_, _, err := run(t, db, "analyze", "Mixtral-8x7B", "--set", c.set)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--set %s: exit %d, %v", c.set, code, err)
+		}
+	}
+	if out := mustRun(t, db, "analyze", "Mixtral-8x7B", "--set", "num_local_experts=4"); !strings.Contains(out, "4 routed experts") {
+		t.Errorf("a valid --set must apply")
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -59,10 +60,13 @@ func (s configSets) String() string {
 	return strings.Join(parts, " ")
 }
 
-// apply writes the overrides into d's (text) config.
-func (s configSets) apply(d *model.Dump) {
+// apply writes the overrides into d's (text) config, after checking each: a key the config
+// does not have is a typo unless it is one mrep reads when a dump lacks it (the error names the
+// nearest key), and a size is a whole number in its physical range (an expert count of 0 would
+// silently make an MoE dense; 1e300 layers would overflow every count).
+func (s configSets) apply(d *model.Dump) error {
 	if len(s.keys) == 0 {
-		return
+		return nil
 	}
 	cfg := d.TextConfig()
 	if cfg == nil {
@@ -70,8 +74,85 @@ func (s configSets) apply(d *model.Dump) {
 		cfg = d.Config
 	}
 	for _, k := range s.keys {
+		if _, ok := cfg[k]; !ok && !suppliable[k] {
+			msg := fmt.Sprintf("--set %s: the config has no key %q", k, k)
+			if near := nearestKey(k, cfg); near != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", near)
+			}
+			return cli.Exit(msg, exitUsage)
+		}
+		if err := checkSize(k, s.values[k]); err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
 		cfg[k] = s.values[k]
 	}
+	return nil
+}
+
+// suppliable are the keys --set may add to a config that lacks them: what mrep reads for a
+// model's shapes when a dump was made without its config.
+var suppliable = map[string]bool{"num_attention_heads": true, "n_head": true, "num_key_value_heads": true, "head_dim": true,
+	"hidden_size": true, "n_embd": true, "num_hidden_layers": true, "n_layer": true, "intermediate_size": true, "vocab_size": true,
+	"max_position_embeddings": true, "sliding_window": true, "model_type": true}
+
+// checkSize: a shape field is a whole number within physical range; counts of experts,
+// heads, layers and widths at least 1.
+func checkSize(k string, v any) error {
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil
+	}
+	shape := strings.HasPrefix(k, "num_") || strings.HasPrefix(k, "n_") || strings.HasSuffix(k, "_size") || strings.HasSuffix(k, "_dim") ||
+		strings.HasSuffix(k, "_rank") || strings.HasSuffix(k, "_heads") || strings.HasSuffix(k, "_layers") || strings.HasSuffix(k, "_experts") ||
+		k == "n_embd" || k == "n_layer" || k == "n_head" || k == "first_k_dense_replace"
+	if !shape {
+		return nil
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || f < 0 || f > 1e7 {
+		return fmt.Errorf("--set %s=%s: want a whole number from 0 to 10,000,000", k, n)
+	}
+	atLeastOne := !(strings.HasPrefix(k, "n_shared") || k == "first_k_dense_replace" || strings.HasSuffix(k, "_rank") || k == "num_nextn_predict_layers")
+	if atLeastOne && f < 1 {
+		return fmt.Errorf("--set %s=%s: want at least 1 (0 would remove what the model is made of)", k, n)
+	}
+	return nil
+}
+
+// nearestKey is the config key closest to k by edit distance (within a third of its length).
+func nearestKey(k string, cfg map[string]any) string {
+	best, bestD := "", len(k)/3+1
+	keys := make([]string, 0, len(cfg))
+	for c := range cfg {
+		keys = append(keys, c)
+	}
+	sort.Strings(keys)
+	for _, c := range keys {
+		if d := editDistance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // runSets is the command's --set overrides (checkSets has refused malformed ones already).
