@@ -86,6 +86,13 @@ func (s Scenario) lowPrecisionTraining(ph Phase) bool {
 	return ph == Training && (s.ComputeDType == "fp8" || s.ComputeDType == "fp4")
 }
 
+// MaxDegree bounds a parallel degree (a million GPUs in one group is beyond any machine) and
+// MaxTokens the tokens of one step, so a hostile flag cannot overflow a count.
+const (
+	MaxDegree = 1 << 20
+	MaxTokens = 1 << 40
+)
+
 // Validate checks a scenario.
 func (s Scenario) Validate() error {
 	switch {
@@ -99,6 +106,9 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("etp %d must divide tp %d (an expert's shards sit inside the attention's TP group)", s.ETP, s.TP)
 	case s.TP < 1 || s.EP < 1:
 		return fmt.Errorf("tp and ep must be >= 1 (got %d, %d)", s.TP, s.EP)
+	case s.TP > MaxDegree || s.EP > MaxDegree || s.CP > MaxDegree || s.Batch > MaxTokens || s.Seq > MaxTokens || s.KVLen > MaxTokens || s.Batch*s.Seq > MaxTokens:
+		return fmt.Errorf("sizes beyond physical range: tp, ep and cp at most %d, batch x seq and kv-len at most %d tokens (got tp %d, ep %d, cp %d, batch %d, seq %d, kv-len %d)",
+			MaxDegree, MaxTokens, s.TP, s.EP, s.CP, s.Batch, s.Seq, s.KVLen)
 	case s.GradAccum < 1:
 		return fmt.Errorf("grad_accum must be >= 1")
 	}

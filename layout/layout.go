@@ -113,6 +113,9 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 	switch {
 	case l.TP < 1 || l.PP < 1 || l.VP < 1 || l.CP < 1 || l.DP < 1 || l.EP < 1 || l.MBS < 1 || l.GBS < 1 || l.Seq < 1:
 		return fmt.Errorf("layout sizes must be >= 1 (tp %d, pp %d, vp %d, cp %d, dp %d, ep %d, mbs %d, gbs %d, seq %d)", l.TP, l.PP, l.VP, l.CP, l.DP, l.EP, l.MBS, l.GBS, l.Seq)
+	case l.TP > analyzer.MaxDegree || l.PP > analyzer.MaxDegree || l.VP > analyzer.MaxDegree || l.CP > analyzer.MaxDegree || l.DP > analyzer.MaxDegree ||
+		l.EP > analyzer.MaxDegree || l.GPUs() > analyzer.MaxDegree || l.GBS > analyzer.MaxTokens || l.Seq > analyzer.MaxTokens || l.GBS*l.Seq > analyzer.MaxTokens:
+		return fmt.Errorf("layout beyond physical range: at most %d GPUs and degrees, %d tokens per step", analyzer.MaxDegree, analyzer.MaxTokens)
 	case fp.Heads > 0 && fp.Heads%l.TP != 0:
 		return fmt.Errorf("tp %d must divide the %d attention heads", l.TP, fp.Heads)
 	case fp.KVHeads > 0 && fp.KVHeads%l.TP != 0 && l.TP%fp.KVHeads != 0:

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/mrep-dev/mrep/analyzer"
 )
 
 // PlanOptions describe a training job to lay out.
@@ -137,6 +139,9 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	plan := Plan{Options: o}
 	if o.GPUs < 1 || o.GBS < 1 || o.Seq < 1 {
 		return plan, fmt.Errorf("plan: gpus, gbs and seq must be >= 1 (got %d, %d, %d)", o.GPUs, o.GBS, o.Seq)
+	}
+	if o.GPUs > analyzer.MaxDegree || o.GBS > analyzer.MaxTokens || o.Seq > analyzer.MaxTokens || o.GBS*o.Seq > analyzer.MaxTokens {
+		return plan, fmt.Errorf("plan: at most %d GPUs and %d tokens per step (got %d GPUs, %d x %d tokens)", analyzer.MaxDegree, analyzer.MaxTokens, o.GPUs, o.GBS, o.Seq)
 	}
 	if fp.Layers < 1 || fp.Heads < 1 {
 		return plan, fmt.Errorf("plan: the model has no transformer layers to lay out")

@@ -162,3 +162,16 @@ func TestSetValuesAreChecked(t *testing.T) {
 		t.Errorf("a valid --set must apply")
 	}
 }
+
+// Sizes beyond any machine are refused before anything is counted (tp 1e9 used to be timed).
+func TestSizesBeyondPhysicalRange(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	for _, args := range [][]string{
+		{"analyze", "Llama-3.1-8B", "--tp", "1000000000"},
+		{"plan", "train", "Llama-3.1-8B", "--gpus", "1000000000", "--gbs", "64"},
+	} {
+		if _, _, err := run(t, db, args...); err == nil || !strings.Contains(err.Error(), "1048576") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
