@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/report"
 	"github.com/mrep-dev/mrep/store"
@@ -97,5 +99,23 @@ func FuzzWholePath(f *testing.F) {
 				}
 			}
 		}
+	})
+}
+
+// FuzzSets: any --set values parse or are refused; what parses applies to a config or is
+// refused as a usage error, never a panic and never a shape outside its range.
+func FuzzSets(f *testing.F) {
+	f.Add("num_local_experts=4")
+	f.Add("num_local_experts=0")
+	f.Add("hidden_size=1e300")
+	f.Add("rope_scaling={\"type\":\"yarn\"}")
+	f.Add("=")
+	f.Fuzz(func(t *testing.T, kv string) {
+		s, err := parseSets([]string{kv})
+		if err != nil {
+			return
+		}
+		d := &model.Dump{Config: map[string]any{"num_local_experts": json.Number("8"), "hidden_size": json.Number("4096"), "rope_scaling": nil}}
+		_ = s.apply(d)
 	})
 }
