@@ -181,7 +181,15 @@ func (h *hasher) int(v int64) {
 	binary.LittleEndian.PutUint64(h.buf[:], uint64(v))
 	h.h.Write(h.buf[:])
 }
-func (h *hasher) float(v float64) { h.int(int64(math.Float64bits(v))) }
+// float hashes v's canonical encoding: -0.0 as 0.0, since SQLite stores a REAL's value, not
+// its sign bit, and hands a -0.0 back as 0.0 (hashing the raw bits made such a run read as
+// corrupt forever; a run without a -0.0 keeps its checksum).
+func (h *hasher) float(v float64) {
+	if v == 0 {
+		v = 0 // +0.0: -0.0 == 0 is true, and the constant has no sign bit
+	}
+	h.int(int64(math.Float64bits(v)))
+}
 func (h *hasher) bytes(b []byte) {
 	h.int(int64(len(b)))
 	h.h.Write(b)

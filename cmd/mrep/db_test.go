@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mrep-dev/mrep/ingest"
 )
 
 func TestReadCommandsNeverCreateOrWriteTheDatabase(t *testing.T) {
@@ -173,5 +176,31 @@ func TestSizesBeyondPhysicalRange(t *testing.T) {
 		if _, _, err := run(t, db, args...); err == nil || !strings.Contains(err.Error(), "1048576") {
 			t.Errorf("%v: %v", args, err)
 		}
+	}
+}
+
+// A -0.0 in a tensor statistic ingests and reads back: SQLite hands it back as 0.0, and the
+// run's checksum hashes the canonical value (it used to hash the sign bit, and every read then
+// called the run corrupt).
+func TestNegativeZeroReadsBack(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile("../../schemas/testdata/valid/mlp_stats.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.Replace(raw, []byte(`"mean": -0.0243384912610054`), []byte(`"mean": -0.0`), 1)
+	if bytes.Equal(b, raw) {
+		t.Fatal("fixture changed: no mean to replace")
+	}
+	if b, err = ingest.Rehash(b); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "negzero.json")
+	os.WriteFile(p, b, 0o644)
+	db := filepath.Join(dir, "z.db")
+	mustRun(t, db, "ingest", p)
+	mustRun(t, db, "show", "1")
+	if out := mustRun(t, db, "check"); strings.Contains(out, "corrupt") {
+		t.Errorf("check after a -0.0: %s", out)
 	}
 }
