@@ -67,7 +67,9 @@ func ReportCharts(r report.Data, o ChartOptions) []NamedChart {
 			values = append(values, float64(n))
 		}
 	}
-	out = append(out, NamedChart{"module_pie", chart.Pie(m.Name+": parameters by category", labels, values, CategoryColor), "Parameter category breakdown"})
+	if len(values) > 0 { // a module tree without parameters has nothing to slice
+		out = append(out, NamedChart{"module_pie", chart.Pie(m.Name+": parameters by category", labels, values, CategoryColor), "Parameter category breakdown"})
+	}
 	if NotATransformer(m.Fingerprint) {
 		return out // rooflines and sweeps are of transformer phases
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,5 +203,31 @@ func TestNegativeZeroReadsBack(t *testing.T) {
 	mustRun(t, db, "show", "1")
 	if out := mustRun(t, db, "check"); strings.Contains(out, "corrupt") {
 		t.Errorf("check after a -0.0: %s", out)
+	}
+}
+
+// A module tree without parameters (a wrapper, a functional model) ingests and reports: no
+// parameter pie to draw, nothing to fail on.
+func TestReportWithoutParameters(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile("../../schemas/testdata/valid/mlp_stats.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range doc["modules"].([]any) {
+		mod := m.(map[string]any)
+		mod["params"], mod["buffers"] = []any{}, []any{}
+	}
+	p := writeDoc(t, dir, "noparams.json", doc)
+	db := filepath.Join(dir, "n.db")
+	mustRun(t, db, "ingest", p)
+	out := filepath.Join(dir, "rep")
+	mustRun(t, db, "report", "1", "-o", out, "--sensitivity", "off")
+	if _, err := os.Stat(filepath.Join(out, "report.md")); err != nil {
+		t.Error(err)
 	}
 }
