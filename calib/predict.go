@@ -218,21 +218,25 @@ func (p *Prepared) count(m *analyzer.Model) error {
 // fraction the row states it set itself override either.
 func rowEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 	if e := engineOf(r); e == "vllm" || e == "sglang" {
-		eng, err := serve.EnginePreset(e, chip.MemoryGiB)
-		if err == nil {
-			if r.MaxBatch > 0 {
-				eng.MaxBatch = float64(r.MaxBatch)
-			}
-			if r.MaxNumTokens > 0 {
-				eng.TokenBudget = float64(r.MaxNumTokens)
-			}
-			if r.KVFraction > 0 {
-				eng.KVFraction = r.KVFraction
-			}
-			return eng
+		if eng, err := serve.EnginePreset(e, chip.MemoryGiB); err == nil {
+			return r.limits(eng)
 		}
 	}
 	return benchEngine(m, r, chip)
+}
+
+// limits is e with the limits and KV fraction the row states its run set itself.
+func (r Row) limits(e serve.Engine) serve.Engine {
+	if r.MaxBatch > 0 {
+		e.MaxBatch = float64(r.MaxBatch)
+	}
+	if r.MaxNumTokens > 0 {
+		e.TokenBudget = float64(r.MaxNumTokens)
+	}
+	if r.KVFraction > 0 {
+		e.KVFraction = r.KVFraction
+	}
+	return e
 }
 
 // bench predicts a serving benchmark's figure. Its roofline: for throughput, the engine's
@@ -307,16 +311,7 @@ func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 	kv, _ := dtypeBytes(r.KVDType, r.DType)
 	e := serve.TRTLLMBench(m, serve.BenchRun{ISL: r.ISL, OSL: r.OSL, TP: r.TP, PP: r.PP,
 		WeightBytes: weight, KVBytes: kv, MemBytes: chip.MemoryBytes()})
-	if r.MaxBatch > 0 {
-		e.MaxBatch = float64(r.MaxBatch)
-	}
-	if r.MaxNumTokens > 0 {
-		e.TokenBudget = float64(r.MaxNumTokens)
-	}
-	if r.KVFraction > 0 {
-		e.KVFraction = r.KVFraction
-	}
-	return e
+	return r.limits(e)
 }
 
 // Predict times the row's steps with the chip's efficiency replaced by eff: the predicted

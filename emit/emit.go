@@ -166,18 +166,9 @@ func vllm(d Deployment) string {
 	}
 	args = append(args, "--port 8000")
 	b.WriteString(command(args))
-	conc, rate, n := d.load()
-	bench := []string{"vllm bench serve --model \"$MODEL\"", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
-		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 0", "--ignore-eos", fmt.Sprintf("--num-prompts %d", n)}
-	if rate > 0 {
-		bench = append(bench, fmt.Sprintf("--request-rate %g", rate))
-	} else {
-		bench = append(bench, fmt.Sprintf("--max-concurrency %d", conc))
-	}
-	bench = append(bench, "--port 8000")
-	b.WriteString("\n# benchmark (another shell, once the server is up):\n# ")
-	b.WriteString(strings.ReplaceAll(command(bench), "\n", "\n# "))
-	return strings.TrimSuffix(strings.TrimSuffix(b.String(), "# "), "\n") + "\n"
+	b.WriteString(benchmark(d, "8000", "vllm bench serve --model \"$MODEL\"", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
+		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 0", "--ignore-eos"))
+	return b.String()
 }
 
 func sglang(d Deployment) string {
@@ -203,18 +194,9 @@ func sglang(d Deployment) string {
 	}
 	args = append(args, "--port 30000")
 	b.WriteString(command(args))
-	conc, rate, n := d.load()
-	bench := []string{"python -m sglang.bench_serving --backend sglang", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
-		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 1", fmt.Sprintf("--num-prompts %d", n)}
-	if rate > 0 {
-		bench = append(bench, fmt.Sprintf("--request-rate %g", rate))
-	} else {
-		bench = append(bench, fmt.Sprintf("--max-concurrency %d", conc))
-	}
-	bench = append(bench, "--port 30000")
-	b.WriteString("\n# benchmark (another shell, once the server is up):\n# ")
-	b.WriteString(strings.ReplaceAll(command(bench), "\n", "\n# "))
-	return strings.TrimSuffix(strings.TrimSuffix(b.String(), "# "), "\n") + "\n"
+	b.WriteString(benchmark(d, "30000", "python -m sglang.bench_serving --backend sglang", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
+		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 1"))
+	return b.String()
 }
 
 func trtllm(d Deployment, yml string) string {
@@ -226,19 +208,24 @@ func trtllm(d Deployment, yml string) string {
 		fmt.Sprintf("--max_seq_len %d", d.MaxLen), fmt.Sprintf("--kv_cache_free_gpu_memory_fraction %.2f", d.KVFraction),
 		"--extra_llm_api_options \"$CONFIG\"", "--port 8000"}
 	b.WriteString(command(args))
+	b.WriteString(benchmark(d, "8000", "python -m tensorrt_llm.serve.scripts.benchmark_serving --model \"$MODEL\"", "--backend openai", "--dataset-name random",
+		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-ids", "--ignore-eos"))
+	return b.String()
+}
+
+// benchmark is the engine's benchmark command for d's load, as comment lines after the
+// server's: the engine's own arguments, then the requests, the load and the server's port.
+func benchmark(d Deployment, port string, args ...string) string {
 	conc, rate, n := d.load()
-	bench := []string{"python -m tensorrt_llm.serve.scripts.benchmark_serving --model \"$MODEL\"", "--backend openai", "--dataset-name random",
-		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-ids", "--ignore-eos",
-		fmt.Sprintf("--num-prompts %d", n)}
+	args = append(args, fmt.Sprintf("--num-prompts %d", n))
 	if rate > 0 {
-		bench = append(bench, fmt.Sprintf("--request-rate %g", rate))
+		args = append(args, fmt.Sprintf("--request-rate %g", rate))
 	} else {
-		bench = append(bench, fmt.Sprintf("--max-concurrency %d", conc))
+		args = append(args, fmt.Sprintf("--max-concurrency %d", conc))
 	}
-	bench = append(bench, "--port 8000")
-	b.WriteString("\n# benchmark (another shell, once the server is up):\n# ")
-	b.WriteString(strings.ReplaceAll(command(bench), "\n", "\n# "))
-	return strings.TrimSuffix(strings.TrimSuffix(b.String(), "# "), "\n") + "\n"
+	args = append(args, "--port "+port)
+	body := strings.TrimSuffix(command(args), "\n")
+	return "\n# benchmark (another shell, once the server is up):\n# " + strings.ReplaceAll(body, "\n", "\n# ") + "\n"
 }
 
 func trtllmYAML(d Deployment) string {

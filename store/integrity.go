@@ -181,6 +181,7 @@ func (h *hasher) int(v int64) {
 	binary.LittleEndian.PutUint64(h.buf[:], uint64(v))
 	h.h.Write(h.buf[:])
 }
+
 // float hashes v's canonical encoding: -0.0 as 0.0, since SQLite stores a REAL's value, not
 // its sign bit, and hands a -0.0 back as 0.0 (hashing the raw bits made such a run read as
 // corrupt forever; a run without a -0.0 keeps its checksum).

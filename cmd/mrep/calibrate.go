@@ -35,14 +35,8 @@ func calibrateCommand() *cli.Command {
 			path := c.Args().First()
 			var ps []calib.Prepared
 			var err error
-			if set := c.String("set"); set != "" {
-				if _, ok := calib.Sets[set]; !ok {
-					return cli.Exit(fmt.Sprintf("calibrate --set %q: want calibration, extended, heldout, amd-vllm or bench-serve", set), exitUsage)
-				}
-				if path != "" {
-					return cli.Exit("calibrate: give a rows file or --set, not both", exitUsage)
-				}
-				path = "\x00set:" + set
+			if path, err = shippedSet(c, path); err != nil {
+				return err
 			}
 			group, err := calib.GroupBy(c.String("leave-out"))
 			if err != nil {

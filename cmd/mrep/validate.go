@@ -113,14 +113,9 @@ func validateCommand() *cli.Command {
 				}
 				path = heldoutRows
 			}
-			if set := c.String("set"); set != "" {
-				if _, ok := calib.Sets[set]; !ok {
-					return cli.Exit(fmt.Sprintf("validate --set %q: want calibration, extended, heldout, amd-vllm or bench-serve", set), exitUsage)
-				}
-				if path != "" {
-					return cli.Exit("validate: give a rows file or --set, not both", exitUsage)
-				}
-				path = "\x00set:" + set
+			path, err := shippedSet(c, path)
+			if err != nil {
+				return err
 			}
 			if c.Bool("extended") {
 				if path != "" {
@@ -147,4 +142,20 @@ func validateCommand() *cli.Command {
 			return render.WriteValidation(c.App.Writer, rep)
 		},
 	}
+}
+
+// shippedSet is the rows path --set names (a set shipped with mrep), or path when --set is not
+// given; both at once is a usage error.
+func shippedSet(c *cli.Context, path string) (string, error) {
+	set := c.String("set")
+	if set == "" {
+		return path, nil
+	}
+	if _, ok := calib.Sets[set]; !ok {
+		return "", cli.Exit(fmt.Sprintf("%s --set %q: want calibration, extended, heldout, amd-vllm or bench-serve", c.Command.Name, set), exitUsage)
+	}
+	if path != "" {
+		return "", cli.Exit(c.Command.Name+": give a rows file or --set, not both", exitUsage)
+	}
+	return "\x00set:" + set, nil
 }
