@@ -384,14 +384,14 @@ func HistoryChart(h compare.History) gochart.Chart {
 			}
 		}
 		if d, c := devices(pts); d != "" {
-			entries = append(entries, chart.LegendEntry{Label: "measured on " + d})
+			entries = append(entries, chart.LegendEntry{Label: "measured on"}, chart.LegendEntry{Label: "  " + d})
 			if h.SameDevice() {
 				entries = append(entries, chart.LegendEntry{Label: "predicted on " + c})
 			} else {
-				entries = append(entries, chart.LegendEntry{Label: "prediction (" + c + ") not drawn:"}, chart.LegendEntry{Label: "another machine; see the table"})
+				entries = append(entries, chart.LegendEntry{Label: "prediction (" + c + ") not drawn:"}, chart.LegendEntry{Label: "  another machine; see the table"})
 			}
 		}
-		c.Background.Padding.Right = 220
+		c.Width, c.Background.Padding.Right = 1100, 300 // room for a device's full name
 		c.Elements = []gochart.Renderable{chart.Legend(entries)}
 	}
 	chart.LeftAxis(&c)
