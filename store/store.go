@@ -73,12 +73,30 @@ func dsn(p string, readOnly bool) string {
 	q.Set("_foreign_keys", "on")
 	if readOnly {
 		q.Set("mode", "ro")
+		if immutable(p) {
+			q.Set("immutable", "1")
+		}
 	} else {
 		q.Set("_journal_mode", "WAL")
 		q.Set("_synchronous", "NORMAL")
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p) + "?" + q.Encode()
+}
+
+// immutable says whether a read-only open must also tell SQLite the file cannot change. A WAL
+// database opened with mode=ro still creates its -shm index beside the file; in a directory
+// this process cannot write (a read-only mount, a teammate's shared folder) that fails every
+// read with "attempt to write a readonly database". With no -wal file beside it the database
+// is wholly in the main file, so immutable=1 reads it without the index. Where a -wal file
+// exists its pages are not in the main file: immutable would read a stale database, so the
+// plain read-only open is kept and its error stands (SQLite then needs the -shm to exist).
+func immutable(p string) bool {
+	if syscall.Access(filepath.Dir(p), 2) == nil { // W_OK: SQLite can make its -shm
+		return false
+	}
+	_, err := os.Lstat(p + "-wal")
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // writable says whether this process may write the file and create files beside it (WAL).
@@ -99,6 +117,10 @@ func Open(ctx context.Context, p string, opt Options) (*DB, error) {
 			return nil, fmt.Errorf("%s is not a database file: %w", p, ErrNoDatabase)
 		}
 		readOnly = readOnly || !writable(p)
+	} else if _, err := os.Stat(p); err == nil && !writable(p) {
+		// A write would fail half-way with SQLite's "attempt to write a readonly database";
+		// say which permission is missing before anything starts.
+		return nil, fmt.Errorf("%s cannot be written by this user (the file or its directory is read-only; SQLite also writes -wal and -shm files beside it): %w", p, ErrReadOnly)
 	}
 	var db *DB
 	err := retryBusy(ctx, func() error {

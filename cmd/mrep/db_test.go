@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -229,5 +230,101 @@ func TestReportWithoutParameters(t *testing.T) {
 	mustRun(t, db, "report", "1", "-o", out, "--sensitivity", "off")
 	if _, err := os.Stat(filepath.Join(out, "report.md")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A database in a directory its reader cannot write (a teammate's shared folder, a read-only
+// mount) is read by every read command, and a write is refused up front with a message that
+// names the permission, the file unchanged. Root can write anywhere, so the commands run as
+// the unprivileged user nobody; where this process cannot switch users the test says why.
+func TestReadOnlyDirectoryAsUnprivilegedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to drop to an unprivileged user (run as root, as CI does)")
+	}
+	bin := buildBinary(t)
+	top, err := os.MkdirTemp("", "mrep-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(top, "d"), 0o755); os.RemoveAll(top) })
+	dir := filepath.Join(top, "d")
+	mustMkdir(t, dir)
+	db := filepath.Join(dir, "team.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/gpt2.json.gz")
+	mine := filepath.Join(top, "mrep")
+	copyFile(t, bin, mine)
+	dump, _ := filepath.Abs("../../examples/dumps/Llama-3.2-1B-Instruct.json.gz")
+	for _, p := range []string{top, mine} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(db)
+	asNobody := func(args ...string) (string, string, int) {
+		cmd := exec.Command(mine, append([]string{"--db", db}, args...)...)
+		cmd.Dir = top
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Skipf("cannot run as nobody here: %v", err)
+		}
+		return out.String(), errb.String(), code
+	}
+	for _, args := range [][]string{{"runs"}, {"show", "1"}, {"--read-only", "runs"}, {"analyze", "1"}, {"history", "gpt2"}, {"check"}} {
+		out, stderr, code := asNobody(args...)
+		if code != 0 || !strings.Contains(out, "gpt2") && args[0] != "check" {
+			t.Errorf("%v as nobody: exit %d\n%s%s", args, code, out, stderr)
+		}
+		if strings.Contains(stderr, "attempt to write") {
+			t.Errorf("%v: %s", args, stderr)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ingest", dump}, "cannot be written by this user"},
+		{[]string{"rm", "1"}, "is read-only: runs cannot be removed"},
+		{[]string{"--read-only", "rm", "1"}, "--read-only forbids it"},
+	} {
+		_, stderr, code := asNobody(c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v as nobody: exit %d, %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(after, before) {
+		t.Error("the database changed under a reader who cannot write it")
+	}
+	if m, _ := filepath.Glob(db + "-*"); len(m) > 0 {
+		t.Errorf("files appeared beside a read-only database: %v", m)
+	}
+}
+
+func mustMkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,7 +24,7 @@ func bundledModels(ctx context.Context, dbPath string, sets configSets) calib.Mo
 			return examples.Decode(b)
 		}
 		if _, err := os.Stat(dbPath); err == nil {
-			db, err := store.Open(ctx, dbPath, store.Options{})
+			db, err := store.Open(ctx, dbPath, store.Options{Existing: true})
 			if err == nil {
 				defer db.Close()
 				if _, d, err := loadRun(ctx, db, name, sets); err == nil {
