@@ -29,7 +29,11 @@ var ErrReadOnly = errors.New("database is read-only")
 // compares it. Hand-written rather than json.Marshal: a load of 500,000 tensors would spend a
 // second in reflection otherwise.
 func Checksum(d *model.Dump) (string, error) {
-	c, err := newChecksummer(d, len(d.Modules))
+	return checksumWith(d, &hasher{h: sha256.New()})
+}
+
+func checksumWith(d *model.Dump, h *hasher) (string, error) {
+	c, err := newChecksummerWith(d, len(d.Modules), h)
 	if err != nil {
 		return "", err
 	}
@@ -44,7 +48,10 @@ func Checksum(d *model.Dump) (string, error) {
 type checksummer struct{ h *hasher }
 
 func newChecksummer(d *model.Dump, modules int) (*checksummer, error) {
-	h := &hasher{h: sha256.New()}
+	return newChecksummerWith(d, modules, &hasher{h: sha256.New()})
+}
+
+func newChecksummerWith(d *model.Dump, modules int, h *hasher) (*checksummer, error) {
 	h.int(int64(d.SchemaVersion))
 	h.str(d.Model.Name)
 	h.str(d.Model.RootClass)
@@ -91,12 +98,12 @@ func (c *checksummer) module(m *model.Module) {
 			h.int(int64(*p.ExpertAxis))
 		}
 		if s := p.Stats; h.present(s != nil) {
-			h.float(s.Mean)
+			h.real(s.Mean)
 			if h.present(s.Std != nil) {
-				h.float(*s.Std)
+				h.real(*s.Std)
 			}
-			h.float(s.Min)
-			h.float(s.Max)
+			h.real(s.Min)
+			h.real(s.Max)
 			h.int(s.Nonfinite)
 			h.float(s.Hist.Lo)
 			h.float(s.Hist.Hi)
@@ -108,7 +115,7 @@ func (c *checksummer) module(m *model.Module) {
 			// keep their checksums
 			if s.Norm != nil {
 				h.str("norm")
-				h.float(*s.Norm)
+				h.real(*s.Norm)
 			}
 			if len(s.Sketch) > 0 {
 				h.str("sketch")
@@ -175,6 +182,12 @@ func (c *checksummer) sum(d *model.Dump) string {
 type hasher struct {
 	h   hash.Hash
 	buf [8]byte
+	// legacy hashes as mrep did before floats were canonical (raw bits), to recognise a
+	// checksum written then; negReal(i) says whether the i-th zero held in a REAL column
+	// (which SQLite hands back without its sign) was a -0.0 when it was hashed.
+	legacy  bool
+	negReal func(i int) bool
+	zeros   int
 }
 
 func (h *hasher) int(v int64) {
@@ -186,10 +199,22 @@ func (h *hasher) int(v int64) {
 // its sign bit, and hands a -0.0 back as 0.0 (hashing the raw bits made such a run read as
 // corrupt forever; a run without a -0.0 keeps its checksum).
 func (h *hasher) float(v float64) {
-	if v == 0 {
+	if v == 0 && !h.legacy {
 		v = 0 // +0.0: -0.0 == 0 is true, and the constant has no sign bit
 	}
 	h.int(int64(math.Float64bits(v)))
+}
+
+// real hashes a value the store keeps in a REAL column (a statistic), the floats whose zero
+// loses its sign on the way through SQLite.
+func (h *hasher) real(v float64) {
+	if v == 0 && h.legacy {
+		if h.negReal != nil && h.negReal(h.zeros) {
+			v = math.Copysign(0, -1)
+		}
+		h.zeros++
+	}
+	h.float(v)
 }
 func (h *hasher) bytes(b []byte) {
 	h.int(int64(len(b)))

@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -251,4 +253,80 @@ func TestExplicitSelectors(t *testing.T) {
 	if got, _ := db.Resolve(ctx, "latest"); got != 4 {
 		t.Errorf("latest is the newest run, got %d", got)
 	}
+}
+
+// A checksum written before floats were hashed canonically is rewritten by migration 6 where
+// the old encoding of the rows reproduces it: a -0.0 statistic (SQLite gives its zero back
+// without the sign) and a -0.0 kept whole in a histogram bound. A run whose rows were really
+// changed keeps its checksum and still reads as corrupt.
+func TestMigrationRechecksumsLegacyZeros(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	db, err := Open(ctx, path, Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	negZero := math.Copysign(0, -1)
+	legacy := func(d *model.Dump) string {
+		s, err := checksumWith(d, &hasher{h: sha256.New(), legacy: true, negReal: func(int) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var sums []string
+	for i, edit := range []func(s *model.Stats){
+		func(s *model.Stats) { s.Mean = negZero },                     // a REAL column: sign lost
+		func(s *model.Stats) { s.Hist.Lo = negZero },                  // JSON: sign kept
+		func(s *model.Stats) { s.Mean, s.Hist.Hi = negZero, negZero }, // both
+		func(s *model.Stats) { s.Min = negZero },                      // changed below
+	} {
+		d := withHash(readDump(t, "../schemas/testdata/valid/mlp_stats.json"), fmt.Sprintf("sha256:%064d", i+1), "z")
+		edit(firstStats(t, d))
+		if _, _, err := db.Ingest(ctx, d, "z.json"); err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, legacy(d))
+	}
+	for i, s := range sums { // as an mrep before canonical floats wrote them
+		if _, err := db.sql.ExecContext(ctx, `UPDATE runs SET checksum = ? WHERE id = ?`, s, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.sql.ExecContext(ctx, `UPDATE tensors SET stat_max = stat_max + 1 WHERE run_id = 4`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.sql.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = 6`); err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 3; id++ {
+		if _, err := db.LoadDump(ctx, id); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("run %d before the migration: %v, want it read as corrupt", id, err)
+		}
+	}
+	db.Close()
+	if db, err = Open(ctx, path, Options{Now: clock}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for id := int64(1); id <= 3; id++ {
+		if _, err := db.LoadDump(ctx, id); err != nil {
+			t.Errorf("run %d after the migration: %v", id, err)
+		}
+	}
+	if _, err := db.LoadDump(ctx, 4); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a changed run after the migration: %v, want corrupt", err)
+	}
+}
+
+func firstStats(t *testing.T, d *model.Dump) *model.Stats {
+	for i := range d.Modules {
+		for j := range d.Modules[i].Params {
+			if s := d.Modules[i].Params[j].Stats; s != nil {
+				return s
+			}
+		}
+	}
+	t.Fatal("no statistics in the dump")
+	return nil
 }

@@ -25,6 +25,24 @@ func (db *DB) LoadDump(ctx context.Context, id int64) (*model.Dump, error) {
 }
 
 func loadDump(ctx context.Context, q queryer, id int64) (*model.Dump, error) {
+	d, sum, err := loadRows(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	if sum.Valid {
+		got, err := Checksum(d)
+		if err != nil {
+			return nil, err
+		}
+		if got != sum.String {
+			return nil, fmt.Errorf("run %d (%s): its rows do not match the checksum written at ingest; the database file was changed or damaged (remove the run and ingest its dump again): %w", id, d.Model.Name, ErrCorrupt)
+		}
+	}
+	return d, nil
+}
+
+// loadRows reads a run's rows into a dump, with the checksum written at ingest (not compared).
+func loadRows(ctx context.Context, q queryer, id int64) (*model.Dump, sql.NullString, error) {
 	d := &model.Dump{}
 	var sum sql.NullString
 	var label, sourcePath, modelType, textKey, dtype sql.NullString
@@ -38,10 +56,10 @@ func loadDump(ctx context.Context, q queryer, id int64) (*model.Dump, error) {
 		&sourcePath, &modelType, &textKey, &dtype, &label, &step, &tags, &d.Run.CreatedAt, &d.Run.ContentHash, &cfg, &framework, &sum,
 		&measured)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
+		return nil, sum, fmt.Errorf("run %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load run %d: %w", id, err)
+		return nil, sum, fmt.Errorf("load run %d: %w", id, err)
 	}
 	d.Model.Source.Path, d.Model.Source.ModelType = sourcePath.String, modelType.String
 	d.Model.TextConfigKey, d.Model.DType = textKey.String, dtype.String
@@ -58,7 +76,7 @@ func loadDump(ctx context.Context, q queryer, id int64) (*model.Dump, error) {
 		return fmt.Errorf("load run %d %s: %w", id, what, err)
 	}
 	if err := json.Unmarshal([]byte(tags), &d.Run.Tags); err != nil {
-		return nil, corrupt("tags", err)
+		return nil, sum, corrupt("tags", err)
 	}
 	if len(d.Run.Tags) == 0 {
 		d.Run.Tags = nil
@@ -67,33 +85,24 @@ func loadDump(ctx context.Context, q queryer, id int64) (*model.Dump, error) {
 		dec := json.NewDecoder(strings.NewReader(cfg.String))
 		dec.UseNumber()
 		if err := dec.Decode(&d.Config); err != nil {
-			return nil, corrupt("config", err)
+			return nil, sum, corrupt("config", err)
 		}
 	}
 	if err := json.Unmarshal([]byte(framework), &d.Framework); err != nil {
-		return nil, corrupt("framework", err)
+		return nil, sum, corrupt("framework", err)
 	}
 	if measured.Valid {
 		if err := json.Unmarshal([]byte(measured.String), &d.Measurement); err != nil {
-			return nil, corrupt("measurement", err)
+			return nil, sum, corrupt("measurement", err)
 		}
 	}
 	if err := loadModules(ctx, q, id, d); err != nil {
-		return nil, corrupt("modules", err)
+		return nil, sum, corrupt("modules", err)
 	}
 	if err := loadTrace(ctx, q, id, d); err != nil {
-		return nil, corrupt("trace", err)
+		return nil, sum, corrupt("trace", err)
 	}
-	if sum.Valid {
-		got, err := Checksum(d)
-		if err != nil {
-			return nil, err
-		}
-		if got != sum.String {
-			return nil, fmt.Errorf("run %d (%s): its rows do not match the checksum written at ingest; the database file was changed or damaged (remove the run and ingest its dump again): %w", id, d.Model.Name, ErrCorrupt)
-		}
-	}
-	return d, nil
+	return d, sum, nil
 }
 
 func loadModules(ctx context.Context, q queryer, id int64, d *model.Dump) error {

@@ -205,6 +205,7 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	code    func(ctx context.Context, tx *sql.Tx) error // a migration SQL cannot express
 }
 
 func migrations() ([]migration, error) {
@@ -223,9 +224,15 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{v, e.Name(), string(body)})
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(body)})
 	}
+	ms = append(ms, codeMigrations...)
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
+		}
+	}
 	return ms, nil
 }
 
@@ -249,7 +256,11 @@ func (db *DB) migrate(ctx context.Context) error {
 			if n > 0 {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if m.code != nil {
+				if err := m.code(ctx, tx); err != nil {
+					return fmt.Errorf("%s: %w", m.name, err)
+				}
+			} else if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
