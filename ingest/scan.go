@@ -167,6 +167,11 @@ func (s *scanner) run(maxDepth int) *scanProblem {
 				}
 				return &scanProblem{ptr: where, hasPtr: true, msg: "a string is not valid UTF-8 (names and values must be UTF-8 text)"}
 			}
+			if esc {
+				if u, ok := loneSurrogate(raw); ok {
+					return &scanProblem{ptr: s.pointer(), hasPtr: true, msg: fmt.Sprintf("a string holds a lone UTF-16 surrogate (\\u%04x), which is no character: it would be read as U+FFFD and the name would silently change (fix the string where the dump is made)", u)}
+				}
+			}
 			if isKey {
 				key := string(raw)
 				if esc {
@@ -199,6 +204,59 @@ func (s *scanner) run(maxDepth int) *scanProblem {
 		}
 	}
 	return s.problem
+}
+
+// loneSurrogate finds a \u escape of a UTF-16 surrogate that is not half of a high-low pair in
+// a string's raw bytes. encoding/json reads one as U+FFFD without a word (so does Python's
+// json for a high surrogate; it keeps a lone one as such), so a name would change on its way
+// into the store.
+func loneSurrogate(raw []byte) (rune, bool) {
+	hex4 := func(b []byte) (rune, bool) {
+		if len(b) < 4 {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[:4] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(raw) || raw[i] != 'u' {
+			continue // another escape (\\ included): its next byte is skipped with it
+		}
+		r, ok := hex4(raw[i+1:])
+		if !ok {
+			continue // a bad escape: the decoder names it
+		}
+		i += 4
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return r, true // a low half with no high half before it
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if lo, ok := hex4(raw[i+3:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 6
+					continue
+				}
+			}
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // prescan runs the scanner over a whole document.
