@@ -250,8 +250,33 @@ func TestExplicitSelectors(t *testing.T) {
 			t.Errorf("%q resolves to %d (%v), want %d", sel, got, err, want)
 		}
 	}
-	if got, _ := db.Resolve(ctx, "latest"); got != 4 {
-		t.Errorf("latest is the newest run, got %d", got)
+	// Plain forms: a name holding '@' or '#' that no model, label and step match is the name;
+	// "latest" while a model is called that and is not the newest run is ambiguous, and says
+	// how to choose.
+	for sel, want := range map[string]int64{"a@b": 3, "1234": 4} {
+		if got, err := db.Resolve(ctx, sel); err != nil || got != want {
+			t.Errorf("%q resolves to %d (%v), want %d", sel, got, err, want)
+		}
+	}
+	_, err := db.Resolve(ctx, "latest")
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "say id:4 or model:latest") {
+		t.Errorf("latest with a model of that name: %v", err)
+	}
+	d := withHash(readDump(t, "../schemas/testdata/valid/traced.json"), fmt.Sprintf("sha256:%064x", 99), "l")
+	d.Model.Name = "tiny#5"
+	if _, _, err := db.Ingest(ctx, d, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Resolve(ctx, "tiny#5"); err != nil || got != 5 {
+		t.Errorf("tiny#5 resolves to %d (%v), want 5", got, err)
+	}
+	d = withHash(readDump(t, "../schemas/testdata/valid/traced.json"), fmt.Sprintf("sha256:%064x", 100), "l")
+	d.Model.Name = "latest"
+	if _, _, err := db.Ingest(ctx, d, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Resolve(ctx, "latest"); err != nil || got != 6 {
+		t.Errorf("latest, the newest run being model latest: %d (%v), want 6", got, err)
 	}
 }
 

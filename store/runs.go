@@ -511,6 +511,10 @@ func (db *DB) Resolve(ctx context.Context, sel string) (int64, error) {
 		}
 		return id, err
 	}
+	// byName: the newest run of a model named exactly sel, the last reading of every selector.
+	byName := func() (int64, error) {
+		return one(`SELECT id FROM runs WHERE model_name = ? ORDER BY id DESC LIMIT 1`, sel)
+	}
 	if kind, arg, ok := strings.Cut(sel, ":"); ok {
 		switch kind {
 		case "id":
@@ -532,7 +536,16 @@ func (db *DB) Resolve(ctx context.Context, sel string) (int64, error) {
 		return 0, fmt.Errorf("empty run selector: %w", ErrNotFound)
 	}
 	if sel == "latest" {
-		return one(`SELECT id FROM runs ORDER BY id DESC LIMIT 1`)
+		newest, err := one(`SELECT id FROM runs ORDER BY id DESC LIMIT 1`)
+		if err != nil {
+			return 0, err
+		}
+		// A model may be called "latest": where its newest run is not the newest of all, the
+		// word means two runs and neither is guessed.
+		if named, err := one(`SELECT id FROM runs WHERE model_name = 'latest' ORDER BY id DESC LIMIT 1`); err == nil && named != newest {
+			return 0, fmt.Errorf(`run "latest": both the newest run (%d) and a model named "latest" (run %d); say id:%d or model:latest: %w`, newest, named, newest, ErrAmbiguous)
+		}
+		return newest, nil
 	}
 	if id, err := strconv.ParseInt(sel, 10, 64); err == nil {
 		// digits may also be a hash prefix; an existing id wins
@@ -569,15 +582,25 @@ func (db *DB) Resolve(ctx context.Context, sel string) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("run %q: step %q: %w", sel, sel[i+1:], ErrNotFound)
 		}
+		var id int64
 		if name, label, ok := strings.Cut(sel[:i], "@"); ok {
-			return one(`SELECT id FROM runs WHERE model_name = ? AND label = ? AND step = ? ORDER BY id DESC LIMIT 1`, name, label, step)
+			id, err = one(`SELECT id FROM runs WHERE model_name = ? AND label = ? AND step = ? ORDER BY id DESC LIMIT 1`, name, label, step)
+		} else {
+			id, err = one(`SELECT id FROM runs WHERE model_name = ? AND step = ? ORDER BY id DESC LIMIT 1`, sel[:i], step)
 		}
-		return one(`SELECT id FROM runs WHERE model_name = ? AND step = ? ORDER BY id DESC LIMIT 1`, sel[:i], step)
+		if !errors.Is(err, ErrNotFound) {
+			return id, err
+		}
+		return byName() // a model whose name holds '#'
 	}
 	if name, label, ok := strings.Cut(sel, "@"); ok {
-		return one(`SELECT id FROM runs WHERE model_name = ? AND label = ? ORDER BY id DESC LIMIT 1`, name, label)
+		id, err := one(`SELECT id FROM runs WHERE model_name = ? AND label = ? ORDER BY id DESC LIMIT 1`, name, label)
+		if !errors.Is(err, ErrNotFound) {
+			return id, err
+		}
+		return byName() // a model whose name holds '@'
 	}
-	return one(`SELECT id FROM runs WHERE model_name = ? ORDER BY id DESC LIMIT 1`, sel)
+	return byName()
 }
 
 func allDigits(s string) bool {
