@@ -308,6 +308,13 @@ func CalibrateWith(ps []Prepared, names []string, source string, o CalibrateOpti
 		if err != nil {
 			return nil, err
 		}
+		before, err := Validate(rows, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := before.CheckPossible(); err != nil {
+			return nil, err // a fit would bend the figures toward a run that cannot be
+		}
 		base := rows[0].Chip.Efficiency
 		base.Lanes = nil // the chip's own figures are fitted; a lane would hide them
 		eff, _, err := fitWith(rows, base, params, loss)
@@ -328,9 +335,7 @@ func CalibrateWith(ps []Prepared, names []string, source string, o CalibrateOpti
 			}
 		}
 		cf.Efficiency = eff
-		if cf.Before, err = Validate(rows, nil); err != nil {
-			return nil, err
-		}
+		cf.Before = before
 		if cf.After, err = Validate(rows, map[string]chips.Efficiency{chip: eff}); err != nil {
 			return nil, err
 		}

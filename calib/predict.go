@@ -1,6 +1,7 @@
 package calib
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -128,7 +129,7 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		return err
 	}
 	add := func(ph analyzer.Phase, s analyzer.Scenario, w float64) error {
-		st, err := m.Analyze(ph, s, analyzer.Achievable)
+		st, err := m.AnalyzeTotals(ph, s, analyzer.Achievable) // per-module rows are ~60 KB a row, unused here
 		if err != nil {
 			return err
 		}
@@ -394,6 +395,10 @@ type Result struct {
 	// throughput never above it.
 	Roofline          float64 `json:"roofline"`
 	FasterThanPhysics bool    `json:"faster_than_physics,omitempty"`
+	// Impossible: the measurement itself beats the ideal roofline (a time below it, a
+	// throughput above it), so the row's tokens, GPUs, chip or figure is wrong, or mrep's
+	// count is. Such a row is left out of every error and fit, and named.
+	Impossible string `json:"impossible,omitempty"`
 	Fits              bool    `json:"fits"`
 	Skipped           string  `json:"not_expressible,omitempty"`
 }
@@ -407,6 +412,46 @@ type Summary struct {
 	MedianAbsErr   float64 `json:"median_abs_err"`
 	WorstAbsErr    float64 `json:"worst_abs_err"`
 	NotExpressible int     `json:"not_expressible"`
+	Impossible     int     `json:"impossible,omitempty"`
+}
+
+// ErrImpossible: a row measures a run faster than the ideal roofline of its configuration.
+var ErrImpossible = errors.New("measurement beats the roofline")
+
+// CheckPossible is an error naming every row whose measurement beats its roofline (at most
+// five, then a count), nil when there is none.
+func (r Report) CheckPossible() error {
+	var bad []string
+	for _, res := range r.Rows {
+		if res.Impossible != "" {
+			bad = append(bad, fmt.Sprintf("row %s (%s on %s): %s", res.ID, res.Model, res.Chip, res.Impossible))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	n, more := len(bad), ""
+	if n > 5 {
+		more = fmt.Sprintf("; and %d more", len(bad)-5)
+		bad = bad[:5]
+	}
+	return fmt.Errorf("%d rows measure runs faster than physics allows: %s%s: %w", n, strings.Join(bad, "; "), more, ErrImpossible)
+}
+
+// impossible says why a row's measurement cannot have happened: it beats the ideal roofline
+// of its own configuration (every FLOP at peak, every byte at full bandwidth, nothing else).
+// A margin of 1e-6 keeps rounding in the published figure from tripping it.
+func impossible(r Row, roof float64) string {
+	if roof <= 0 || math.IsInf(roof, 0) || math.IsNaN(roof) {
+		return ""
+	}
+	if r.TimeLike() && r.Measured < roof*(1-1e-6) {
+		return fmt.Sprintf("measured %.4g %s is below the ideal roofline's %.4g %s (every FLOP at peak, every byte at full bandwidth): no run is that fast, so the row's tokens, GPUs, chip or figure is wrong", r.Measured, r.Unit, roof, r.Unit)
+	}
+	if !r.TimeLike() && r.Measured > roof*(1+1e-6) {
+		return fmt.Sprintf("measured %.4g %s is above the ideal roofline's %.4g %s (every FLOP at peak, every byte at full bandwidth): no run is that fast, so the row's tokens, GPUs, chip or figure is wrong", r.Measured, r.Unit, roof, r.Unit)
+	}
+	return ""
 }
 
 // Report is a validation: every row, and per phase the median and worst |error|.
@@ -488,6 +533,14 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			res.FasterThanPhysics = pred < roof*(1-1e-9)
 		} else {
 			res.FasterThanPhysics = pred > roof*(1+1e-9)
+		}
+		if why := impossible(r, roof); why != "" {
+			res.Impossible = why
+			sum := rep.Summary[res.Phase]
+			sum.Impossible++
+			rep.Summary[res.Phase] = sum
+			rep.Rows = append(rep.Rows, res)
+			continue
 		}
 		errs[res.Phase] = append(errs[res.Phase], math.Abs(res.Err()))
 		k := gkey{r.group(p.Chip.Name), res.Phase}

@@ -417,12 +417,23 @@ func MemorySet() []Row {
 	return rows
 }
 
+// The limits of a rows file: its size, and its rows (each prepared row keeps its counted steps,
+// about 10 KB, for as long as a validation or fit runs).
+const (
+	MaxRowsBytes = 64 << 20
+	MaxRows      = 100_000
+)
+
 // Parse reads rows from JSON (an array of rows, or {"rows": [...]}) or CSV (a header of the
 // JSON field names). name is used in errors, which give the line (CSV) or index (JSON).
 func Parse(name string, r io.Reader) ([]Row, error) {
-	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	b, err := io.ReadAll(io.LimitReader(r, MaxRowsBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("calibration file %s: %w", name, err)
+	}
+	if len(b) > MaxRowsBytes {
+		// never cut a file short without a word: the rows past the cut would be lost
+		return nil, fmt.Errorf("calibration file %s: larger than %d MiB, the limit for a rows file (split it)", name, MaxRowsBytes>>20)
 	}
 	t := bytes.TrimSpace(b)
 	var rows []Row
@@ -440,6 +451,9 @@ func Parse(name string, r io.Reader) ([]Row, error) {
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("calibration file %s: no rows", name)
+	}
+	if len(rows) > MaxRows {
+		return nil, fmt.Errorf("calibration file %s: %d rows, more than the %d a rows file may hold (split it)", name, len(rows), MaxRows)
 	}
 	seen := map[string]bool{}
 	for i := range rows {
@@ -518,7 +532,7 @@ func parseCSV(b []byte) ([]Row, error) {
 			case "measured", "memory_gib", "request_rate", "length_spread", "kv_fraction":
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil {
-					return nil, fmt.Errorf("line %d: measured %q is not a number", li+2, v)
+					return nil, fmt.Errorf("line %d: %s %q is not a number", li+2, h, v)
 				}
 				obj[h] = f
 			default:

@@ -20,10 +20,14 @@ func value(v float64, unit string) string {
 // phase the median and worst |error|; rows not expressible yet with the reason.
 func WriteValidation(out io.Writer, rep calib.Report) error {
 	w := &errWriter{w: out}
-	var rows, skipped [][]string
+	var rows, skipped, impossible [][]string
 	for _, r := range rep.Rows {
 		if r.Skipped != "" {
 			skipped = append(skipped, []string{code(r.ID), r.Phase, value(r.Measured, r.Unit), r.Skipped})
+			continue
+		}
+		if r.Impossible != "" {
+			impossible = append(impossible, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Roofline, r.Unit)})
 			continue
 		}
 		flag := ""
@@ -41,6 +45,11 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		table(w, []string{"Row", "Phase", "Model", "Chip", "Measured", "Predicted", "Ratio", "Error", "Roofline bound"}, "lllllrrrr", rows)
 	}
 	w.printf("\n")
+	if len(impossible) > 0 {
+		w.printf("**Measured faster than physics allows** (%d rows, left out of every error below): each measurement beats the ideal roofline of its own configuration, every FLOP at peak and every byte at full bandwidth, so the row's tokens, GPUs, chip or figure is wrong.\n\n", len(impossible))
+		table(w, []string{"Row", "Model", "Chip", "Measured", "Roofline bound"}, "lllrr", impossible)
+		w.printf("\n")
+	}
 	var sum [][]string
 	for _, ph := range rep.Phases() {
 		s := rep.Summary[ph]

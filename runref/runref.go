@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/examples"
@@ -112,13 +113,20 @@ func file(path string) (Ref, error) {
 	return Ref{Dump: d, Run: store.Run{ModelName: d.Model.Name, SourceKind: "file", SourceFile: path}, From: "file"}, nil
 }
 
-// readHead reads up to MaxFile bytes of path, gunzipped when it is gzip.
+// readHead reads up to MaxFile bytes of path, gunzipped when it is gzip: enough to tell a
+// config.json from a dump (a dump is then read whole by ingest, under its own limit). Only a
+// regular file is opened, and without blocking: a FIFO named as a model would wait for ever.
 func readHead(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (a model is a dump or a config.json)", path)
+	}
 	var r io.Reader = f
 	var magic [2]byte
 	if n, _ := io.ReadFull(f, magic[:]); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {

@@ -63,6 +63,21 @@ func readRows(path string) ([]calib.Row, error) {
 	return calib.Parse(path, f)
 }
 
+// rowsName is how messages name a rows path: the file, or the shipped set.
+func rowsName(path string) string {
+	switch {
+	case path == "":
+		return "the shipped calibration set"
+	case path == extendedRows:
+		return "the shipped extended set"
+	case path == heldoutRows:
+		return "the shipped held-out set"
+	case strings.HasPrefix(path, "\x00set:"):
+		return "the shipped " + strings.TrimPrefix(path, "\x00set:") + " set"
+	}
+	return render.Visible(path)
+}
+
 // preparedRows reads a rows file (the shipped set when path is empty) and counts each row's
 // steps against the chip database and the bundled or stored models.
 func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
@@ -137,9 +152,19 @@ func validateCommand() *cli.Command {
 				}
 			}
 			if c.Bool("json") {
-				return writeJSON(c.App.Writer, rep)
+				err = writeJSON(c.App.Writer, rep)
+			} else {
+				err = render.WriteValidation(c.App.Writer, rep)
 			}
-			return render.WriteValidation(c.App.Writer, rep)
+			if err != nil {
+				return err
+			}
+			// The report is printed whole, impossible rows named in it; the exit says the
+			// rows file is wrong.
+			if err := rep.CheckPossible(); err != nil {
+				return cli.Exit(fmt.Sprintf("%s: %v", rowsName(path), err), exitFailure)
+			}
+			return nil
 		},
 	}
 }
