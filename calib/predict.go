@@ -399,8 +399,8 @@ type Result struct {
 	// throughput above it), so the row's tokens, GPUs, chip or figure is wrong, or mrep's
 	// count is. Such a row is left out of every error and fit, and named.
 	Impossible string `json:"impossible,omitempty"`
-	Fits              bool    `json:"fits"`
-	Skipped           string  `json:"not_expressible,omitempty"`
+	Fits       bool   `json:"fits"`
+	Skipped    string `json:"not_expressible,omitempty"`
 }
 
 // Err is the signed relative error, predicted / measured - 1.
@@ -435,7 +435,11 @@ func (r Report) CheckPossible() error {
 		more = fmt.Sprintf("; and %d more", len(bad)-5)
 		bad = bad[:5]
 	}
-	return fmt.Errorf("%d rows measure runs faster than physics allows: %s%s: %w", n, strings.Join(bad, "; "), more, ErrImpossible)
+	what := "rows measure runs"
+	if n == 1 {
+		what = "row measures a run"
+	}
+	return fmt.Errorf("%d %s faster than physics allows: %s%s: %w", n, what, strings.Join(bad, "; "), more, ErrImpossible)
 }
 
 // impossible says why a row's measurement cannot have happened: it beats the ideal roofline

@@ -471,17 +471,34 @@ func Parse(name string, r io.Reader) ([]Row, error) {
 }
 
 func parseJSON(b []byte) ([]Row, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
+	var raw []json.RawMessage
+	where := "/%d"
 	if b[0] == '[' {
-		var rows []Row
-		return rows, dec.Decode(&rows)
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return nil, err
+		}
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		var f struct {
+			About string            `json:"about,omitempty"`
+			Rows  []json.RawMessage `json:"rows"`
+		}
+		if err := dec.Decode(&f); err != nil {
+			return nil, err
+		}
+		raw, where = f.Rows, "/rows/%d"
 	}
-	var f struct {
-		About string `json:"about,omitempty"`
-		Rows  []Row  `json:"rows"`
+	// each row decoded on its own, so an error names the row it is in
+	rows := make([]Row, len(raw))
+	for i, r := range raw {
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rows[i]); err != nil {
+			return nil, fmt.Errorf(where+": %w", i, err)
+		}
 	}
-	return f.Rows, dec.Decode(&f)
+	return rows, nil
 }
 
 // parseCSV reads a header of Row's JSON field names, then one row per line.
@@ -531,8 +548,8 @@ func parseCSV(b []byte) ([]Row, error) {
 				obj[h] = b
 			case "measured", "memory_gib", "request_rate", "length_spread", "kv_fraction":
 				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return nil, fmt.Errorf("line %d: %s %q is not a number", li+2, h, v)
+				if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+					return nil, fmt.Errorf("line %d: %s %q is not a finite number", li+2, h, v)
 				}
 				obj[h] = f
 			default:

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -391,6 +392,8 @@ func parse(name string, r io.Reader, fallback *Efficiency) (*DB, error) {
 		switch {
 		case s.Name == "" || s.Chip == "":
 			return nil, fmt.Errorf("chips file %s: /systems/%d: name and chip are required", name, i)
+		case !chipName.MatchString(s.Name):
+			return nil, fmt.Errorf("chips file %s: /systems/%d: name %q: a system's name is letters, digits and . _ + - (at most 64, starting with a letter or digit)", name, i, s.Name)
 		case s.GPUsPerNode < 1 || s.ScaleUpDomain < 1 || !(s.ScaleUpGBps > 0) || !(s.ScaleOutGBps > 0):
 			return nil, fmt.Errorf("chips file %s: /systems/%d: %s: gpus_per_node, scale_up_domain and link bandwidths must be positive", name, i, s.Name)
 		case len(s.Sources) == 0:
@@ -405,9 +408,16 @@ func parse(name string, r io.Reader, fallback *Efficiency) (*DB, error) {
 
 func key(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", "-")) }
 
+// chipName is what a chip or system may be called: a name typed after --chip, printed in
+// tables, markdown and SVG, so letters, digits and . _ + - only.
+var chipName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
+
 func (db *DB) add(c Chip) error {
 	if c.Name == "" {
 		return errors.New("name is empty")
+	}
+	if !chipName.MatchString(c.Name) {
+		return fmt.Errorf("name %q: a chip's name is letters, digits and . _ + - (at most 64, starting with a letter or digit), as --chip takes it", c.Name)
 	}
 	if c.HBMGBps <= 0 || c.MemoryGiB <= 0 || c.ScaleUpGBps <= 0 {
 		return fmt.Errorf("%s: hbm_gbps, memory_gib and scale_up_gbps must be positive (a chip without NVLink-class links scales up over PCIe)", c.Name)

@@ -69,7 +69,7 @@ func calibrateCommand() *cli.Command {
 			fits, err := calib.CalibrateWith(ps, c.StringSlice("fit"), path, calib.CalibrateOptions{
 				AbsLoss: c.Bool("abs-loss"), LeaveOut: group, LeaveOutName: c.String("leave-out")})
 			if err != nil {
-				return cli.Exit(err.Error(), exitFailure)
+				return cli.Exit(fmt.Sprintf("calibrate %s: %v", render.Visible(path), err), exitFailure)
 			}
 			if out := c.String("output"); out != "" {
 				db, err := chipDB(c)

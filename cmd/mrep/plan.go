@@ -71,7 +71,7 @@ func planCommand(env Env) *cli.Command {
 				if c.IsSet("tokens") && !(c.Float64("tokens") > 0 && c.Float64("tokens") <= 1e18) {
 					// beyond 1e18 tokens (60,000 times a 15T-token run) the GPU-hours overflow what
 					// the figures hold exactly, and no run is that large
-					return cli.Exit(fmt.Sprintf("--tokens %g: must be a positive number of tokens up to 1e18", c.Float64("tokens")), exitFailure)
+					return cli.Exit(fmt.Sprintf("--tokens %g: must be a positive number of tokens up to 1e18", c.Float64("tokens")), exitUsage)
 				}
 				tg, err := newTarget(chip, dt)
 				if err != nil {
