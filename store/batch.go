@@ -25,7 +25,7 @@ const batchRows = 64
 // its first error; add reports it as soon as it is known.
 type inserter struct {
 	ctx    context.Context
-	tx     *sql.Tx
+	tx     sqlTx
 	table  string
 	cols   []string
 	groups map[uint32]*insertGroup
@@ -49,7 +49,7 @@ type insertJob struct {
 	args []any
 }
 
-func newInserter(ctx context.Context, tx *sql.Tx, table string, cols ...string) *inserter {
+func newInserter(ctx context.Context, tx sqlTx, table string, cols ...string) *inserter {
 	in := &inserter{ctx: ctx, tx: tx, table: table, cols: cols, groups: map[uint32]*insertGroup{},
 		jobs: make(chan insertJob, 4), done: make(chan error, 1), free: make(chan []any, 8)}
 	go in.execute()

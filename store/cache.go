@@ -54,9 +54,11 @@ func (db *DB) PutResult(ctx context.Context, runID int64, key, version string, r
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	return db.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO analysis_cache (run_id, scenario_key, analyzer_version, result, created_at)
-			VALUES (?, ?, ?, ?, ?)`, runID, key, version, string(result), db.now().UTC().Format(time.RFC3339Nano))
+	return db.tx(ctx, func(tx sqlTx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO analysis_cache (run_id, scenario_key, analyzer_version, result, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id, scenario_key, analyzer_version)
+			DO UPDATE SET result = excluded.result, created_at = excluded.created_at`,
+			runID, key, version, string(result), db.now().UTC().Format(time.RFC3339Nano))
 		if err != nil {
 			return fmt.Errorf("cache result for run %d: %w", runID, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/mrep-dev/mrep/model"
 )
@@ -262,12 +263,24 @@ type queryer interface {
 
 // read runs fn in one read transaction (BEGIN DEFERRED on a dedicated connection), so every
 // query of a load sees one snapshot: a run removed meanwhile is either whole or absent.
+//
+// On PostgreSQL the snapshot is a REPEATABLE READ, READ ONLY transaction: it takes no lock an
+// ingest waits on, and an ingest committing meanwhile is not seen half-way.
 func (db *DB) read(ctx context.Context, fn func(q queryer) error) error {
-	conn, err := db.sql.Conn(ctx)
+	if db.pg {
+		t, err := db.sql.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer t.Rollback()
+		return fn(sqlTx{Tx: t, pg: true})
+	}
+	c, err := db.sql.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer c.Close()
+	conn := sqlConn{Conn: c}
 	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
 		return err
 	}
@@ -290,8 +303,11 @@ type CheckResult struct {
 
 // Check verifies every run's rows against its checksum, and SQLite's own structure
 // (PRAGMA integrity_check).
+//
+// PostgreSQL keeps its own pages; there the structural check is that no module, tensor, trace
+// or cached result is left without its run.
 func (db *DB) Check(ctx context.Context) (integrity string, runs []CheckResult, err error) {
-	if err := db.sql.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil {
+	if integrity, err = db.structure(ctx); err != nil {
 		return "", nil, fmt.Errorf("integrity check: %w", err)
 	}
 	list, err := db.ListRuns(ctx, Filter{})
@@ -311,4 +327,27 @@ func (db *DB) Check(ctx context.Context) (integrity string, runs []CheckResult, 
 		runs = append(runs, res)
 	}
 	return integrity, runs, nil
+}
+
+// structure is SQLite's integrity check, or on PostgreSQL the count of rows without a run.
+func (db *DB) structure(ctx context.Context) (string, error) {
+	if !db.pg {
+		var res string
+		err := db.sql.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res)
+		return res, err
+	}
+	var orphans []string
+	for _, t := range []string{"modules", "tensors", "traces", "trace_modules", "analysis_cache"} {
+		var n int64
+		if err := db.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t+` x WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = x.run_id)`).Scan(&n); err != nil {
+			return "", err
+		}
+		if n > 0 {
+			orphans = append(orphans, fmt.Sprintf("%d %s rows without their run", n, t))
+		}
+	}
+	if len(orphans) > 0 {
+		return strings.Join(orphans, "; "), nil
+	}
+	return "ok", nil
 }

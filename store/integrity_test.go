@@ -104,6 +104,7 @@ func TestChangedRowsAreReportedAsCorruption(t *testing.T) {
 // Single-bit flips anywhere past the file header: each load either fails or returns the same
 // dump; none is read as different data.
 func TestBitFlipsAreNeverReadAsOtherData(t *testing.T) {
+	sqliteOnly(t, "flips bits in the database file")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.db")
 	db, err := Open(context.Background(), src, Options{Now: clock})
@@ -158,6 +159,7 @@ func mustLoad(t *testing.T, db *DB, id int64) *model.Dump {
 
 // Many processes (here: connections) opening one new database at once never fail.
 func TestParallelFirstOpens(t *testing.T) {
+	sqliteOnly(t, "many processes creating one file (TestParallelFirstMigrations is PostgreSQL's)")
 	rounds := 200
 	if testing.Short() {
 		rounds = 10
@@ -199,6 +201,7 @@ func TestParallelFirstOpens(t *testing.T) {
 // Read-only opens: no migration, no cache writes, and a missing file is an error, not a
 // new database. '%' in a path is a character, not an escape.
 func TestReadOnlyAndPaths(t *testing.T) {
+	sqliteOnly(t, "file paths and permissions")
 	dir := t.TempDir()
 	ctx := context.Background()
 	if _, err := Open(ctx, filepath.Join(dir, "missing.db"), Options{Existing: true}); !errors.Is(err, ErrNoDatabase) {
@@ -285,6 +288,7 @@ func TestExplicitSelectors(t *testing.T) {
 // without the sign) and a -0.0 kept whole in a histogram bound. A run whose rows were really
 // changed keeps its checksum and still reads as corrupt.
 func TestMigrationRechecksumsLegacyZeros(t *testing.T) {
+	sqliteOnly(t, "only SQLite histories were written before canonical checksums")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	db, err := Open(ctx, path, Options{Now: clock})

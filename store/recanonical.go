@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"fmt"
 
 	"github.com/mrep-dev/mrep/model"
@@ -30,7 +29,10 @@ const maxSignSearch = 256
 // all of them, or any one): a run whose rows were really changed keeps its old checksum and
 // still reads as corrupt. Only runs that hold a zero statistic or a possible -0.0 elsewhere are
 // loaded, so a database without any migrates at the cost of one query.
-func recanonicalChecksums(ctx context.Context, tx *sql.Tx) error {
+func recanonicalChecksums(ctx context.Context, tx sqlTx) error {
+	if tx.pg {
+		return nil // a PostgreSQL history was only ever written with canonical checksums
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT id FROM runs WHERE checksum IS NOT NULL AND (
 		measurement LIKE '%-0%' OR id IN (SELECT DISTINCT run_id FROM tensors WHERE
 			stat_mean = 0 OR stat_std = 0 OR stat_min = 0 OR stat_max = 0 OR stat_norm = 0

@@ -102,7 +102,7 @@ type Ingested struct {
 // already stored (or earlier in the batch) is not stored again.
 func (db *DB) IngestBatch(ctx context.Context, n int, next func(i int) (*model.Dump, string, error)) ([]Ingested, error) {
 	out := make([]Ingested, 0, n)
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(tx sqlTx) error {
 		now := db.now().UTC()
 		for i := 0; i < n; i++ {
 			d, source, err := next(i)
@@ -118,8 +118,25 @@ func (db *DB) IngestBatch(ctx context.Context, n int, next func(i int) (*model.D
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}
-			if id, err = insertDump(ctx, tx, d, source, now); err != nil {
+			// each dump in a savepoint: one that another writer stores meanwhile is rolled
+			// back alone and reported as stored already
+			sp := fmt.Sprintf("batch_%d", i)
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT `+sp); err != nil {
+				return err
+			}
+			id, err = insertDump(ctx, tx, d, source, now)
+			if errors.Is(err, errStoredMeanwhile) {
+				if id, err = storedMeanwhile(ctx, tx, sp, d.Run.ContentHash); err != nil {
+					return err
+				}
+				out = append(out, Ingested{ID: id})
+				continue
+			}
+			if err != nil {
 				return fmt.Errorf("store %s (run %s): %w", source, d.Model.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE `+sp); err != nil {
+				return err
 			}
 			out = append(out, Ingested{ID: id, Created: true})
 		}
@@ -129,6 +146,24 @@ func (db *DB) IngestBatch(ctx context.Context, n int, next func(i int) (*model.D
 		return nil, err
 	}
 	return out, nil
+}
+
+// errStoredMeanwhile: the dump's content hash was committed by another writer while this one
+// stored it.
+var errStoredMeanwhile = errors.New("stored meanwhile by another writer")
+
+// storedMeanwhile rolls a dump back to its savepoint and returns the run another writer
+// stored with the same content hash.
+func storedMeanwhile(ctx context.Context, tx sqlTx, sp, hash string) (int64, error) {
+	if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+sp); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE `+sp); err != nil {
+		return 0, err
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE content_hash = ?`, hash).Scan(&id)
+	return id, err
 }
 
 func jsonText(v any) (string, error) {
@@ -143,7 +178,7 @@ func nullString(s string) any {
 	return s
 }
 
-func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile string, now time.Time) (int64, error) {
+func insertDump(ctx context.Context, tx sqlTx, d *model.Dump, sourceFile string, now time.Time) (int64, error) {
 	w, err := beginRun(ctx, tx, d, len(d.Modules))
 	if err != nil {
 		return 0, err
@@ -160,27 +195,53 @@ func insertDump(ctx context.Context, tx *sql.Tx, d *model.Dump, sourceFile strin
 // it. The transaction defers foreign-key checks to its commit (the runs row comes last).
 type runWriter struct {
 	ctx        context.Context
-	tx         *sql.Tx
+	tx         sqlTx
 	id         int64
 	mods, tens *inserter
 	index      map[string]int
 	sum        *checksummer
 	hashc      chan []model.Module // modules to the checksum goroutine, in order
 	hashDone   chan struct{}
+	// copied is the run being copied from another store: its ingestion time and source file
+	// are kept (a copy is the same history, not a new ingest).
+	copied *Run
+}
+
+func (w *runWriter) ingestedAt(now time.Time) string {
+	if w.copied != nil {
+		return w.copied.IngestedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return now.Format(time.RFC3339Nano)
+}
+
+func (w *runWriter) sourceFile(s string) string {
+	if w.copied != nil {
+		return w.copied.SourceFile
+	}
+	return s
 }
 
 // beginRun allocates the run's id (ids only grow: the high-water mark outlives removed runs)
 // and starts hashing the header; modules is how many modules the dump has.
-func beginRun(ctx context.Context, tx *sql.Tx, header *model.Dump, modules int) (*runWriter, error) {
-	if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
-		return nil, err
-	}
+func beginRun(ctx context.Context, tx sqlTx, header *model.Dump, modules int) (*runWriter, error) {
 	w := &runWriter{ctx: ctx, tx: tx, index: make(map[string]int, modules)}
-	if err := tx.QueryRowContext(ctx, `SELECT MAX(last, COALESCE((SELECT MAX(id) FROM runs), 0)) + 1 FROM run_ids`).Scan(&w.id); err != nil {
-		return nil, err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE run_ids SET last = ?`, w.id); err != nil {
-		return nil, err
+	if tx.pg {
+		// A sequence: never handed out twice, and taken without locking anything, so writers
+		// on many hosts do not queue behind one another's transactions (the foreign keys are
+		// declared deferred).
+		if err := tx.QueryRowContext(ctx, `SELECT nextval('run_ids')`).Scan(&w.id); err != nil {
+			return nil, err
+		}
+	} else {
+		if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
+			return nil, err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(last, COALESCE((SELECT MAX(id) FROM runs), 0)) + 1 FROM run_ids`).Scan(&w.id); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE run_ids SET last = ?`, w.id); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if w.sum, err = newChecksummer(header, modules); err != nil {
@@ -256,7 +317,7 @@ func (w *runWriter) add(first int, ms []model.Module) error {
 				axis = *p.ExpertAxis
 			}
 			if err := tens.add(id, i, "param", j, p.Name, shape, p.DType, p.Numel, p.Device,
-				nullString(p.TiedTo), p.RequiresGrad, p.Lazy, axis, nil, mean, std, mn, mx, nonfinite, hist, norm, sketch); err != nil {
+				nullString(p.TiedTo), flag(p.RequiresGrad), flag(p.Lazy), axis, nil, mean, std, mn, mx, nonfinite, hist, norm, sketch); err != nil {
 				return err
 			}
 		}
@@ -266,7 +327,7 @@ func (w *runWriter) add(first int, ms []model.Module) error {
 				return err
 			}
 			if err := tens.add(id, i, "buffer", j, b.Name, shape, b.DType, b.Numel, b.Device,
-				nullString(b.TiedTo), nil, nil, nil, b.Persistent, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+				nullString(b.TiedTo), nil, nil, nil, flag(b.Persistent), nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
 				return err
 			}
 		}
@@ -315,18 +376,26 @@ func (w *runWriter) finish(d *model.Dump, sourceFile string, now time.Time) (int
 			return 0, err
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO runs (id, content_hash, model_name, label, step, tags, root_class,
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, content_hash, model_name, label, step, tags, root_class,
 		source_kind, source_path, model_type, text_config_key, dtype, schema_version, created_at, ingested_at,
 		source_file, total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, config, framework, checksum,
 		measurement)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (content_hash) DO NOTHING`,
 		id, d.Run.ContentHash, d.Model.Name, d.Run.Label, d.Run.Step, tagsJSON, d.Model.RootClass,
 		d.Model.Source.Kind, nullString(d.Model.Source.Path), nullString(d.Model.Source.ModelType),
 		nullString(d.Model.TextConfigKey), nullString(d.Model.DType), d.SchemaVersion, d.Run.CreatedAt,
-		now.Format(time.RFC3339Nano), nullString(sourceFile), tot.Params, tot.Trainable, tot.Bytes,
-		len(d.Modules), tot.HasStats, d.Trace != nil, cfg, fw, sum, measured)
+		w.ingestedAt(now), nullString(w.sourceFile(sourceFile)), tot.Params, tot.Trainable, tot.Bytes,
+		len(d.Modules), flag(tot.HasStats), flag(d.Trace != nil), cfg, fw, sum, measured)
 	if err != nil {
 		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n == 0 {
+		// Another writer committed this content hash after this one looked (PostgreSQL's
+		// writers do not queue as SQLite's do); the caller rolls this dump back.
+		return 0, errStoredMeanwhile
 	}
 	// the row's own checksum, over the row as it reads back
 	row, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
@@ -476,7 +545,7 @@ func (db *DB) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
 	q += ` ORDER BY id`
 	if f.Limit > 0 {
 		// the newest Limit runs, still listed oldest first
-		q = `SELECT * FROM (` + strings.Replace(q, "ORDER BY id", "ORDER BY id DESC", 1) + ` LIMIT ?) ORDER BY id`
+		q = `SELECT * FROM (` + strings.Replace(q, "ORDER BY id", "ORDER BY id DESC", 1) + ` LIMIT ?) AS newest ORDER BY id`
 		args = append(args, f.Limit)
 	}
 	rows, err := db.sql.QueryContext(ctx, q, args...)
@@ -614,7 +683,7 @@ func allDigits(s string) bool {
 
 // DeleteRun removes a run and everything stored with it.
 func (db *DB) DeleteRun(ctx context.Context, id int64) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(tx sqlTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, id)
 		if err != nil {
 			return fmt.Errorf("delete run %d: %w", id, err)

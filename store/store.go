@@ -21,7 +21,7 @@ import (
 	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations
 var migrationFS embed.FS
 
 // Sentinels callers branch on.
@@ -35,8 +35,9 @@ const DefaultPath = "mrep.db"
 
 // DB is an open mrep database.
 type DB struct {
-	sql      *sql.DB
-	path     string
+	sql      sqlDB
+	pg       bool   // PostgreSQL, not SQLite
+	path     string // the SQLite file, or the PostgreSQL URL (Path gives it redacted)
 	now      func() time.Time
 	readOnly bool
 }
@@ -107,6 +108,9 @@ func writable(p string) bool {
 // Open opens (creating if needed) and migrates the database at path. Opening and migrating a
 // new database is retried while another process holds the lock (parallel first opens).
 func Open(ctx context.Context, p string, opt Options) (*DB, error) {
+	if IsPostgres(p) {
+		return openPostgres(ctx, p, opt)
+	}
 	readOnly := opt.ReadOnly
 	if opt.Existing || opt.ReadOnly {
 		fi, err := os.Stat(p)
@@ -128,7 +132,7 @@ func Open(ctx context.Context, p string, opt Options) (*DB, error) {
 		if err != nil {
 			return err
 		}
-		db = &DB{sql: sdb, path: p, now: opt.Now, readOnly: readOnly}
+		db = &DB{sql: sqlDB{DB: sdb}, path: p, now: opt.Now, readOnly: readOnly}
 		if db.now == nil {
 			db.now = time.Now
 		}
@@ -146,8 +150,8 @@ func Open(ctx context.Context, p string, opt Options) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", p, err)
 	}
 	if opt.IntegrityCheck {
-		var res string
-		if err := db.sql.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil || res != "ok" {
+		res, err := db.structure(ctx)
+		if err != nil || res != "ok" {
 			db.Close()
 			if err == nil {
 				err = errors.New(res)
@@ -198,14 +202,19 @@ func (db *DB) checkMigrated(ctx context.Context) error {
 // Close closes the database.
 func (db *DB) Close() error { return db.sql.Close() }
 
-// Path is the file the database lives in.
-func (db *DB) Path() string { return db.path }
+// Path is the file the database lives in, or its PostgreSQL URL without the password: what
+// messages may print.
+func (db *DB) Path() string { return Redact(db.path) }
+
+// Postgres says whether the database is a PostgreSQL one.
+func (db *DB) Postgres() bool { return db.pg }
 
 type migration struct {
 	version int
 	name    string
 	sql     string
-	code    func(ctx context.Context, tx *sql.Tx) error // a migration SQL cannot express
+	code    func(ctx context.Context, tx sqlTx) error // a migration SQL cannot express
+	pgSQL   string                                    // the PostgreSQL text where it differs
 }
 
 func migrations() ([]migration, error) {
@@ -215,6 +224,9 @@ func migrations() ([]migration, error) {
 	}
 	var ms []migration
 	for _, e := range entries {
+		if e.IsDir() {
+			continue // migrations/postgres holds the PostgreSQL text of those that differ
+		}
 		prefix, _, ok := strings.Cut(e.Name(), "_")
 		v, err := strconv.Atoi(prefix)
 		if !ok || err != nil {
@@ -224,7 +236,18 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(body)})
+		m := migration{version: v, name: e.Name(), sql: string(body), pgSQL: string(body)}
+		if pg, err := migrationFS.ReadFile(path.Join("migrations", "postgres", e.Name())); err == nil {
+			m.pgSQL = string(pg)
+		}
+		ms = append(ms, m)
+	}
+	if pgs, err := migrationFS.ReadDir("migrations/postgres"); err == nil {
+		for _, e := range pgs {
+			if _, err := migrationFS.ReadFile(path.Join("migrations", e.Name())); err != nil {
+				return nil, fmt.Errorf("migration postgres/%s has no SQLite counterpart: one ordered set serves both", e.Name())
+			}
+		}
 	}
 	ms = append(ms, codeMigrations...)
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
@@ -238,9 +261,20 @@ func migrations() ([]migration, error) {
 
 // migrate applies the embedded migrations not yet recorded, each in its own IMMEDIATE
 // transaction, so two processes opening a new database at once apply each exactly once.
+//
+// On PostgreSQL each migration's transaction first takes a transaction-scoped advisory lock:
+// its DDL takes no lock that would make a second process wait for the first (two CREATE
+// TABLE IF NOT EXISTS at once fail there), so the lock orders them.
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.sql.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+	create := `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
+	if err := db.tx(ctx, func(tx sqlTx) error {
+		if err := lockMigrations(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, create)
+		return err
+	}); err != nil {
 		return err
 	}
 	ms, err := migrations()
@@ -248,7 +282,10 @@ func (db *DB) migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range ms {
-		err := db.tx(ctx, func(tx *sql.Tx) error {
+		err := db.tx(ctx, func(tx sqlTx) error {
+			if err := lockMigrations(ctx, tx); err != nil {
+				return err
+			}
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
 				return err
@@ -260,7 +297,7 @@ func (db *DB) migrate(ctx context.Context) error {
 				if err := m.code(ctx, tx); err != nil {
 					return fmt.Errorf("%s: %w", m.name, err)
 				}
-			} else if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			} else if _, err := tx.ExecContext(ctx, m.text(tx.pg)); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
@@ -272,6 +309,23 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// lockMigrations serialises migrating processes on PostgreSQL (SQLite's IMMEDIATE
+// transactions already do).
+func lockMigrations(ctx context.Context, tx sqlTx) error {
+	if !tx.pg {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7270051)`) // any constant, mrep's own
+	return err
+}
+
+func (m migration) text(pg bool) string {
+	if pg {
+		return m.pgSQL
+	}
+	return m.sql
 }
 
 // AppliedMigrations lists the recorded migration versions in order.
@@ -293,11 +347,12 @@ func (db *DB) AppliedMigrations(ctx context.Context) ([]int, error) {
 }
 
 // tx runs fn in a transaction, committing on nil and rolling back otherwise.
-func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.sql.BeginTx(ctx, nil)
+func (db *DB) tx(ctx context.Context, fn func(sqlTx) error) error {
+	t, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	tx := sqlTx{Tx: t, pg: db.pg}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err

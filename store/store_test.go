@@ -19,12 +19,7 @@ var clock = func() time.Time { return time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC
 
 func openTemp(t testing.TB) *DB {
 	t.Helper()
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mrep.db"), Options{Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return openPath(t, newDBPath(t))
 }
 
 func readDump(t testing.TB, path string) *model.Dump {
@@ -38,7 +33,7 @@ func readDump(t testing.TB, path string) *model.Dump {
 
 func TestMigrateTwiceChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
+	path := newDBPath(t)
 	db, err := Open(ctx, path, Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +66,7 @@ func TestMigrateTwiceChangesNothing(t *testing.T) {
 }
 
 func TestPragmasFromDSN(t *testing.T) {
+	sqliteOnly(t, "pragmas")
 	db := openTemp(t)
 	var mode string
 	var fk, timeout int

@@ -16,14 +16,14 @@ import (
 // caller decides whether the others commit (Ingest's all-or-nothing, or --keep-going).
 type Stream struct {
 	ctx context.Context
-	tx  *sql.Tx
+	tx  sqlTx
 	now time.Time
 	n   int // savepoints opened
 }
 
 // IngestStream runs fn in one transaction; an error from fn rolls everything back.
 func (db *DB) IngestStream(ctx context.Context, fn func(s *Stream) error) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(tx sqlTx) error {
 		return fn(&Stream{ctx: ctx, tx: tx, now: db.now().UTC()})
 	})
 }
@@ -91,7 +91,7 @@ func (r *RunStream) Abort() error {
 	}
 	r.open = false
 	ctx, tx := r.s.ctx, r.s.tx
-	if _, err := tx.ExecContext(ctx, `ROLLBACK TO `+r.sp); err != nil {
+	if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+r.sp); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `RELEASE `+r.sp)
@@ -114,6 +114,14 @@ func (r *RunStream) Finish(d *model.Dump) (Ingested, error) {
 		}
 	}()
 	id, err := r.w.finish(d, r.source, r.s.now)
+	if errors.Is(err, errStoredMeanwhile) {
+		r.w.stop()
+		r.w, r.open = nil, false
+		if id, err = storedMeanwhile(r.s.ctx, r.s.tx, r.sp, d.Run.ContentHash); err != nil {
+			return Ingested{}, err
+		}
+		return Ingested{ID: id}, nil
+	}
 	if err != nil {
 		return Ingested{}, fmt.Errorf("store %s (run %s): %w", r.source, d.Model.Name, err)
 	}

@@ -12,7 +12,7 @@ import (
 func checkCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:  "check",
-		Usage: "verify the database: SQLite's integrity check and every run's rows against their checksum",
+		Usage: "verify the database: its structure (SQLite's integrity check; on PostgreSQL, rows without their run) and every run's rows against their checksum",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "machine-readable output"}},
 		Action: func(c *cli.Context) error {
 			db, err := openDBRead(c, env)
@@ -41,7 +41,7 @@ func checkCommand(env Env) *cli.Command {
 				return err
 			}
 			if integrity != "ok" || bad > 0 {
-				return cli.Exit(fmt.Sprintf("check: %d of %d runs corrupt; SQLite integrity check: %s", bad, len(runs), render.Visible(integrity)), exitFailure)
+				return cli.Exit(fmt.Sprintf("check: %d of %d runs corrupt; structure check: %s", bad, len(runs), render.Visible(integrity)), exitFailure)
 			}
 			return nil
 		},
