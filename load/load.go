@@ -96,7 +96,7 @@ func Files(ctx context.Context, dbPath string, paths []string, o Options) ([]Sto
 		}
 		return db, nil
 	}
-	if _, err := os.Stat(dbPath); err == nil {
+	if _, err := os.Stat(dbPath); err == nil || store.IsPostgres(dbPath) {
 		db, err := open()
 		if err != nil {
 			return nil, nil, err

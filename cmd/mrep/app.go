@@ -40,10 +40,10 @@ func NewApp(env Env) *cli.App {
 		Name:  "mrep",
 		Usage: "what limits a transformer on a chip in training, prefill and decode, and which knob moves it",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "db", Value: store.DefaultPath, EnvVars: []string{"MREP_DB"}, Usage: "SQLite database `FILE`"},
+			&cli.StringFlag{Name: "db", Value: store.DefaultPath, EnvVars: []string{"MREP_DB"}, Usage: "the history: a SQLite database `FILE`, or a PostgreSQL URL postgres://USER@HOST/DB?sslmode=… shared by a team (password from PGPASSWORD or ~/.pgpass; never printed)"},
 			&cli.StringFlag{Name: "chips-file", EnvVars: []string{"MREP_CHIPS"}, Usage: "JSON `FILE` of extra chips (same shape as chips/chips.json)"},
 			&cli.BoolFlag{Name: "read-only", Usage: "open the database read-only (read commands; analysis results are then not cached)"},
-			&cli.BoolFlag{Name: "integrity-check", Usage: "run SQLite's integrity check when opening the database"},
+			&cli.BoolFlag{Name: "integrity-check", Usage: "check the database's structure when opening it (SQLite's integrity check; on PostgreSQL, rows without their run)"},
 			&cli.StringSliceFlag{Name: "set", Usage: "override a config value of the analysed runs for this command, `KEY=VALUE` (e.g. num_attention_heads=12 for a model dumped without its config); repeatable"},
 		},
 		Before: checkSets,
@@ -62,6 +62,7 @@ func NewApp(env Env) *cli.App {
 			validateCommand(),
 			calibrateCommand(),
 			modelsCommand(),
+			copyCommand(env),
 		},
 		HideHelpCommand: true,
 	}
@@ -89,7 +90,7 @@ func openDBWrite(c *cli.Context, env Env) (*store.DB, error) {
 	}
 	if db.ReadOnly() {
 		db.Close()
-		return nil, cli.Exit(fmt.Sprintf("%s is read-only: runs cannot be removed from it", c.String("db")), exitFailure)
+		return nil, cli.Exit(fmt.Sprintf("%s is read-only: runs cannot be removed from it", dbName(c)), exitFailure)
 	}
 	return db, nil
 }
@@ -104,7 +105,36 @@ func openDBRead(c *cli.Context, env Env) (*store.DB, error) {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
 	if db.ReadOnly() {
-		fmt.Fprintf(c.App.ErrWriter, "note: %s is opened read-only; analysis results are not cached\n", render.Visible(c.String("db")))
+		fmt.Fprintf(c.App.ErrWriter, "note: %s is opened read-only; analysis results are not cached\n", dbName(c))
+	}
+	return db, nil
+}
+
+// dbName is --db as messages print it: a PostgreSQL URL without its password, and nothing a
+// terminal would act on.
+func dbName(c *cli.Context) string { return render.Visible(store.Redact(c.String("db"))) }
+
+// openDBIfAny opens the database for a command that can work without one (a zoo model or a
+// file named): nil, and no error, when there is no database (no file; on PostgreSQL, no mrep
+// history in it yet).
+func openDBIfAny(c *cli.Context, env Env) (*store.DB, error) {
+	p := c.String("db")
+	if !store.IsPostgres(p) {
+		if _, err := os.Stat(p); err != nil {
+			return nil, nil
+		}
+		return openDBRead(c, env)
+	}
+	db, err := store.Open(c.Context, p, store.Options{Now: env.Now, Existing: true,
+		ReadOnly: c.Bool("read-only"), IntegrityCheck: c.Bool("integrity-check")})
+	if errors.Is(err, store.ErrNoDatabase) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	if db.ReadOnly() {
+		fmt.Fprintf(c.App.ErrWriter, "note: %s is opened read-only; analysis results are not cached\n", dbName(c))
 	}
 	return db, nil
 }
@@ -168,11 +198,11 @@ func loadRun(ctx context.Context, db *store.DB, sel string, sets configSets) (st
 // told what to plan (requireRun), lists what there is.
 func loadArg(c *cli.Context, env Env) (store.Run, *model.Dump, error) {
 	sel := c.Args().First()
-	var db *store.DB
-	if _, err := os.Stat(c.String("db")); err == nil {
-		if db, err = openDBRead(c, env); err != nil {
-			return store.Run{}, nil, err
-		}
+	db, err := openDBIfAny(c, env)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if db != nil {
 		defer db.Close()
 	}
 	if sel == "" {
@@ -218,7 +248,7 @@ func noRunMessage(c *cli.Context, db *store.DB) string {
 	name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 	fmt.Fprintf(&b, "%s: give a model: a zoo model by name, a dump file, a config.json or a stored run", name)
 	if db == nil {
-		fmt.Fprintf(&b, " (no database at %s, so there is no latest run)", render.Visible(c.String("db")))
+		fmt.Fprintf(&b, " (no database at %s, so there is no latest run)", dbName(c))
 	}
 	if db != nil {
 		if runs, err := db.ListRuns(c.Context, store.Filter{}); err == nil && len(runs) > 0 {
@@ -230,7 +260,7 @@ func noRunMessage(c *cli.Context, db *store.DB) string {
 				}
 				names = append(names, fmt.Sprintf("%d %s", r.ID, render.Visible(r.ModelName)))
 			}
-			fmt.Fprintf(&b, "\nruns in %s: %s", render.Visible(c.String("db")), strings.Join(names, ", "))
+			fmt.Fprintf(&b, "\nruns in %s: %s", dbName(c), strings.Join(names, ", "))
 		}
 	}
 	fmt.Fprintf(&b, "\nzoo models (`mrep models`): %s", strings.Join(examples.Names(), ", "))

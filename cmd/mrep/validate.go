@@ -23,7 +23,7 @@ func bundledModels(ctx context.Context, dbPath string, sets configSets) calib.Mo
 		if b, ok := examples.Resolve(name); ok {
 			return examples.Decode(b)
 		}
-		if _, err := os.Stat(dbPath); err == nil {
+		if _, err := os.Stat(dbPath); err == nil || store.IsPostgres(dbPath) {
 			db, err := store.Open(ctx, dbPath, store.Options{Existing: true})
 			if err == nil {
 				defer db.Close()
@@ -32,7 +32,7 @@ func bundledModels(ctx context.Context, dbPath string, sets configSets) calib.Mo
 				}
 			}
 		}
-		return nil, fmt.Errorf("unknown model: not a bundled dump (%s) nor a model in %s", strings.Join(examples.Names(), ", "), dbPath)
+		return nil, fmt.Errorf("unknown model: not a bundled dump (%s) nor a model in %s", strings.Join(examples.Names(), ", "), store.Redact(dbPath))
 	}
 }
 
