@@ -359,3 +359,84 @@ func firstStats(t *testing.T, d *model.Dump) *model.Stats {
 	t.Fatal("no statistics in the dump")
 	return nil
 }
+
+// Many processes (here: connections) opening one new PostgreSQL history at once: each
+// migration is applied once, and every open succeeds (SQLite's is TestParallelFirstOpens).
+func TestParallelFirstMigrations(t *testing.T) {
+	if pg == nil {
+		t.Skip("PostgreSQL only (MREP_TEST_BACKEND=postgres)")
+	}
+	for round := 0; round < 5; round++ {
+		p := newDBPath(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db, err := Open(context.Background(), p, Options{Now: clock})
+				if err != nil {
+					errs <- err
+					return
+				}
+				db.Close()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		db := openPath(t, p)
+		got, err := db.AppliedMigrations(context.Background())
+		ms, _ := migrations()
+		if err != nil || len(got) != len(ms) {
+			t.Fatalf("round %d: applied %v (%v), want %d", round, got, err, len(ms))
+		}
+	}
+}
+
+// Writers racing on one content hash store it once; each is told which run holds it.
+func TestRacingWritersStoreOnce(t *testing.T) {
+	p := newDBPath(t)
+	openPath(t, p) // the schema first: this test is about the runs, not the migrations
+	d := readDump(t, "../schemas/testdata/valid/traced.json")
+	var wg sync.WaitGroup
+	ids := make(chan int64, 8)
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := Open(context.Background(), p, Options{Now: clock})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer db.Close()
+			r, _, err := db.Ingest(context.Background(), d, "x.json")
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids <- r.ID
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	first := int64(-1)
+	for id := range ids {
+		if first >= 0 && id != first {
+			t.Errorf("writers were told of runs %d and %d", first, id)
+		}
+		first = id
+	}
+	runs, err := openPath(t, p).ListRuns(context.Background(), Filter{})
+	if err != nil || len(runs) != 1 {
+		t.Errorf("%d runs (%v), want 1", len(runs), err)
+	}
+}

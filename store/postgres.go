@@ -59,7 +59,10 @@ func openPostgres(ctx context.Context, p string, opt Options) (*DB, error) {
 	}
 	if exists && !db.readOnly {
 		var canWrite bool
-		if err := sdb.QueryRowContext(ctx, `SELECT has_table_privilege('runs', 'INSERT') AND has_table_privilege('analysis_cache', 'INSERT')`).Scan(&canWrite); err != nil {
+		// (another process may be creating the schema right now: tables it has not made yet
+		// are this process's to make, under the migration lock)
+		if err := sdb.QueryRowContext(ctx, `SELECT to_regclass('runs') IS NULL OR to_regclass('analysis_cache') IS NULL OR
+			(has_table_privilege('runs', 'INSERT') AND has_table_privilege('analysis_cache', 'INSERT'))`).Scan(&canWrite); err != nil {
 			return fail(fmt.Errorf("open database %s: %w", name, redactErr(err, p)))
 		}
 		if !canWrite {
