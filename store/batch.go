@@ -11,6 +11,10 @@ import (
 // stay well below SQLite's limit of 32,766 variables.
 const batchRows = 64
 
+// pgBatchRows is PostgreSQL's: every statement is a round trip to the server, so fewer,
+// larger ones (1,024 rows of 22 columns stay below its 65,535 parameters).
+const pgBatchRows = 1024
+
 // inserter buffers rows for one table and writes them batchRows at a time with prepared
 // multi-row INSERTs.
 //
@@ -34,6 +38,7 @@ type inserter struct {
 	free   chan []any // argument slices handed back for reuse
 	failed error
 	closed bool
+	rows   int // rows per full batch
 }
 
 // insertGroup is the rows of one null pattern.
@@ -51,7 +56,10 @@ type insertJob struct {
 
 func newInserter(ctx context.Context, tx sqlTx, table string, cols ...string) *inserter {
 	in := &inserter{ctx: ctx, tx: tx, table: table, cols: cols, groups: map[uint32]*insertGroup{},
-		jobs: make(chan insertJob, 4), done: make(chan error, 1), free: make(chan []any, 8)}
+		jobs: make(chan insertJob, 4), done: make(chan error, 1), free: make(chan []any, 8), rows: batchRows}
+	if tx.pg {
+		in.rows = pgBatchRows
+	}
 	go in.execute()
 	return in
 }
@@ -98,7 +106,7 @@ func (in *inserter) add(row ...any) error {
 				g.cols = append(g.cols, c)
 			}
 		}
-		g.args = make([]any, 0, len(g.cols)*batchRows)
+		g.args = make([]any, 0, len(g.cols)*in.rows)
 		in.groups[mask] = g
 	}
 	for _, v := range row {
@@ -107,11 +115,11 @@ func (in *inserter) add(row ...any) error {
 		}
 	}
 	g.count++
-	if g.count < batchRows {
+	if g.count < in.rows {
 		return nil
 	}
 	if g.full == nil {
-		st, err := in.tx.PrepareContext(in.ctx, in.sql(g.cols, batchRows))
+		st, err := in.tx.PrepareContext(in.ctx, in.sql(g.cols, in.rows))
 		if err != nil {
 			in.failed = err
 			return err

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/internal/scaledump"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/report"
@@ -109,5 +111,68 @@ func BenchmarkReportScale(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		mustRun(b, db, "report", "1", "-o", filepath.Join(b.TempDir(), "r"))
+	}
+}
+
+// The same 200,000-module dump into a PostgreSQL history (issue 24), on this machine's own
+// server (internal/pgtest; skipped where there is none).
+// go test ./cmd/mrep -run '^$' -bench IngestScalePostgres -benchtime 1x
+func BenchmarkIngestScalePostgres(b *testing.B) {
+	p := scaleDump(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		db := pgDB(b)
+		b.StartTimer()
+		mustRun(b, db, "ingest", p)
+	}
+}
+
+// `mrep history` over 10,000 runs (issue 24: <= 1 s on both backends). The runs are
+// checkpoints of one tiny model, stored once per backend before the timer starts.
+func BenchmarkHistory10k(b *testing.B) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		b.Run(backend, func(b *testing.B) {
+			var db string
+			if backend == "sqlite" {
+				db = filepath.Join(b.TempDir(), "h.db")
+			} else {
+				db = pgDB(b)
+			}
+			fillHistory(b, db, 10000)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				out := mustRun(b, db, "history", "tiny-llama@ckpt", "--metric", "params")
+				if !strings.Contains(out, "10000 runs") {
+					b.Fatalf("history:\n%.500s", out)
+				}
+			}
+		})
+	}
+}
+
+// fillHistory stores n checkpoints of the tiny-llama dump (steps 1..n), in one transaction.
+func fillHistory(b *testing.B, path string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	d, err := ingest.ReadFile("../../examples/dumps/tiny-llama-trace.json.gz", ingest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(ctx, path, store.Options{Now: fixedClock})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	label := "ckpt"
+	_, err = db.IngestBatch(ctx, n, func(i int) (*model.Dump, string, error) {
+		c := *d
+		step := int64(i + 1)
+		c.Run.Step, c.Run.Label = &step, &label
+		c.Run.ContentHash = fmt.Sprintf("sha256:%064x", i+1)
+		return &c, "", nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }

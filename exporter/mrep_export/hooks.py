@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import statistics
+import subprocess
 import time
+import warnings
 from typing import Any, Callable, Iterable
 
 import torch
@@ -62,6 +65,15 @@ class CheckpointDumper:
     The clock is read without synchronising the GPU: in a steady training loop the host cannot
     run more than a few steps ahead, and the median discards the odd step. Under
     torch.distributed only global rank 0 writes; every rank may call it.
+
+    `ingest_db=` hands each dump to `mrep ingest` as soon as it is written, so measured step
+    times reach a history (a team's PostgreSQL, `postgres://…`, or a SQLite file) without a
+    manual step. The `mrep` binary (`mrep_bin=`, else found on PATH) runs in the background,
+    so training does not wait for the database; the URL goes to it in the MREP_DB environment
+    variable, never on a command line another user's `ps` could read. A missing binary or a
+    failed ingest is a warning, never an error in the training loop: the dump stays on disk,
+    and `mrep ingest DIR` later stores whatever is missing (a dump ingested twice is stored
+    once). `wait_ingests()` waits for those started and returns their failures.
     """
 
     def __init__(
@@ -77,9 +89,16 @@ class CheckpointDumper:
         gz: bool = True,
         precision: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        ingest_db: str | None = None,
+        mrep_bin: str | None = None,
     ) -> None:
         if every is not None and every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
+        self.ingest_db = ingest_db
+        self.mrep_bin = mrep_bin
+        self._ingests: list[tuple[str, subprocess.Popen]] = []
+        self.ingest_failures: list[str] = []
+        self._warned_no_bin = False
         self.model = model
         self.out_dir = os.fspath(out_dir)
         self.label = label
@@ -149,7 +168,48 @@ class CheckpointDumper:
             measurement=measured,
         )
         self.written.append(summary)
+        if self.ingest_db:
+            self._ingest(path)
         return summary
+
+    def _ingest(self, path: str) -> None:
+        """Start `mrep ingest path` into ingest_db in the background."""
+        self._reap(block=False)
+        binary = self.mrep_bin or shutil.which("mrep")
+        if binary is None:
+            if not self._warned_no_bin:
+                warnings.warn(f"mrep is not on PATH: dumps stay in {self.out_dir}; store them with `mrep ingest {self.out_dir}`", stacklevel=3)
+                self._warned_no_bin = True
+            return
+        env = dict(os.environ, MREP_DB=self.ingest_db)
+        try:
+            proc = subprocess.Popen([binary, "ingest", path], env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except OSError as e:
+            self._fail(path, str(e))
+            return
+        self._ingests.append((path, proc))
+
+    def _reap(self, block: bool) -> None:
+        running = []
+        for path, proc in self._ingests:
+            if not block and proc.poll() is None:
+                running.append((path, proc))
+                continue
+            _, err = proc.communicate()
+            if proc.returncode != 0:
+                self._fail(path, err.strip())
+        self._ingests = running
+
+    def _fail(self, path: str, why: str) -> None:
+        msg = f"mrep ingest {path}: {why}"
+        self.ingest_failures.append(msg)
+        warnings.warn(msg + " (the dump stays on disk; `mrep ingest` it later)", stacklevel=4)
+
+    def wait_ingests(self) -> list[str]:
+        """Wait for the background ingests; returns every failure seen so far."""
+        self._reap(block=True)
+        return list(self.ingest_failures)
 
     def maybe_dump(self, step: int, tokens: int | None = None, seq_len: int | None = None) -> DumpSummary | None:
         """Call after every optimizer step (and once at step 0, before training): records the

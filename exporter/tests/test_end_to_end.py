@@ -157,3 +157,52 @@ def test_hook_measurement_beside_prediction_on_a_cpu_chip_measured_now(tmp_path,
     assert 0 < m["mfu_measured"] < float("inf") and m["chip"] == "cpu-test"
     text = mrep(mrep_bin, db, "show", "cpu-mlp@sgd#8")  # no chip for "cpu": said, with the way out
     assert "no chip in the database matches the device" in text and "--chip" in text
+
+
+def test_hook_hands_dumps_to_mrep_ingest(tmp_path, mrep_bin):
+    """ingest_db= stores each checkpoint in the history as training goes (the same `mrep ingest`
+    a PostgreSQL history takes, here into a SQLite file); the URL travels in MREP_DB, not argv."""
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Linear(8, 8))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(32, 8)
+    db = tmp_path / "team.db"
+    dumper = CheckpointDumper(model, tmp_path / "dumps", name="hooked", label="sgd", every=3, ingest_db=str(db), mrep_bin=mrep_bin)
+    for step in range(7):
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+        dumper.maybe_dump(step, tokens=32)
+    assert dumper.wait_ingests() == []
+    runs = json.loads(mrep(mrep_bin, db, "runs", "--json"))
+    assert [r["step"] for r in runs] == [0, 3, 6]
+    assert all(r["model_name"] == "hooked" for r in runs)
+    # measured step times arrived with them
+    assert json.loads(mrep(mrep_bin, db, "show", "3", "--json"))["measured"]["measured"]["steps_timed"] == 3
+    for _, proc in dumper._ingests:
+        assert str(db) not in proc.args
+
+
+def test_hook_without_mrep_warns_and_keeps_dumps(tmp_path):
+    model = nn.Linear(4, 4)
+    dumper = CheckpointDumper(model, tmp_path / "dumps", name="nobin", ingest_db=str(tmp_path / "x.db"), mrep_bin=None)
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = str(tmp_path)  # no mrep here
+    try:
+        with pytest.warns(UserWarning, match="mrep is not on PATH"):
+            dumper.dump(0)
+    finally:
+        os.environ["PATH"] = old
+    assert os.path.exists(dumper.written[0].path)
+    assert dumper.wait_ingests() == []
+
+
+def test_hook_reports_a_failed_ingest(tmp_path, mrep_bin):
+    model = nn.Linear(4, 4)
+    bad_db = tmp_path / "no-such-dir" / "x.db"
+    dumper = CheckpointDumper(model, tmp_path / "dumps", name="fails", ingest_db=str(bad_db), mrep_bin=mrep_bin)
+    dumper.dump(0)
+    with pytest.warns(UserWarning, match="mrep ingest"):
+        failures = dumper.wait_ingests()
+    assert len(failures) == 1 and "x.db" in failures[0]
+    assert os.path.exists(dumper.written[0].path)
