@@ -5,7 +5,7 @@ VENV_OK := .venv/.installed
 GO      ?= go
 DB      ?= out/mrep.db
 
-.PHONY: demo test test-go test-py venv build examples reports bench clean
+.PHONY: demo test test-go test-py venv build examples reports bench clean postgres
 
 # Main job: build mrep, ingest the bundled example dumps into the embedded SQLite
 # database, list them, and write the full DeepSeek-V3 report on H200 FP8 to out/report.
@@ -22,9 +22,26 @@ build:
 # All tests: Go (store, ingest, cmd) and Python (exporter, schema fixtures).
 test: test-go test-py
 
-test-go:
+# The store's suite runs twice: on SQLite, and on a PostgreSQL server the tests start
+# themselves (internal/pgtest); the PostgreSQL tests of cmd/mrep start one too. Without the
+# server binaries they skip and say why, except under CI=…, where they fail.
+test-go: postgres
 	$(GO) vet ./...
 	$(GO) test ./...
+	MREP_TEST_BACKEND=postgres $(GO) test -count=1 ./store
+
+# PostgreSQL's server binaries for those tests: the distribution's package, installed when
+# missing and this is root on a Debian-like machine; otherwise a note (the tests then skip).
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ls /usr/pgsql-*/bin/initdb >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing PostgreSQL's server (Debian package postgresql) for the shared-history tests"; \
+		(apt-get install -y -q postgresql >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q postgresql >/dev/null 2>&1)) || \
+			echo "note: could not install postgresql; its tests will skip"; \
+	else \
+		echo "note: no PostgreSQL server binaries (install the postgresql package); its tests will skip"; \
+	fi
 
 test-py: $(VENV_OK)
 	cd exporter && ../$(PY) -m pytest

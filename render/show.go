@@ -198,7 +198,7 @@ func WriteRuns(out io.Writer, runs []store.Run) error {
 // WriteCheck renders `mrep check`: SQLite's verdict and each run's.
 func WriteCheck(out io.Writer, integrity string, runs []store.CheckResult) error {
 	w := &errWriter{w: out}
-	w.printf("Structure check (SQLite's integrity_check; on PostgreSQL, rows without their run): %s\n\n", integrity)
+	w.printf("Database integrity check: %s (SQLite's integrity_check; on PostgreSQL, no rows left without their run)\n\n", integrity)
 	var rows [][]string
 	for _, r := range runs {
 		state := "ok"

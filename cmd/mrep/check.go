@@ -41,7 +41,7 @@ func checkCommand(env Env) *cli.Command {
 				return err
 			}
 			if integrity != "ok" || bad > 0 {
-				return cli.Exit(fmt.Sprintf("check: %d of %d runs corrupt; structure check: %s", bad, len(runs), render.Visible(integrity)), exitFailure)
+				return cli.Exit(fmt.Sprintf("check: %d of %d runs corrupt; database integrity check: %s", bad, len(runs), render.Visible(integrity)), exitFailure)
 			}
 			return nil
 		},

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"mrep.db": "mrep.db",
+		"postgres://u:s3cret@db:5432/mrep?sslmode=require": "postgres://u:xxxxx@db:5432/mrep?sslmode=require",
+		"postgresql://u@db/mrep":                           "postgresql://u@db/mrep",
+		"postgres://db/mrep?password=s3cret&user=u":        "postgres://db/mrep?password=xxxxx&user=u",
+		"postgres://u:s3%3Acret@db/mrep":                   "postgres://u:xxxxx@db/mrep",
+		"postgres://u:pw@[bad":                             "postgres://(unparsable URL)",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// No password that a URL carries survives Redact, whatever else the URL holds: the output, read
+// back as a URL, carries xxxxx wherever a password was.
+func FuzzRedact(f *testing.F) {
+	f.Add("postgres://u:s3cret@db:5432/mrep?sslmode=require")
+	f.Add("postgres://db/mrep?password=s3cret")
+	f.Add("postgresql://u:p%40ss@h/d?PASSWORD=x&sslpassword=y")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Redact(s)
+		if !IsPostgres(s) {
+			if out != s {
+				t.Fatalf("a path changed: %q -> %q", s, out)
+			}
+			return
+		}
+		if _, err := url.Parse(s); err != nil {
+			if strings.Contains(out, "@") || strings.Contains(out, "?") {
+				t.Fatalf("an unparsable URL was echoed: %q", out)
+			}
+			return
+		}
+		u, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("Redact(%q) = %q does not parse: %v", s, out, err)
+		}
+		if u.User != nil {
+			if pw, ok := u.User.Password(); ok && pw != "xxxxx" {
+				t.Fatalf("Redact(%q) = %q keeps the password %q", s, out, pw)
+			}
+		}
+		for k, vs := range u.Query() {
+			if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
+				for _, v := range vs {
+					if v != "xxxxx" {
+						t.Fatalf("Redact(%q) = %q keeps %s=%q", s, out, k, v)
+					}
+				}
+			}
+		}
+	})
+}
