@@ -178,13 +178,13 @@ func TestPostgresReadOnlyRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	role := fmt.Sprintf("reader_%d", time.Now().UnixNano())
-	for _, q := range []string{`CREATE ROLE ` + role + ` LOGIN`, `GRANT SELECT ON ALL TABLES IN SCHEMA public TO ` + role} {
+	for _, q := range []string{`CREATE ROLE ` + role + ` LOGIN PASSWORD 'r3ader'`, `GRANT SELECT ON ALL TABLES IN SCHEMA public TO ` + role} {
 		if _, err := db.ExecContext(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	db.Close()
-	reader := strings.Replace(pgURL, "postgres://mrep@", "postgres://"+role+"@", 1)
+	reader := strings.Replace(pgURL, "postgres://mrep@", "postgres://"+role+":r3ader@", 1)
 	for _, args := range [][]string{{"runs"}, {"show", "1"}, {"analyze", "1"}, {"check"}, {"history", "gpt2"}} {
 		out, errOut, err := run(t, reader, args...)
 		if err != nil || out == "" || !strings.Contains(errOut, "opened read-only") {
@@ -320,5 +320,48 @@ func TestPostgresKillDuringIngest(t *testing.T) {
 	mustRun(t, pgURL, "ingest", big)
 	if out := mustRun(t, pgURL, "runs"); strings.Count(out, "\n| ") != 2 { // gpt2 and the dump, once
 		t.Errorf("the interrupted dump did not ingest afterwards:\n%s", out)
+	}
+}
+
+// Credentials from a pgpass file (PGPASSFILE) or PGPASSWORD reach the server (a role that
+// must give its password), and a wrong one is refused with a message that carries no password.
+func TestPostgresCredentials(t *testing.T) {
+	pgURL := pgDB(t)
+	mustRun(t, pgURL, "ingest", "../../examples/dumps/gpt2.json.gz")
+	admin, err := sql.Open("pgx", pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("pw_%d", time.Now().UnixNano())
+	for _, q := range []string{`CREATE ROLE ` + role + ` LOGIN PASSWORD 'Corr3ct-Horse'`, `GRANT SELECT ON ALL TABLES IN SCHEMA public TO ` + role} {
+		if _, err := admin.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin.Close()
+	url := strings.Replace(pgURL, "postgres://mrep@", "postgres://"+role+"@", 1)
+	if url == pgURL {
+		t.Skip("the server URL has another shape: " + store.Redact(pgURL))
+	}
+	pass := filepath.Join(t.TempDir(), "pgpass")
+	os.WriteFile(pass, []byte("*:*:*:"+role+":Corr3ct-Horse\n"), 0o600)
+	t.Setenv("PGPASSFILE", pass)
+	if out := mustRun(t, url, "runs"); !strings.Contains(out, "gpt2") {
+		t.Errorf("with a pgpass file:\n%s", out)
+	}
+	t.Setenv("PGPASSFILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("PGPASSWORD", "Corr3ct-Horse")
+	if out := mustRun(t, url, "runs"); !strings.Contains(out, "gpt2") {
+		t.Errorf("with PGPASSWORD:\n%s", out)
+	}
+	t.Setenv("PGPASSWORD", "")
+	wrong := strings.Replace(url, role+"@", role+":Wr0ng-Battery@", 1)
+	_, errOut, err := run(t, wrong, "runs")
+	msg := errOut
+	if err != nil {
+		msg += err.Error()
+	}
+	if err == nil || !strings.Contains(msg, "password authentication failed") || strings.Contains(msg, "Wr0ng-Battery") {
+		t.Errorf("a wrong password: %v\n%s", err, msg)
 	}
 }

@@ -117,6 +117,12 @@ func Start() (*Server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
 	}
+	// The tests' own user is trusted on the socket; every other role must give its password
+	// (SCRAM), so credentials (a URL's password, PGPASSWORD, a pgpass file) are really checked.
+	hba := "local all mrep trust\nlocal all all scram-sha-256\n"
+	if err := os.WriteFile(filepath.Join(data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+		return fail(err)
+	}
 	// fsync and full-page writes off: a test server's durability is not under test (kill -9
 	// of a client is; the server stays up)
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
