@@ -587,7 +587,7 @@ func (v *valueDecoder) str() (string, bool) {
 				return string(raw[1 : len(raw)-1]), true
 			}
 			v.escaped = true
-			if _, lone := loneSurrogate(raw); lone {
+			if _, lone := badEscape(raw); lone {
 				return "", false // the reference path names the string
 			}
 			var s string

@@ -168,8 +168,12 @@ func (s *scanner) run(maxDepth int) *scanProblem {
 				return &scanProblem{ptr: where, hasPtr: true, msg: "a string is not valid UTF-8 (names and values must be UTF-8 text)"}
 			}
 			if esc {
-				if u, ok := loneSurrogate(raw); ok {
-					return &scanProblem{ptr: s.pointer(), hasPtr: true, msg: fmt.Sprintf("a string holds a lone UTF-16 surrogate (\\u%04x), which is no character: it would be read as U+FFFD and the name would silently change (fix the string where the dump is made)", u)}
+				if u, ok := badEscape(raw); ok {
+					msg := fmt.Sprintf("a string holds a lone UTF-16 surrogate (\\u%04x), which is no character: it would be read as U+FFFD and the name would silently change (fix the string where the dump is made)", u)
+					if u == 0 {
+						msg = "a string holds a NUL character (\\u0000): no name needs one, C strings and terminals cut at it, and PostgreSQL cannot store it (fix the string where the dump is made)"
+					}
+					return &scanProblem{ptr: s.pointer(), hasPtr: true, msg: msg}
 				}
 			}
 			if isKey {
@@ -206,11 +210,11 @@ func (s *scanner) run(maxDepth int) *scanProblem {
 	return s.problem
 }
 
-// loneSurrogate finds a \u escape of a UTF-16 surrogate that is not half of a high-low pair in
-// a string's raw bytes. encoding/json reads one as U+FFFD without a word (so does Python's
-// json for a high surrogate; it keeps a lone one as such), so a name would change on its way
-// into the store.
-func loneSurrogate(raw []byte) (rune, bool) {
+// badEscape finds, in a string's raw bytes, a \u escape of a UTF-16 surrogate that is not half
+// of a high-low pair, or of NUL (returned as 0). encoding/json reads a lone surrogate as U+FFFD
+// without a word (Python's json keeps it as such), so a name would change on its way into the
+// store; a NUL is refused because PostgreSQL cannot store it, and SQLite would.
+func badEscape(raw []byte) (rune, bool) {
 	hex4 := func(b []byte) (rune, bool) {
 		if len(b) < 4 {
 			return 0, false
@@ -244,6 +248,8 @@ func loneSurrogate(raw []byte) (rune, bool) {
 		}
 		i += 4
 		switch {
+		case r == 0:
+			return 0, true // NUL: not a surrogate, refused alike (the caller words it)
 		case r >= 0xDC00 && r <= 0xDFFF:
 			return r, true // a low half with no high half before it
 		case r >= 0xD800 && r <= 0xDBFF:

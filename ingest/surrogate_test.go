@@ -24,6 +24,7 @@ func TestLoneSurrogatesAreRefused(t *testing.T) {
 		{`"class": "Linear\udc00"`, `lone UTF-16 surrogate (\udc00)`},
 		{`"class": "Linear\uD83D"`, `lone UTF-16 surrogate (\ud83d)`},
 		{`"class": "Lin\ud800\u0041"`, `lone UTF-16 surrogate (\ud800)`},
+		{`"class": "Lin\u0000ear"`, `a NUL character (\u0000)`},
 		{`"class": "Lin\ud83d\ude00ear"`, ``},
 		{`"class": "Lin\\ud800ear"`, ``},
 		{`"class": "Lin\u00e9ar"`, ``},

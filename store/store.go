@@ -1,5 +1,8 @@
-// Package store keeps ingested runs in SQLite (mattn/go-sqlite3): embedded ordered migrations,
-// WAL, a busy timeout and foreign keys set through the DSN, one transaction per dump.
+// Package store keeps ingested runs, the history, in SQLite (mattn/go-sqlite3, a file: the
+// embedded default) or PostgreSQL (jackc/pgx, a team's shared server): one ordered set of
+// embedded migrations, one transaction per ingest, a checksum over every run verified on every
+// read. SQLite gets WAL, a busy timeout and foreign keys through the DSN; PostgreSQL gets
+// sequences, deferred foreign keys and snapshot reads (dialect.go, postgres.go).
 package store
 
 import (

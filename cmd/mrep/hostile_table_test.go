@@ -55,6 +55,7 @@ var hostileCases = []hostileCase{
 
 	// dumps
 	{"dump_lone_surrogate.json", []string{"ingest", "FILE"}, exitFailure, `at /modules/1/name: a string holds a lone UTF-16 surrogate (\ud800)`},
+	{"dump_nul_name.json", []string{"ingest", "FILE"}, exitFailure, `at /modules/1/name: a string holds a NUL character (\u0000)`},
 	{"dump_nan_numel.json", []string{"ingest", "FILE"}, exitFailure, "invalid JSON at line 1, column"},
 	{"dump_negative_numel.json", []string{"ingest", "FILE"}, exitFailure, "at /modules/7/params/0/numel: schema: must be >= 0 but found -768"},
 	{"dump_stale_hash.json", []string{"ingest", "FILE"}, exitFailure, "at /run/content_hash: does not match the dump's content"},

@@ -71,8 +71,33 @@ def _created_at_ok(s: str) -> bool:
     return t.year >= 1970
 
 
+def _bad_strings(v: Any, at: str = "") -> Iterator[DumpInvalid]:
+    """Strings mrep refuses (ingest/scan.go badEscape): a NUL, which PostgreSQL cannot store,
+    and a lone UTF-16 surrogate, which Go would read as U+FFFD (a name silently changed)."""
+    if isinstance(v, str):
+        if "\x00" in v:
+            yield DumpInvalid(at or "/", "a string holds a NUL character (\\u0000)")
+        elif any(0xD800 <= ord(c) <= 0xDFFF for c in v):
+            yield DumpInvalid(at or "/", "a string holds a lone UTF-16 surrogate")
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            yield from _bad_strings(k, at)  # a key: the object holding it
+            yield from _bad_strings(x, f"{at}/{_escape(k)}")
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _bad_strings(x, f"{at}/{i}")
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 def semantic_errors(doc: dict) -> Iterator[DumpInvalid]:
     """Rules beyond the schema: tree shape, numel, ties, statistics (the Go side's ingest.Check)."""
+    bad = next(_bad_strings(doc), None)
+    if bad is not None:
+        yield bad
+        return
     if not _created_at_ok(doc["run"]["created_at"]):
         yield DumpInvalid("/run/created_at", f"created_at {doc['run']['created_at']!r} is not a real UTC time")
     modules = doc["modules"]

@@ -37,6 +37,8 @@ CASES = [
     ("expert_axis on a matrix", "mlp_stats.json", lambda d: _p(d, 1, 0).update(expert_axis=0), "/modules/1/params/0/expert_axis"),
     ("trace total below a module", "traced.json", lambda d: d["trace"].update(total_flops=1000), "/trace/total_flops"),
     ("created_at impossible", "mlp_stats.json", lambda d: d["run"].update(created_at="2026-13-45T25:61:00Z"), "/run/created_at"),
+    ("NUL in a name", "mlp_stats.json", lambda d: d["modules"][1].update(name="0\x00"), "/modules/1/name"),
+    ("lone surrogate in a class", "mlp_stats.json", lambda d: d["modules"][1].update(**{"class": "Lin\ud800ear"}), "/modules/1/class"),
 ]
 
 

@@ -109,6 +109,7 @@ func main() {
 		return string(b)
 	}
 	files["dump_lone_surrogate.json"] = edit(`"name":"transformer"`, `"name":"trans\ud800former"`, true)
+	files["dump_nul_name.json"] = edit(`"name":"transformer"`, `"name":"trans\u0000former"`, true)
 	files["dump_nan_numel.json"] = edit(`"numel":`, `"numel":NaN,"x":`, false)
 	files["dump_negative_numel.json"] = edit(`"numel":768`, `"numel":-768`, true)
 	files["dump_stale_hash.json"] = edit(`"n_layer":12`, `"n_layer":13`, false)
