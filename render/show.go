@@ -58,6 +58,7 @@ func WriteShow(out io.Writer, s Show, opt ShowOptions) error {
 		{"Source", r.SourceKind + sourceDetail(r)},
 		{"Created", r.CreatedAt},
 		{"Ingested", r.IngestedAt.UTC().Format("2006-01-02T15:04:05Z")},
+		{"Ingested by", orDashS(r.IngestedBy)},
 	})
 
 	if s.Measured != nil {

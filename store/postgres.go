@@ -37,7 +37,7 @@ func openPostgres(ctx context.Context, p string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", name, redactErr(err, p))
 	}
-	db := &DB{sql: sqlDB{DB: sdb, pg: true}, pg: true, path: p, now: opt.Now, readOnly: opt.ReadOnly}
+	db := &DB{sql: sqlDB{DB: sdb, pg: true}, pg: true, path: p, now: opt.Now, who: clip(opt.Who, MaxWho), readOnly: opt.ReadOnly}
 	if db.now == nil {
 		db.now = time.Now
 	}

@@ -33,6 +33,9 @@ type Run struct {
 	CreatedAt       string    `json:"created_at"`
 	IngestedAt      time.Time `json:"ingested_at"`
 	SourceFile      string    `json:"source_file,omitempty"`
+	// IngestedBy is user@host of the process that stored the run ("" before mrep recorded it;
+	// omitted then, so those runs' row checksums hold).
+	IngestedBy string `json:"ingested_by,omitempty"`
 	TotalParams     int64     `json:"total_params"`
 	TrainableParams int64     `json:"trainable_params"`
 	TotalBytes      int64     `json:"total_bytes"`
@@ -124,7 +127,7 @@ func (db *DB) IngestBatch(ctx context.Context, n int, next func(i int) (*model.D
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT `+sp); err != nil {
 				return err
 			}
-			id, err = insertDump(ctx, tx, d, source, now)
+			id, err = insertDump(ctx, tx, d, source, now, db.who)
 			if errors.Is(err, errStoredMeanwhile) {
 				if id, err = storedMeanwhile(ctx, tx, sp, d.Run.ContentHash); err != nil {
 					return err
@@ -178,11 +181,12 @@ func nullString(s string) any {
 	return s
 }
 
-func insertDump(ctx context.Context, tx sqlTx, d *model.Dump, sourceFile string, now time.Time) (int64, error) {
+func insertDump(ctx context.Context, tx sqlTx, d *model.Dump, sourceFile string, now time.Time, who string) (int64, error) {
 	w, err := beginRun(ctx, tx, d, len(d.Modules))
 	if err != nil {
 		return 0, err
 	}
+	w.who = who
 	defer w.stop()
 	if err := w.add(0, d.Modules); err != nil {
 		return 0, err
@@ -202,9 +206,17 @@ type runWriter struct {
 	sum        *checksummer
 	hashc      chan []model.Module // modules to the checksum goroutine, in order
 	hashDone   chan struct{}
-	// copied is the run being copied from another store: its ingestion time and source file
-	// are kept (a copy is the same history, not a new ingest).
+	// copied is the run being copied from another store: its ingestion time, source file and
+	// ingester are kept (a copy is the same history, not a new ingest).
 	copied *Run
+	who    string // user@host of this ingest
+}
+
+func (w *runWriter) ingestedBy() string {
+	if w.copied != nil {
+		return w.copied.IngestedBy
+	}
+	return w.who
 }
 
 func (w *runWriter) ingestedAt(now time.Time) string {
@@ -379,14 +391,14 @@ func (w *runWriter) finish(d *model.Dump, sourceFile string, now time.Time) (int
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, content_hash, model_name, label, step, tags, root_class,
 		source_kind, source_path, model_type, text_config_key, dtype, schema_version, created_at, ingested_at,
 		source_file, total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, config, framework, checksum,
-		measurement)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		measurement, ingested_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (content_hash) DO NOTHING`,
 		id, d.Run.ContentHash, d.Model.Name, d.Run.Label, d.Run.Step, tagsJSON, d.Model.RootClass,
 		d.Model.Source.Kind, nullString(d.Model.Source.Path), nullString(d.Model.Source.ModelType),
 		nullString(d.Model.TextConfigKey), nullString(d.Model.DType), d.SchemaVersion, d.Run.CreatedAt,
 		w.ingestedAt(now), nullString(w.sourceFile(sourceFile)), tot.Params, tot.Trainable, tot.Bytes,
-		len(d.Modules), flag(tot.HasStats), flag(d.Trace != nil), cfg, fw, sum, measured)
+		len(d.Modules), flag(tot.HasStats), flag(d.Trace != nil), cfg, fw, sum, measured, nullString(w.ingestedBy()))
 	if err != nil {
 		return 0, err
 	}
@@ -465,7 +477,8 @@ func shapeJSON(shape []int64) (any, error) {
 
 const runColumns = `id, content_hash, model_name, label, step, tags, root_class, source_kind,
 	coalesce(model_type, ''), coalesce(dtype, ''), created_at, ingested_at, coalesce(source_file, ''),
-	total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, row_checksum`
+	total_params, trainable_params, total_bytes, num_modules, has_stats, has_trace, row_checksum,
+	coalesce(ingested_by, '')`
 
 type scanner interface{ Scan(...any) error }
 
@@ -475,7 +488,7 @@ func scanRun(s scanner) (r Run, err error) {
 	var step sql.NullInt64
 	if err := s.Scan(&r.ID, &r.ContentHash, &r.ModelName, &label, &step, &tags, &r.RootClass, &r.SourceKind,
 		&r.ModelType, &r.DType, &r.CreatedAt, &ingested, &r.SourceFile, &r.TotalParams, &r.TrainableParams,
-		&r.TotalBytes, &r.NumModules, &r.HasStats, &r.HasTrace, &sum); err != nil {
+		&r.TotalBytes, &r.NumModules, &r.HasStats, &r.HasTrace, &sum, &r.IngestedBy); err != nil {
 		return Run{}, err
 	}
 	defer func() {

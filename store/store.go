@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
@@ -42,6 +43,7 @@ type DB struct {
 	pg       bool   // PostgreSQL, not SQLite
 	path     string // the SQLite file, or the PostgreSQL URL (Path gives it redacted)
 	now      func() time.Time
+	who      string
 	readOnly bool
 }
 
@@ -55,6 +57,22 @@ type Options struct {
 	ReadOnly bool
 	// IntegrityCheck runs PRAGMA integrity_check on open and refuses a damaged file.
 	IntegrityCheck bool
+	// Who is recorded with every run this process stores (user@host; tests inject a fixed
+	// one). At most MaxWho bytes are kept.
+	Who string
+}
+
+// MaxWho bounds the recorded ingester.
+const MaxWho = 256
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // ErrNoDatabase: a read command named a database that does not exist.
@@ -135,7 +153,7 @@ func Open(ctx context.Context, p string, opt Options) (*DB, error) {
 		if err != nil {
 			return err
 		}
-		db = &DB{sql: sqlDB{DB: sdb}, path: p, now: opt.Now, readOnly: readOnly}
+		db = &DB{sql: sqlDB{DB: sdb}, path: p, now: opt.Now, who: clip(opt.Who, MaxWho), readOnly: readOnly}
 		if db.now == nil {
 			db.now = time.Now
 		}

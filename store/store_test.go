@@ -316,3 +316,37 @@ func TestBatchIsAllOrNothing(t *testing.T) {
 		t.Errorf("a dump twice in one batch is stored once: %+v %v", got, err)
 	}
 }
+
+// A copy is the same history, not a new ingest: the run keeps who stored it, when, and from
+// which file; copying again copies nothing; the checksums hold on both sides.
+func TestCopyKeepsProvenance(t *testing.T) {
+	ctx := context.Background()
+	src, err := Open(ctx, newDBPath(t), Options{Now: clock, Who: "alice@laptop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	a := mustIngest(t, src, "../schemas/testdata/valid/mlp_stats.json", "")
+	dst, err := Open(ctx, filepath.Join(t.TempDir(), "dst.db"), Options{Now: func() time.Time { return clock().Add(time.Hour) }, Who: "bob@server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	got, err := Copy(ctx, src, dst, nil, nil)
+	if err != nil || len(got) != 1 || !got[0].Created {
+		t.Fatalf("copy: %+v, %v", got, err)
+	}
+	b, err := dst.Run(ctx, got[0].To)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.IngestedBy != "alice@laptop" || !b.IngestedAt.Equal(a.IngestedAt) || b.SourceFile != a.SourceFile || b.ContentHash != a.ContentHash {
+		t.Errorf("copied run %+v\nfrom %+v", b, a)
+	}
+	if again, err := Copy(ctx, src, dst, nil, nil); err != nil || again[0].Created || again[0].To != got[0].To {
+		t.Errorf("a second copy: %+v, %v", again, err)
+	}
+	if _, err := Copy(ctx, src, dst, []int64{99}, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("copy of a missing run: %v", err)
+	}
+}

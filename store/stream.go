@@ -18,13 +18,14 @@ type Stream struct {
 	ctx context.Context
 	tx  sqlTx
 	now time.Time
+	who string
 	n   int // savepoints opened
 }
 
 // IngestStream runs fn in one transaction; an error from fn rolls everything back.
 func (db *DB) IngestStream(ctx context.Context, fn func(s *Stream) error) error {
 	return db.tx(ctx, func(tx sqlTx) error {
-		return fn(&Stream{ctx: ctx, tx: tx, now: db.now().UTC()})
+		return fn(&Stream{ctx: ctx, tx: tx, now: db.now().UTC(), who: db.who})
 	})
 }
 
@@ -63,6 +64,9 @@ func (r *RunStream) Header(d *model.Dump, modules int) error {
 	}
 	r.open = true
 	r.w, err = beginRun(ctx, tx, d, modules)
+	if r.w != nil {
+		r.w.who = r.s.who
+	}
 	return err
 }
 

@@ -23,6 +23,16 @@ import (
 // Env is what the commands take from the outside world, injected so tests are byte-stable.
 type Env struct {
 	Now func() time.Time
+	// Who is user@host, recorded with every run this process stores (tests fix it).
+	Who func() string
+}
+
+// who is the ingester's user@host, "" when unknown.
+func (e Env) who() string {
+	if e.Who == nil {
+		return ""
+	}
+	return e.Who()
 }
 
 // Exit codes.
@@ -72,7 +82,7 @@ func NewApp(env Env) *cli.App {
 
 // openDB opens the database for a command that writes (ingest, rm), creating it if needed.
 func openDB(c *cli.Context, env Env) (*store.DB, error) {
-	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, IntegrityCheck: c.Bool("integrity-check")})
+	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, Who: env.who(), IntegrityCheck: c.Bool("integrity-check")})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}

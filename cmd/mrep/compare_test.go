@@ -163,7 +163,7 @@ func TestAnalysisCache(t *testing.T) {
 // scenarioForTest builds the options the commands build from default flags and one chip.
 func scenarioForTest(t *testing.T, chip string) scenarioOptions {
 	t.Helper()
-	app := NewApp(Env{Now: fixedClock})
+	app := NewApp(Env{Now: fixedClock, Who: testWho})
 	var o scenarioOptions
 	cmd := app.Command("analyze")
 	action := cmd.Action

@@ -49,7 +49,7 @@ func copyCommand(env Env) *cli.Command {
 					ids = append(ids, id)
 				}
 			}
-			dst, err := store.Open(c.Context, to, store.Options{Now: env.Now})
+			dst, err := store.Open(c.Context, to, store.Options{Now: env.Now, Who: env.who()})
 			if err != nil {
 				return cli.Exit("copy: "+render.Visible(err.Error()), exitFailure)
 			}

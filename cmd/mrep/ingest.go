@@ -159,7 +159,7 @@ func ingestCommand(env Env) *cli.Command {
 			// One pass: each dump is stored while it is decoded, in one transaction (a rejected
 			// dump stores nothing, or with --keep-going only itself); memory holds one dump.
 			done, bads, err := load.Files(c.Context, c.String("db"), paths, load.Options{Ingest: opt, KeepGoing: c.Bool("keep-going"),
-				Store: store.Options{Now: env.Now, IntegrityCheck: c.Bool("integrity-check")},
+				Store: store.Options{Now: env.Now, Who: env.who(), IntegrityCheck: c.Bool("integrity-check")},
 				Rejected: func(_ string, err error) {
 					fmt.Fprintf(c.App.ErrWriter, "mrep: %s\n", render.Visible(err.Error()))
 				}})

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"strconv"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 )
 
 func main() {
-	app := NewApp(Env{Now: clock()})
+	app := NewApp(Env{Now: clock(), Who: whoAmI})
 	app.ExitErrHandler = func(c *cli.Context, err error) {
 		if err == nil {
 			return
@@ -28,6 +29,31 @@ func main() {
 		fmt.Fprintf(os.Stderr, "mrep: %s\n", visibleLines(err.Error()))
 		os.Exit(1)
 	}
+}
+
+// whoAmI is who a team's history records as the ingester of the runs this process stores:
+// MREP_INGESTED_BY when set (a job can name itself: "sweep3 job 4711"), else user@host; none
+// under SOURCE_DATE_EPOCH, so that a reproducible build's database does not depend on the
+// machine.
+func whoAmI() string {
+	if v, ok := os.LookupEnv("MREP_INGESTED_BY"); ok {
+		return v
+	}
+	if os.Getenv("SOURCE_DATE_EPOCH") != "" {
+		return ""
+	}
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	switch {
+	case name == "" && host == "":
+		return ""
+	case host == "":
+		return name
+	}
+	return name + "@" + host
 }
 
 // clock is time.Now, or the fixed SOURCE_DATE_EPOCH when set, so regenerated reports and

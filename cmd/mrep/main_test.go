@@ -31,13 +31,16 @@ var fixedClock = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, tim
 // run executes mrep in-process against db and returns stdout, stderr and the error.
 func run(t testing.TB, db string, args ...string) (string, string, error) {
 	t.Helper()
-	app := NewApp(Env{Now: fixedClock})
+	app := NewApp(Env{Now: fixedClock, Who: testWho})
 	var out, errOut bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errOut
 	app.ExitErrHandler = func(*cli.Context, error) {} // keep the test process alive
 	err := app.RunContext(context.Background(), interspersed(app, append([]string{"mrep", "--db", db}, args...)))
 	return out.String(), errOut.String(), err
 }
+
+// testWho is the ingester tests record: fixed, so outputs do not depend on the machine.
+func testWho() string { return "tester@ci-host" }
 
 func mustRun(t testing.TB, db string, args ...string) string {
 	t.Helper()
