@@ -20,28 +20,28 @@ import (
 
 // Run is one stored run as listings show it.
 type Run struct {
-	ID              int64     `json:"id"`
-	ContentHash     string    `json:"content_hash"`
-	ModelName       string    `json:"model_name"`
-	Label           *string   `json:"label"`
-	Step            *int64    `json:"step"`
-	Tags            []string  `json:"tags"`
-	RootClass       string    `json:"root_class"`
-	SourceKind      string    `json:"source_kind"`
-	ModelType       string    `json:"model_type,omitempty"`
-	DType           string    `json:"dtype,omitempty"`
-	CreatedAt       string    `json:"created_at"`
-	IngestedAt      time.Time `json:"ingested_at"`
-	SourceFile      string    `json:"source_file,omitempty"`
+	ID          int64     `json:"id"`
+	ContentHash string    `json:"content_hash"`
+	ModelName   string    `json:"model_name"`
+	Label       *string   `json:"label"`
+	Step        *int64    `json:"step"`
+	Tags        []string  `json:"tags"`
+	RootClass   string    `json:"root_class"`
+	SourceKind  string    `json:"source_kind"`
+	ModelType   string    `json:"model_type,omitempty"`
+	DType       string    `json:"dtype,omitempty"`
+	CreatedAt   string    `json:"created_at"`
+	IngestedAt  time.Time `json:"ingested_at"`
+	SourceFile  string    `json:"source_file,omitempty"`
 	// IngestedBy is user@host of the process that stored the run ("" before mrep recorded it;
 	// omitted then, so those runs' row checksums hold).
-	IngestedBy string `json:"ingested_by,omitempty"`
-	TotalParams     int64     `json:"total_params"`
-	TrainableParams int64     `json:"trainable_params"`
-	TotalBytes      int64     `json:"total_bytes"`
-	NumModules      int64     `json:"num_modules"`
-	HasStats        bool      `json:"has_stats"`
-	HasTrace        bool      `json:"has_trace"`
+	IngestedBy      string `json:"ingested_by,omitempty"`
+	TotalParams     int64  `json:"total_params"`
+	TrainableParams int64  `json:"trainable_params"`
+	TotalBytes      int64  `json:"total_bytes"`
+	NumModules      int64  `json:"num_modules"`
+	HasStats        bool   `json:"has_stats"`
+	HasTrace        bool   `json:"has_trace"`
 }
 
 // ShortHash is the first 12 hex digits of the content hash.
