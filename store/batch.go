@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // batchRows is how many rows one INSERT carries: per-statement overhead (database/sql, cgo,
@@ -11,9 +14,15 @@ import (
 // stay well below SQLite's limit of 32,766 variables.
 const batchRows = 64
 
-// pgBatchRows is PostgreSQL's: every statement is a round trip to the server, so fewer,
-// larger ones (1,024 rows of 22 columns stay below its 65,535 parameters).
+// pgBatchRows is PostgreSQL's where it inserts with statements: every statement is a round
+// trip to the server, so fewer, larger ones (1,024 rows of 22 columns stay below its 65,535
+// parameters).
 const pgBatchRows = 1024
+
+// copyRows is how many rows one COPY carries where the transaction's connection is reachable
+// (PostgreSQL's ingests): COPY streams rows in the binary format, with no statement to parse
+// or parameters to bind per row.
+const copyRows = 8192
 
 // inserter buffers rows for one table and writes them batchRows at a time with prepared
 // multi-row INSERTs.
@@ -39,6 +48,10 @@ type inserter struct {
 	failed error
 	closed bool
 	rows   int // rows per full batch
+	// copy: rows go to PostgreSQL by COPY on the transaction's connection, copyBuf holding
+	// the batch being built
+	copy    *sql.Conn
+	copyBuf [][]any
 }
 
 // insertGroup is the rows of one null pattern.
@@ -52,6 +65,7 @@ type insertGroup struct {
 type insertJob struct {
 	st   *sql.Stmt
 	args []any
+	rows [][]any // a COPY's rows (st nil)
 }
 
 func newInserter(ctx context.Context, tx sqlTx, table string, cols ...string) *inserter {
@@ -59,6 +73,9 @@ func newInserter(ctx context.Context, tx sqlTx, table string, cols ...string) *i
 		jobs: make(chan insertJob, 4), done: make(chan error, 1), free: make(chan []any, 8), rows: batchRows}
 	if tx.pg {
 		in.rows = pgBatchRows
+	}
+	if tx.pg && tx.conn != nil {
+		in.copy, in.rows = tx.conn, copyRows
 	}
 	go in.execute()
 	return in
@@ -69,13 +86,17 @@ func (in *inserter) execute() {
 	var first error
 	for j := range in.jobs {
 		if first == nil {
-			if _, err := j.st.ExecContext(in.ctx, j.args...); err != nil {
-				first = err
+			if j.st == nil {
+				first = in.copyFrom(j.rows)
+			} else {
+				_, first = j.st.ExecContext(in.ctx, j.args...)
 			}
 		}
-		select {
-		case in.free <- j.args[:0]:
-		default:
+		if j.st != nil {
+			select {
+			case in.free <- j.args[:0]:
+			default:
+			}
 		}
 	}
 	in.done <- first
@@ -87,10 +108,32 @@ func (in *inserter) sql(cols []string, rows int) string {
 		strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
 }
 
+// copyFrom writes rows with COPY on the transaction's own connection. database/sql holds the
+// connection's lock while the driver's connection is out, so a COPY never interleaves with a
+// statement of the transaction's other goroutines.
+func (in *inserter) copyFrom(rows [][]any) error {
+	return in.copy.Raw(func(dc any) error {
+		c, ok := dc.(interface{ Conn() *pgx.Conn })
+		if !ok {
+			return fmt.Errorf("copy into %s: the driver connection is a %T, not pgx's", in.table, dc)
+		}
+		_, err := c.Conn().CopyFrom(in.ctx, pgx.Identifier{in.table}, in.cols, pgx.CopyFromRows(rows))
+		return err
+	})
+}
+
 // add buffers one row; row holds a value per column, nil for NULL.
 func (in *inserter) add(row ...any) error {
 	if in.failed != nil {
 		return in.failed
+	}
+	if in.copy != nil {
+		in.copyBuf = append(in.copyBuf, append([]any(nil), row...))
+		if len(in.copyBuf) >= in.rows {
+			in.jobs <- insertJob{rows: in.copyBuf}
+			in.copyBuf = make([][]any, 0, in.rows)
+		}
+		return nil
 	}
 	var mask uint32
 	for i, v := range row {
@@ -126,7 +169,7 @@ func (in *inserter) add(row ...any) error {
 		}
 		g.full = st
 	}
-	in.jobs <- insertJob{g.full, g.args}
+	in.jobs <- insertJob{st: g.full, args: g.args}
 	select {
 	case a := <-in.free:
 		g.args = a
@@ -157,6 +200,12 @@ func (in *inserter) stop() error {
 // flush writes the rows left over, waits for the executor and releases the statements.
 func (in *inserter) flush() error {
 	err := in.stop()
+	if in.copy != nil {
+		if err == nil && in.failed == nil && len(in.copyBuf) > 0 {
+			err = in.copyFrom(in.copyBuf)
+		}
+		in.copyBuf = nil
+	}
 	for _, g := range in.groups {
 		if err != nil || in.failed != nil || g.count == 0 {
 			continue

@@ -109,9 +109,28 @@ func (d sqlDB) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) 
 	return d.DB.PrepareContext(ctx, d.q(q))
 }
 
+// sqlTx is a transaction: database/sql's own (SQLite, and PostgreSQL's read snapshots), or
+// on PostgreSQL a connection of the pool holding a BEGIN of its own (conn set), whose driver
+// connection the inserter reaches for COPY (batch.go).
 type sqlTx struct {
 	*sql.Tx
-	pg bool
+	conn *sql.Conn
+	pg   bool
+}
+
+// executor is what both kinds of transaction run statements on.
+type executor interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, q string) (*sql.Stmt, error)
+}
+
+func (t sqlTx) ex() executor {
+	if t.conn != nil {
+		return t.conn
+	}
+	return t.Tx
 }
 
 func (t sqlTx) q(s string) string {
@@ -122,19 +141,19 @@ func (t sqlTx) q(s string) string {
 }
 
 func (t sqlTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(ctx, t.q(q), args...)
+	return t.ex().ExecContext(ctx, t.q(q), args...)
 }
 
 func (t sqlTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.Tx.QueryContext(ctx, t.q(q), args...)
+	return t.ex().QueryContext(ctx, t.q(q), args...)
 }
 
 func (t sqlTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.Tx.QueryRowContext(ctx, t.q(q), args...)
+	return t.ex().QueryRowContext(ctx, t.q(q), args...)
 }
 
 func (t sqlTx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
-	return t.Tx.PrepareContext(ctx, t.q(q))
+	return t.ex().PrepareContext(ctx, t.q(q))
 }
 
 type sqlConn struct {

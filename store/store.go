@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -368,7 +369,13 @@ func (db *DB) AppliedMigrations(ctx context.Context) ([]int, error) {
 }
 
 // tx runs fn in a transaction, committing on nil and rolling back otherwise.
+//
+// On PostgreSQL the transaction is a pooled connection with a BEGIN of its own, so that the
+// inserter can COPY rows on the same connection (database/sql's Tx does not expose it).
 func (db *DB) tx(ctx context.Context, fn func(sqlTx) error) error {
+	if db.pg {
+		return db.connTx(ctx, fn)
+	}
 	t, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -379,4 +386,26 @@ func (db *DB) tx(ctx context.Context, fn func(sqlTx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+func (db *DB) connTx(ctx context.Context, fn func(sqlTx) error) error {
+	c, err := db.sql.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	tx := sqlTx{conn: c, pg: true}
+	if err := fn(tx); err != nil {
+		// a connection whose rollback fails (a cancelled context) must not go back to the
+		// pool mid-transaction
+		if _, rerr := c.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		return err
+	}
+	_, err = c.ExecContext(ctx, "COMMIT")
+	return err
 }
