@@ -682,3 +682,27 @@ func TestBenchServeRows(t *testing.T) {
 		t.Errorf("single-user TTFT %.4g s, want %.4g s: the request overhead, one prefill step of 610 tokens and one sequence's host time", got, want)
 	}
 }
+
+// A hook's measurement faster than the roofline of its own configuration is called impossible
+// beside the figures (the hook's clock, tokens or world size is off), and a possible one is not.
+func TestCompareNamesAnImpossibleMeasurement(t *testing.T) {
+	d, err := bundled("Llama-3.2-1B-Instruct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, seq := int64(8*4096), int64(4096)
+	for _, c := range []struct {
+		step       float64
+		impossible bool
+	}{{1e-6, true}, {2.0, false}} {
+		d.Measurement = &model.Measurement{StepTimeS: c.step, StepsTimed: 10, TokensPerStep: &tokens, SeqLen: &seq,
+			WorldSize: 8, Device: "NVIDIA H100 80GB HBM3", Precision: "bf16"}
+		got := Compare("x", d, chips.Default(), "")
+		if got.Roofline <= 0 {
+			t.Fatalf("no roofline: %+v", got)
+		}
+		if strings.Contains(got.Note, "impossible") != c.impossible {
+			t.Errorf("step %g s (roofline %.3g s): note %q", c.step, got.Roofline, got.Note)
+		}
+	}
+}

@@ -111,5 +111,10 @@ func Compare(sel string, d *model.Dump, db *chips.DB, chip string) Comparison {
 	if !p.Fits {
 		c.Note = "the model does not fit one GPU at this layout by mrep's count (" + p.FitNote + ")"
 	}
+	if why := impossible(row, c.Roofline); why != "" {
+		// the hook's clock, tokens or world size is off (or the chip is another): say so
+		// beside the figures rather than print an MFU above 100%
+		c.Note = "this measurement is impossible on " + c.Chip + ": " + why
+	}
 	return c
 }
