@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mrep-dev/mrep/model"
 )
@@ -438,5 +439,52 @@ func TestRacingWritersStoreOnce(t *testing.T) {
 	runs, err := openPath(t, p).ListRuns(context.Background(), Filter{})
 	if err != nil || len(runs) != 1 {
 		t.Errorf("%d runs (%v), want 1", len(runs), err)
+	}
+}
+
+// A reader holding a snapshot (a long report, a history) never blocks an ingest, and does not
+// see it until it reads again.
+func TestReadersNeverBlockIngest(t *testing.T) {
+	p := newDBPath(t)
+	reader := openPath(t, p)
+	writer := openPath(t, p)
+	ctx := context.Background()
+	mustIngest(t, writer, "../schemas/testdata/valid/traced.json", "")
+	inside, release := make(chan struct{}), make(chan struct{})
+	var seen int
+	done := make(chan error, 1)
+	go func() {
+		done <- reader.read(ctx, func(q queryer) error {
+			if err := q.QueryRowContext(ctx, `SELECT count(*) FROM runs`).Scan(&seen); err != nil {
+				return err
+			}
+			close(inside)
+			<-release
+			return q.QueryRowContext(ctx, `SELECT count(*) FROM runs`).Scan(&seen)
+		})
+	}()
+	<-inside
+	stored := make(chan error, 1)
+	go func() {
+		_, _, err := writer.Ingest(ctx, withHash(readDump(t, "../schemas/testdata/valid/traced.json"), "sha256:"+strings.Repeat("7", 64), "x"), "")
+		stored <- err
+	}()
+	select {
+	case err := <-stored:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("an ingest waited on a reader's snapshot")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if seen != 1 {
+		t.Errorf("the reader's snapshot saw %d runs, want the 1 it started with", seen)
+	}
+	if runs, _ := reader.ListRuns(ctx, Filter{}); len(runs) != 2 {
+		t.Errorf("a new read sees %d runs, want 2", len(runs))
 	}
 }
