@@ -14,13 +14,8 @@ import (
 // stay well below SQLite's limit of 32,766 variables.
 const batchRows = 64
 
-// pgBatchRows is PostgreSQL's where it inserts with statements: every statement is a round
-// trip to the server, so fewer, larger ones (1,024 rows of 22 columns stay below its 65,535
-// parameters).
-const pgBatchRows = 1024
-
-// copyRows is how many rows one COPY carries where the transaction's connection is reachable
-// (PostgreSQL's ingests): COPY streams rows in the binary format, with no statement to parse
+// copyRows is how many rows one COPY carries on PostgreSQL, where every write transaction is
+// a connection of its own (DB.connTx): COPY streams rows in the binary format, with no statement to parse
 // or parameters to bind per row.
 const copyRows = 8192
 
@@ -71,9 +66,6 @@ type insertJob struct {
 func newInserter(ctx context.Context, tx sqlTx, table string, cols ...string) *inserter {
 	in := &inserter{ctx: ctx, tx: tx, table: table, cols: cols, groups: map[uint32]*insertGroup{},
 		jobs: make(chan insertJob, 4), done: make(chan error, 1), free: make(chan []any, 8), rows: batchRows}
-	if tx.pg {
-		in.rows = pgBatchRows
-	}
 	if tx.pg && tx.conn != nil {
 		in.copy, in.rows = tx.conn, copyRows
 	}

@@ -369,23 +369,13 @@ func TestParallelFirstMigrations(t *testing.T) {
 	}
 	for round := 0; round < 5; round++ {
 		p := newDBPath(t)
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
-		for i := 0; i < 16; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				db, err := Open(context.Background(), p, Options{Now: clock})
-				if err != nil {
-					errs <- err
-					return
-				}
+		for _, err := range concurrently(16, func() error {
+			db, err := Open(context.Background(), p, Options{Now: clock})
+			if err == nil {
 				db.Close()
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+			}
+			return err
+		}) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		db := openPath(t, p)
@@ -402,33 +392,22 @@ func TestRacingWritersStoreOnce(t *testing.T) {
 	p := newDBPath(t)
 	openPath(t, p) // the schema first: this test is about the runs, not the migrations
 	d := readDump(t, "../schemas/testdata/valid/traced.json")
-	var wg sync.WaitGroup
 	ids := make(chan int64, 8)
-	errs := make(chan error, 8)
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			db, err := Open(context.Background(), p, Options{Now: clock})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer db.Close()
-			r, _, err := db.Ingest(context.Background(), d, "x.json")
-			if err != nil {
-				errs <- err
-				return
-			}
+	for _, err := range concurrently(8, func() error {
+		db, err := Open(context.Background(), p, Options{Now: clock})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		r, _, err := db.Ingest(context.Background(), d, "x.json")
+		if err == nil {
 			ids <- r.ID
-		}()
-	}
-	wg.Wait()
-	close(ids)
-	close(errs)
-	for err := range errs {
+		}
+		return err
+	}) {
 		t.Fatal(err)
 	}
+	close(ids)
 	first := int64(-1)
 	for id := range ids {
 		if first >= 0 && id != first {
@@ -487,4 +466,26 @@ func TestReadersNeverBlockIngest(t *testing.T) {
 	if runs, _ := reader.ListRuns(ctx, Filter{}); len(runs) != 2 {
 		t.Errorf("a new read sees %d runs, want 2", len(runs))
 	}
+}
+
+// concurrently runs fn n times at once and returns the errors.
+func concurrently(n int, fn func() error) []error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
 }

@@ -108,9 +108,16 @@ func openDBWrite(c *cli.Context, env Env) (*store.DB, error) {
 // openDBRead opens the database for a command that reads: it must exist (a mistyped --db says
 // so instead of creating an empty database) and is opened read-only when its file or
 // directory is (--read-only forces it); caching is then skipped.
-func openDBRead(c *cli.Context, env Env) (*store.DB, error) {
+func openDBRead(c *cli.Context, env Env) (*store.DB, error) { return openRead(c, env, false) }
+
+// openRead opens the database for reading; missingOK: a history that is not there (on
+// PostgreSQL, a database without mrep's schema) is nil, not an error.
+func openRead(c *cli.Context, env Env, missingOK bool) (*store.DB, error) {
 	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, Existing: true,
 		ReadOnly: c.Bool("read-only"), IntegrityCheck: c.Bool("integrity-check")})
+	if missingOK && errors.Is(err, store.ErrNoDatabase) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
@@ -128,25 +135,13 @@ func dbName(c *cli.Context) string { return render.Visible(store.Redact(c.String
 // file named): nil, and no error, when there is no database (no file; on PostgreSQL, no mrep
 // history in it yet).
 func openDBIfAny(c *cli.Context, env Env) (*store.DB, error) {
-	p := c.String("db")
-	if !store.IsPostgres(p) {
+	if p := c.String("db"); !store.IsPostgres(p) {
 		if _, err := os.Stat(p); err != nil {
-			return nil, nil
+			return nil, nil // no file; a path that exists but is no database is still an error
 		}
 		return openDBRead(c, env)
 	}
-	db, err := store.Open(c.Context, p, store.Options{Now: env.Now, Existing: true,
-		ReadOnly: c.Bool("read-only"), IntegrityCheck: c.Bool("integrity-check")})
-	if errors.Is(err, store.ErrNoDatabase) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, cli.Exit(err.Error(), exitFailure)
-	}
-	if db.ReadOnly() {
-		fmt.Fprintf(c.App.ErrWriter, "note: %s is opened read-only; analysis results are not cached\n", dbName(c))
-	}
-	return db, nil
+	return openRead(c, env, true)
 }
 
 func writeJSON(w io.Writer, v any) error {
