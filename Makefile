@@ -5,7 +5,7 @@ VENV_OK := .venv/.installed
 GO      ?= go
 DB      ?= out/mrep.db
 
-.PHONY: demo test test-go test-py venv build examples reports bench clean postgres
+.PHONY: demo test test-go test-py stress venv build examples reports bench clean postgres
 
 # Main job: build mrep, ingest the bundled example dumps into the embedded SQLite
 # database, list them, and write the full DeepSeek-V3 report on H200 FP8 to out/report.
@@ -25,10 +25,27 @@ test: test-go test-py
 # The store's suite runs twice: on SQLite, and on a PostgreSQL server the tests start
 # themselves (internal/pgtest); the PostgreSQL tests of cmd/mrep start one too. Without the
 # server binaries they skip and say why, except under CI=…, where they fail.
+# The default sizes finish in a few minutes on 2 cores; -timeout leaves headroom over the slowest
+# package (cmd/mrep) so a loaded machine reports a slow test, not a panic at Go's 10-minute default.
+TEST_TIMEOUT ?= 8m
 test-go: postgres
 	$(GO) vet ./...
-	$(GO) test ./...
-	MREP_TEST_BACKEND=postgres $(GO) test -count=1 ./store
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	MREP_TEST_BACKEND=postgres $(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./store
+
+# The stress sizes (MREP_STRESS=1): 200 rounds of 16 processes opening a new history, 16 x 50
+# PostgreSQL writers, the leave-one-source-out and leave-one-model-out refits, and a minute of
+# each fuzz target. A change to the store, the ingest path or the fitter runs this.
+FUZZTIME ?= 1m
+stress: postgres
+	MREP_STRESS=1 $(GO) test -timeout 60m -count=1 ./...
+	MREP_STRESS=1 MREP_TEST_BACKEND=postgres $(GO) test -timeout 30m -count=1 ./store
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 # PostgreSQL's server binaries for those tests: the distribution's package, installed when
 # missing and this is root on a Debian-like machine; otherwise a note (the tests then skip).

@@ -349,19 +349,7 @@ type SourceError struct {
 // LeaveOneSourceOut fits the lanes on every training source but one and predicts the one left
 // out, for each source: the error a new table of runs should expect.
 func LeaveOneSourceOut(ps []Prepared) ([]SourceError, error) {
-	bySrc := map[string][]int{}
-	var srcs []string
-	for i, p := range ps {
-		if p.Skip != nil || p.train == nil {
-			continue
-		}
-		s := SourceOf(p.Row)
-		if bySrc[s] == nil {
-			srcs = append(srcs, s)
-		}
-		bySrc[s] = append(bySrc[s], i)
-	}
-	sort.Strings(srcs)
+	srcs, bySrc := trainingSources(ps)
 	reuse := map[string]LaneFit{}
 	all, err := fitLanes(ps, reuse)
 	if err != nil {
@@ -407,6 +395,31 @@ func LeaveOneSourceOut(ps []Prepared) ([]SourceError, error) {
 		out = append(out, se)
 	}
 	return out, nil
+}
+
+// TrainingSources is how many sources the training rows of ps come from: the refits a
+// leave-one-source-out check makes (each a full lane fit).
+func TrainingSources(ps []Prepared) int {
+	srcs, _ := trainingSources(ps)
+	return len(srcs)
+}
+
+// trainingSources is the sources of the training rows, sorted, and each one's rows.
+func trainingSources(ps []Prepared) ([]string, map[string][]int) {
+	bySrc := map[string][]int{}
+	var srcs []string
+	for i, p := range ps {
+		if p.Skip != nil || p.train == nil {
+			continue
+		}
+		s := SourceOf(p.Row)
+		if bySrc[s] == nil {
+			srcs = append(srcs, s)
+		}
+		bySrc[s] = append(bySrc[s], i)
+	}
+	sort.Strings(srcs)
+	return srcs, bySrc
 }
 
 // laneEff is the row's chip efficiency with the fitted lanes (or those carried from a sibling).

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mrep-dev/mrep/internal/testutil"
 	"github.com/mrep-dev/mrep/model"
 )
 
@@ -161,10 +162,7 @@ func mustLoad(t *testing.T, db *DB, id int64) *model.Dump {
 // Many processes (here: connections) opening one new database at once never fail.
 func TestParallelFirstOpens(t *testing.T) {
 	sqliteOnly(t, "many processes creating one file (TestParallelFirstMigrations is PostgreSQL's)")
-	rounds := 200
-	if testing.Short() {
-		rounds = 10
-	}
+	rounds := testutil.Size(10, 200) // MREP_STRESS: the size that once caught a lost migration
 	d := readDump(t, "../schemas/testdata/valid/traced.json")
 	for round := 0; round < rounds; round++ {
 		p := filepath.Join(t.TempDir(), "new.db")

@@ -69,7 +69,7 @@ func NewApp(env Env) *cli.App {
 			chipsCommand(),
 			checkCommand(env),
 			planCommand(env),
-			validateCommand(),
+			validateCommand(env),
 			calibrateCommand(),
 			modelsCommand(),
 			copyCommand(env),
