@@ -46,9 +46,6 @@ func (a Analysis) Find(target string, ph Phase, profile string) (Result, bool) {
 	return Result{}, false
 }
 
-// DTypeBytes maps the precision names the command line takes to bytes per element.
-var DTypeBytes = map[string]float64{"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
-
 // RunInfo identifies the run in the report.
 type RunInfo struct {
 	ID    int64  `json:"id"`

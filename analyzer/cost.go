@@ -30,6 +30,12 @@ type Scenario struct {
 	ActBytes    float64 `json:"act_bytes"`    // bytes per activation element
 	KVBytes     float64 `json:"kv_bytes"`     // bytes per KV-cache element
 	GradBytes   float64 `json:"grad_bytes"`   // bytes per weight-gradient element (training)
+	// The names the bytes above came from (SetPrecision, SetDTypes; "" where a caller set bytes
+	// alone): what the user asked for, for anything that prints the scenario back as flags.
+	WeightDType DType `json:"-"`
+	ActDType    DType `json:"-"`
+	KVDType     DType `json:"-"`
+	GradDType   DType `json:"-"`
 
 	ComputeDType string `json:"compute_dtype"` // which chip peak applies: bf16, fp8, ...
 
@@ -65,8 +71,9 @@ type Scenario struct {
 
 // DefaultScenario is bf16 everywhere, B=1, S=L=2048, one GPU.
 func DefaultScenario() Scenario {
-	return Scenario{Batch: 1, Seq: 2048, KVLen: 2048, WeightBytes: 2, ActBytes: 2, KVBytes: 2, GradBytes: 2,
-		ComputeDType: "bf16", TP: 1, EP: 1, Recompute: "none", GradAccum: 1, OptimizerStateBytes: 12}
+	s := Scenario{Batch: 1, Seq: 2048, KVLen: 2048, ComputeDType: string(BF16), TP: 1, EP: 1, Recompute: "none", GradAccum: 1, OptimizerStateBytes: 12}
+	s.SetDTypes(BF16, BF16, BF16, BF16)
+	return s
 }
 
 // AttnDType is the precision recipe's attention core: flash kernels run QK^T and PV in 16-bit
@@ -395,7 +402,7 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 // elements) without a launch of its own; the weights are cast once per optimizer step and
 // cached across micro-batches (read in 16-bit, written in low precision).
 func castKernel(op Op, act, weights float64, s Scenario) kernels.Kernel {
-	low := DTypeBytes[s.ComputeDType] // the fp8/fp4 copy's element size
+	low := DType(s.ComputeDType).Bytes() // the fp8/fp4 copy's element size
 	perAct := low
 	if s.CastBytes > 0 {
 		perAct = s.CastBytes

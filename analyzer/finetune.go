@@ -29,6 +29,25 @@ type FineTune struct {
 	QLoRA bool `json:"qlora,omitempty"`
 }
 
+// Flags are the command-line flags that ask for this fine-tune (analyze, plan train), as
+// argument words: what a printed command carries to reproduce it.
+func (f FineTune) Flags() []string {
+	var out []string
+	for _, p := range f.Freeze {
+		out = append(out, "--freeze", p)
+	}
+	if f.LoRARank > 0 {
+		out = append(out, "--lora-rank", fmt.Sprint(f.LoRARank))
+	}
+	for _, p := range f.LoRATargets {
+		out = append(out, "--lora-targets", p)
+	}
+	if f.QLoRA {
+		out = append(out, "--qlora")
+	}
+	return out
+}
+
 // Active says whether the fine-tune changes anything.
 func (f FineTune) Active() bool { return len(f.Freeze) > 0 || f.LoRARank > 0 || f.QLoRA }
 

@@ -86,36 +86,10 @@ func Prepare(rows []Row, db *chips.DB, models Models) ([]Prepared, error) {
 	return out, nil
 }
 
-func dtypeBytes(name, fallback string) (float64, error) {
-	if name == "" {
-		name = fallback
-	}
-	b, ok := analyzer.DTypeBytes[strings.ToLower(name)]
-	if !ok {
-		return 0, fmt.Errorf("dtype %q: want fp32, tf32, bf16, fp16, fp8, int8 or fp4", name)
-	}
-	return b, nil
-}
-
 // Scenario is the row's precision recipe and layout as an analyzer scenario.
 func (r Row) Scenario() (analyzer.Scenario, error) {
 	s := analyzer.DefaultScenario()
-	s.ComputeDType = strings.ToLower(r.DType)
-	var err error
-	if _, err = dtypeBytes(s.ComputeDType, ""); err != nil {
-		return s, err
-	}
-	if s.WeightBytes, err = dtypeBytes(r.WeightDType, s.ComputeDType); err != nil {
-		return s, err
-	}
-	if s.ActBytes, err = dtypeBytes(r.ActDType, s.ComputeDType); err != nil {
-		return s, err
-	}
-	act := r.ActDType
-	if act == "" {
-		act = s.ComputeDType
-	}
-	if s.KVBytes, err = dtypeBytes(r.KVDType, act); err != nil {
+	if err := s.SetPrecision(analyzer.Precision{Compute: r.DType, Weight: r.WeightDType, Act: r.ActDType, KV: r.KVDType}); err != nil {
 		return s, err
 	}
 	s.TP, s.EP = max(r.TP, 1), max(r.EP, 1)
@@ -307,11 +281,11 @@ func benchLengths(r Row) []serve.Request {
 // benchEngine is the engine a trtllm-bench row ran: serve's preset for its lengths, layout,
 // precisions and chip, with the limits and KV fraction the row states it set itself.
 func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
-	// the row's dtypes were checked by its Scenario; the preset counts an unknown one as 16-bit
-	weight, _ := dtypeBytes(r.WeightDType, r.DType)
-	kv, _ := dtypeBytes(r.KVDType, r.DType)
+	// the row's dtypes were checked by Prepare (its Scenario); no shipped row sets act_dtype, so
+	// the KV cache is the compute precision's unless the row names its own
+	s, _ := r.Scenario()
 	e := serve.TRTLLMBench(m, serve.BenchRun{ISL: r.ISL, OSL: r.OSL, TP: r.TP, PP: r.PP,
-		WeightBytes: weight, KVBytes: kv, MemBytes: chip.MemoryBytes()})
+		WeightBytes: s.WeightBytes, KVBytes: s.KVBytes, MemBytes: chip.MemoryBytes()})
 	return r.limits(e)
 }
 
@@ -364,8 +338,7 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 		return res.OutputTokS, res.RooflineTokS, nil
 	}
 	if tr := p.train; tr != nil {
-		t := tr.tr.With(tm, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
-		t.HostGBps = chip.HostGBps // the host link activation offload uses (GB200's C2C, PCIe)
+		t := tr.tr.With(tm, tg.Peak, chip)
 		st, err := t.Train(tr.l)
 		if err != nil {
 			return 0, 0, err
@@ -472,6 +445,9 @@ type Report struct {
 	Engines []GroupSummary `json:"engines,omitempty"`
 	// LeaveOneSourceOut: each training source predicted by lanes fitted without it.
 	LeaveOneSourceOut []SourceError `json:"leave_one_source_out,omitempty"`
+	// LeaveOneSourceOutPending is how many training sources a leave-one-source-out check would
+	// refit without (validate --loo), while it has not been run.
+	LeaveOneSourceOutPending int `json:"leave_one_source_out_pending,omitempty"`
 }
 
 // GroupSummary is the error of one model on one chip at one layout in one phase.

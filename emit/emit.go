@@ -12,6 +12,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/mrep-dev/mrep/internal/shell"
 	"github.com/mrep-dev/mrep/serve"
 )
 
@@ -126,7 +127,7 @@ func header(d Deployment, engine string) string {
 	}
 	fmt.Fprintf(&b, ".\n# Written by mrep for %s. Start the server, then run the benchmark from another shell.\n", engine)
 	b.WriteString("set -euo pipefail\n")
-	fmt.Fprintf(&b, "MODEL=${MODEL:-%s}  # the model's Hugging Face id or local path\n", shellWord(d.Model))
+	fmt.Fprintf(&b, "MODEL=${MODEL:-%s}  # the model's Hugging Face id or local path\n", shell.Quote(d.Model))
 	return b.String()
 }
 
@@ -202,7 +203,7 @@ func sglang(d Deployment) string {
 func trtllm(d Deployment, yml string) string {
 	var b strings.Builder
 	b.WriteString(header(d, "TensorRT-LLM (PyTorch backend)"))
-	fmt.Fprintf(&b, "CONFIG=${CONFIG:-$(dirname \"$0\")/%s}  # the LLM API options written beside this script\n", shellWord(yml))
+	fmt.Fprintf(&b, "CONFIG=${CONFIG:-$(dirname \"$0\")/%s}  # the LLM API options written beside this script\n", shell.Quote(yml))
 	args := []string{"trtllm-serve \"$MODEL\"", "--backend pytorch", fmt.Sprintf("--tp_size %d", max(d.TP, d.EP)), fmt.Sprintf("--pp_size %d", d.PP),
 		fmt.Sprintf("--ep_size %d", d.EP), fmt.Sprintf("--max_batch_size %d", d.perRank()), fmt.Sprintf("--max_num_tokens %d", d.MaxTokens),
 		fmt.Sprintf("--max_seq_len %d", d.MaxLen), fmt.Sprintf("--kv_cache_free_gpu_memory_fraction %.2f", d.KVFraction),
@@ -253,21 +254,6 @@ func (d Deployment) perRank() int64 {
 // command lays out a command one argument per line.
 func command(args []string) string {
 	return strings.Join(args, " \\\n  ") + "\n"
-}
-
-// shellWord quotes s for a shell unless it is made of safe characters only.
-func shellWord(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // oneLine keeps a comment on its line: no control characters.

@@ -24,7 +24,7 @@ type Training struct {
 func WriteTraining(framework, prefix string, t Training) (Files, error) {
 	l := t.Layout
 	if l.TP < 1 || l.PP < 1 || l.DP < 1 || l.MBS < 1 || l.GBS < 1 || l.Seq < 1 {
-		return Files{}, fmt.Errorf("layout %+v: every degree and batch must be >= 1", l)
+		return Files{}, fmt.Errorf("layout %s MBS %d GBS %d: every degree and batch must be >= 1", l, l.MBS, l.GBS)
 	}
 	var f Files
 	switch framework {

@@ -9,7 +9,9 @@ import (
 	"math"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/kernels"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 // Layout is how a training job is spread over GPUs.
@@ -76,6 +78,34 @@ type Layout struct {
 	// all-reduced across the Replicas groups (torchtitan's dp_replicate; TPU slices with
 	// data parallel over the data-center network). 0 or 1: one shard group.
 	Replicas int64
+}
+
+// String is the layout's shape as tables, charts and notes name it: "TP4 PP4 VP5 CP2 DP2
+// ZeRO-1", with EP and ETP when experts are spread, HSDP replicas, a framework other than
+// Megatron, and an MoE's all-to-all schedule and dispatcher when not the defaults. The
+// micro-batch and recompute mode are columns of their own where layouts are listed.
+func (l Layout) String() string {
+	s := fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d", l.TP, l.PP, l.VP, l.CP, l.DP)
+	if l.EP > 1 {
+		s += fmt.Sprintf(" EP%d", l.EP)
+	}
+	if l.ETP > 0 && l.ETP != l.TP {
+		s += fmt.Sprintf(" ETP%d", l.ETP)
+	}
+	s += fmt.Sprintf(" ZeRO-%d", l.Stage())
+	if l.Replicas > 1 {
+		s += fmt.Sprintf(" HSDP×%d", l.Replicas)
+	}
+	if l.Framework != "" && l.Framework != Megatron {
+		s += " " + l.Framework
+	}
+	if l.EP > 1 && l.A2AOverlap != "" && l.A2AOverlap != OverlapNone {
+		s += " a2a:" + l.A2AOverlap
+	}
+	if l.EP > 1 && l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll {
+		s += " " + l.Dispatcher
+	}
+	return s
 }
 
 // Stage is the effective ZeRO stage (DistOptimizer alone is stage 1).
@@ -219,11 +249,27 @@ func NewTrainer(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, pea
 	return &Trainer{m: m, s: s, p: p, peak: peak, domain: domain, cache: map[stepKey]analyzer.Step{}}
 }
 
-// With is tr timing with another predictor (a chip's other efficiency figures, as a fit tries
-// them), sharing the counted steps: counting does not depend on the time model.
-func (tr *Trainer) With(p kernels.Predictor, peak float64, domain int64) *Trainer {
+// TrainerFor is the trainer every command builds for a chip target: its achievable time model
+// and peak, its scale-up domain, the host link offloading uses, and the time models of the
+// training frameworks fitted on it (the chip's lanes).
+func TrainerFor(m *analyzer.Model, s analyzer.Scenario, t analyzer.Target) (*Trainer, error) {
+	tr := NewTrainer(m, s, t.Predictor, t.Peak, int64(t.Chip.Efficiency.ScaleUpDomain))
+	tr.HostGBps = t.Chip.HostGBps
+	lanes, err := timing.Lanes(t.Chip, t.DType)
+	if err != nil {
+		return nil, err
+	}
+	tr.Lanes = lanes
+	return tr, nil
+}
+
+// With is tr timing with another predictor on chip (a chip's other efficiency figures, as a
+// fit tries them: p is already the framework's lane, so no lanes), sharing the counted steps:
+// counting does not depend on the time model.
+func (tr *Trainer) With(p kernels.Predictor, peak float64, chip chips.Chip) *Trainer {
 	out := *tr
-	out.p, out.peak, out.domain, out.Lanes = p, peak, domain, nil
+	out.p, out.peak, out.domain, out.Lanes = p, peak, int64(chip.Efficiency.ScaleUpDomain), nil
+	out.HostGBps = chip.HostGBps // the host link activation offload uses (GB200's C2C, PCIe)
 	return &out
 }
 
@@ -506,27 +552,28 @@ func scaled(k kernels.Kernel, f float64) kernels.Kernel {
 }
 
 // AnalyzeFlags are the `mrep analyze --phase training` flags that time exactly this layout
-// (defaults left out), so a plan's row can be reproduced to the digit; the precision recipe,
-// chip and dtypes are the command's own flags, given to both.
+// (defaults left out), as argument words (a flag, then its value), so a plan's row can be
+// reproduced to the digit; the precision recipe, chip and dtypes are the command's own flags,
+// given to both.
 func (l Layout) AnalyzeFlags() []string {
 	var f []string
 	num := func(name string, v, def int64) {
 		if v != def && v != 0 {
-			f = append(f, fmt.Sprintf("--%s %d", name, v))
+			f = append(f, "--"+name, fmt.Sprint(v))
 		}
 	}
-	f = append(f, fmt.Sprintf("--gpus %d", l.GPUs()), fmt.Sprintf("--gbs %d", l.GBS), fmt.Sprintf("-s %d", l.Seq), fmt.Sprintf("--mbs %d", l.MBS))
+	f = append(f, "--gpus", fmt.Sprint(l.GPUs()), "--gbs", fmt.Sprint(l.GBS), "-s", fmt.Sprint(l.Seq), "--mbs", fmt.Sprint(l.MBS))
 	num("tp", l.TP, 1)
 	num("pp", l.PP, 1)
 	num("vp", l.VP, 1)
 	num("cp", l.CP, 1)
 	num("ep", l.EP, 1)
 	if l.ETP > 0 && l.ETP != l.TP {
-		f = append(f, fmt.Sprintf("--etp %d", l.ETP))
+		f = append(f, "--etp", fmt.Sprint(l.ETP))
 	}
-	f = append(f, fmt.Sprintf("--zero %d", l.Stage()))
+	f = append(f, "--zero", fmt.Sprint(l.Stage()))
 	if l.Recompute != "" && l.Recompute != "none" {
-		f = append(f, "--recompute "+l.Recompute)
+		f = append(f, "--recompute", l.Recompute)
 	}
 	num("recompute-layers", l.RecomputeLayers, 0)
 	if l.NoSP {
@@ -535,7 +582,7 @@ func (l Layout) AnalyzeFlags() []string {
 	for _, s := range []struct{ name, v string }{{"framework", l.Framework}, {"optimizer", l.Optimizer},
 		{"dispatcher", l.Dispatcher}, {"a2a-overlap", l.A2AOverlap}} {
 		if s.v != "" {
-			f = append(f, fmt.Sprintf("--%s %s", s.name, s.v))
+			f = append(f, "--"+s.name, s.v)
 		}
 	}
 	num("offload-activations", l.OffloadActivations, 0)
@@ -551,10 +598,10 @@ func (l Layout) AnalyzeFlags() []string {
 		}
 	}
 	if l.OffloadOptimizer {
-		f = append(f, "--offload optimizer")
+		f = append(f, "--offload", "optimizer")
 	}
 	if l.OffloadParams {
-		f = append(f, "--offload params")
+		f = append(f, "--offload", "params")
 	}
 	return f
 }

@@ -368,7 +368,7 @@ func why(a, b Step) string {
 }
 
 func describe(l Layout) string {
-	return fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d ZeRO-%d MBS %d recompute %s", l.TP, l.PP, l.VP, l.CP, l.DP, l.Stage(), l.MBS, l.Recompute)
+	return fmt.Sprintf("%s MBS %d recompute %s", l, l.MBS, l.Recompute)
 }
 
 // Pareto is the layouts no other beats on both step time and memory per GPU, by memory.

@@ -27,7 +27,7 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	var rows [][]string
 	for i, c := range p.Top {
 		l, s := c.Step.Layout, c.Step
-		rows = append(rows, []string{fmt.Sprint(i + 1), layoutName(l), fmt.Sprint(l.MBS), fmt.Sprint(l.GA()), l.Recompute,
+		rows = append(rows, []string{fmt.Sprint(i + 1), l.String(), fmt.Sprint(l.MBS), fmt.Sprint(l.GA()), l.Recompute,
 			fmt.Sprintf("%.2f", s.StepTime), fmt.Sprintf("%.0f", s.TokensPerS/float64(l.GPUs())), fmt.Sprintf("%.1f%%", 100*s.MFU),
 			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%s, %+.1f", c.Fit.Status, c.Fit.Headroom()/(1<<30)),
 			fmt.Sprintf("%.2f / %.2f / %.2f / %.2f", s.Bubble, s.DPExposed, s.Optimizer, s.Offload), c.Why})
@@ -128,7 +128,7 @@ func WritePlanPage(out io.Writer, model, target string, p layout.Plan, chartName
 	var rows [][]string
 	for _, c := range p.Pareto {
 		l := c.Step.Layout
-		rows = append(rows, []string{fmt.Sprintf("%s MBS%d %s", layoutName(l), l.MBS, l.Recompute),
+		rows = append(rows, []string{fmt.Sprintf("%s MBS%d %s", l.String(), l.MBS, l.Recompute),
 			fmt.Sprintf("%.1f", c.Memory.Total/(1<<30)), fmt.Sprintf("%.2f", c.Step.StepTime)})
 	}
 	table(w, []string{"Layout", "Memory (GiB)", "Step (s)"}, "lrr", rows)
@@ -149,7 +149,7 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 	for _, r := range rs {
 		l, s := r.Step.Layout, r.Step
 		w.printf("**Training on %d GPUs of %s (%s, MBS %d, GBS %d, GA %d, recompute %s, %s framework, %s optimizer):** %s. Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms, offload %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
-			l.GPUs(), r.Target, layoutName(l), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), orDefault(l.Framework, layout.Megatron), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
+			l.GPUs(), r.Target, l.String(), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), orDefault(l.Framework, layout.Megatron), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
 			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 		memoryTable(w, r.Fit.Memory)
@@ -243,7 +243,7 @@ func PlanChart(title string, p layout.Plan) gochart.Chart {
 			series = append(series, gochart.ContinuousSeries{Name: "winner", XValues: []float64{x}, YValues: []float64{w.Step.StepTime},
 				Style: gochart.Style{StrokeWidth: gochart.Disabled, DotWidth: dot.w, DotColor: dot.c}})
 		}
-		notes = append(notes, gochart.Value2{XValue: x, YValue: w.Step.StepTime, Label: "winner: " + layoutName(w.Step.Layout)})
+		notes = append(notes, gochart.Value2{XValue: x, YValue: w.Step.StepTime, Label: "winner: " + w.Step.Layout.String()})
 		entries = append(entries, chart.LegendEntry{Label: "winner (the table's #1)", Color: drawing.ColorFromHex("f5b700"), Dot: true})
 	}
 	series = append(series, gochart.AnnotationSeries{Annotations: notes,
@@ -269,27 +269,3 @@ func maxOf(xs []float64) float64 {
 	return m
 }
 
-// layoutName is "TP4 PP4 VP5 CP2 DP2 ZeRO-1" (with EP when experts are spread).
-func layoutName(l layout.Layout) string {
-	s := fmt.Sprintf("TP%d PP%d VP%d CP%d DP%d", l.TP, l.PP, l.VP, l.CP, l.DP)
-	if l.EP > 1 {
-		s += fmt.Sprintf(" EP%d", l.EP)
-	}
-	if l.ETP > 0 && l.ETP != l.TP {
-		s += fmt.Sprintf(" ETP%d", l.ETP)
-	}
-	s += fmt.Sprintf(" ZeRO-%d", l.Stage())
-	if l.Replicas > 1 {
-		s += fmt.Sprintf(" HSDP×%d", l.Replicas)
-	}
-	if l.Framework != "" && l.Framework != layout.Megatron {
-		s += " " + l.Framework
-	}
-	if l.EP > 1 && l.A2AOverlap != "" && l.A2AOverlap != layout.OverlapNone {
-		s += " a2a:" + l.A2AOverlap
-	}
-	if l.EP > 1 && l.Dispatcher != "" && l.Dispatcher != layout.DispatchAllToAll {
-		s += " " + l.Dispatcher
-	}
-	return s
-}

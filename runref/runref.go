@@ -23,6 +23,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/internal/shell"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/store"
 )
@@ -166,14 +167,22 @@ func HFConfig(raw []byte) (map[string]any, bool) {
 	return cfg, mt || ar
 }
 
-// Name is what a config.json calls its model: _name_or_path or name_or_path (the last path
-// element), else the first of architectures, else model_type; never the file's stem.
-func Name(cfg map[string]any) string {
+// ID is the Hugging Face id or path a config was loaded from (_name_or_path, else
+// name_or_path: "meta-llama/Llama-3.1-8B"), "" when it names none: what a launch command loads.
+func ID(cfg map[string]any) string {
 	for _, k := range []string{"_name_or_path", "name_or_path"} {
 		if s, ok := cfg[k].(string); ok && strings.TrimSpace(s) != "" {
-			s = strings.TrimRight(strings.TrimSpace(s), "/\\")
-			return s[strings.LastIndexAny(s, "/\\")+1:]
+			return strings.TrimSpace(s)
 		}
+	}
+	return ""
+}
+
+// Name is what a config.json calls its model: its ID's last path element, else the first of
+// architectures, else model_type; never the file's stem.
+func Name(cfg map[string]any) string {
+	if s := strings.TrimRight(ID(cfg), "/\\"); s != "" {
+		return s[strings.LastIndexAny(s, "/\\")+1:]
 	}
 	if a, ok := cfg["architectures"].([]any); ok && len(a) > 0 {
 		if s, ok := a[0].(string); ok && s != "" {
@@ -279,22 +288,7 @@ func fromConfig(path string, cfg map[string]any) (Ref, error) {
 	}
 	out := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)) + ".json.gz"
 	return Ref{}, fmt.Errorf("%s: %w (%s, model_type %v); no zoo model has its architecture and sizes (see `mrep models`). Export it with the Python exporter (pip install ./exporter[hf] from a clone of mrep):\n  python -m mrep_export --hf-config %s -o %s\nthen give %s to any mrep command, or `mrep ingest %s` to keep it",
-		path, ErrHFConfig, name, cfg["model_type"], shellQuote(path), shellQuote(out), shellQuote(out), shellQuote(out))
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything beyond a safe set.
-func shellQuote(s string) string {
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=+:@", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe && s != "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		path, ErrHFConfig, name, cfg["model_type"], shell.Quote(path), shell.Quote(out), shell.Quote(out), shell.Quote(out))
 }
 
 // ZooModel is one model of the zoo, as `mrep models` lists it.

@@ -102,46 +102,29 @@ type Ingested struct {
 // IngestBatch stores n dumps in one transaction: all of them or none. next(i) reads the i-th
 // dump (one at a time, so a batch holds one decoded dump in memory, not n); an error from it or
 // from the store rolls everything back and names the dump. A dump whose content hash is
-// already stored (or earlier in the batch) is not stored again.
+// already stored (or earlier in the batch) is not stored again. It goes through the same
+// Stream that `mrep ingest` feeds while it decodes (load.Into), so the store's tests exercise
+// the path production runs.
 func (db *DB) IngestBatch(ctx context.Context, n int, next func(i int) (*model.Dump, string, error)) ([]Ingested, error) {
 	out := make([]Ingested, 0, n)
-	err := db.tx(ctx, func(tx sqlTx) error {
-		now := db.now().UTC()
+	err := db.IngestStream(ctx, func(s *Stream) error {
 		for i := 0; i < n; i++ {
 			d, source, err := next(i)
 			if err != nil {
 				return err
 			}
-			var id int64
-			err = tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE content_hash = ?`, d.Run.ContentHash).Scan(&id)
-			switch {
-			case err == nil:
-				out = append(out, Ingested{ID: id})
-				continue
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
-			// each dump in a savepoint: one that another writer stores meanwhile is rolled
-			// back alone and reported as stored already
-			sp := fmt.Sprintf("batch_%d", i)
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT `+sp); err != nil {
-				return err
-			}
-			id, err = insertDump(ctx, tx, d, source, now, db.who)
-			if errors.Is(err, errStoredMeanwhile) {
-				if id, err = storedMeanwhile(ctx, tx, sp, d.Run.ContentHash); err != nil {
-					return err
-				}
-				out = append(out, Ingested{ID: id})
-				continue
-			}
-			if err != nil {
+			r := s.Run(source)
+			if err := r.Header(d, len(d.Modules)); err != nil {
 				return fmt.Errorf("store %s (run %s): %w", source, d.Model.Name, err)
 			}
-			if _, err := tx.ExecContext(ctx, `RELEASE `+sp); err != nil {
+			if err := r.Modules(0, d.Modules); err != nil {
+				return fmt.Errorf("store %s (run %s): %w", source, d.Model.Name, err)
+			}
+			g, err := r.Finish(d)
+			if err != nil {
 				return err
 			}
-			out = append(out, Ingested{ID: id, Created: true})
+			out = append(out, g)
 		}
 		return nil
 	})
@@ -179,19 +162,6 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
-}
-
-func insertDump(ctx context.Context, tx sqlTx, d *model.Dump, sourceFile string, now time.Time, who string) (int64, error) {
-	w, err := beginRun(ctx, tx, d, len(d.Modules))
-	if err != nil {
-		return 0, err
-	}
-	w.who = who
-	defer w.stop()
-	if err := w.add(0, d.Modules); err != nil {
-		return 0, err
-	}
-	return w.finish(d, sourceFile, now)
 }
 
 // runWriter stores one run's rows: modules and tensors as they come (a dump may be stored

@@ -8,7 +8,6 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/render"
-	"github.com/mrep-dev/mrep/timing"
 )
 
 // layoutResults times the scenario's training layout, if any, on every target.
@@ -17,14 +16,11 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 		return nil, nil
 	}
 	var out []render.LayoutResult
-	for i, t := range o.targets {
-		tr := layout.NewTrainer(m, o.scenario, t.Predictor, t.Peak, o.domains[i])
-		tr.HostGBps = t.Chip.HostGBps
-		lanes, err := timing.Lanes(t.Chip, t.DType)
+	for _, t := range o.targets {
+		tr, err := layout.TrainerFor(m, o.scenario, t)
 		if err != nil {
 			return nil, cli.Exit(err.Error(), exitFailure)
 		}
-		tr.Lanes = lanes
 		st, err := tr.Train(*o.layout)
 		if err != nil {
 			return nil, cli.Exit("layout: "+err.Error(), exitFailure)

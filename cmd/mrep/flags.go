@@ -180,45 +180,18 @@ func trainingModel(c *cli.Context, m *analyzer.Model) (*analyzer.Model, error) {
 // and activations to --dtype, the KV cache to the activations, weight gradients to bf16. A
 // command without one of the flags gets its default.
 func readPrecision(c *cli.Context, s *analyzer.Scenario) error {
-	s.ComputeDType = strings.ToLower(c.String("dtype"))
-	if _, err := dtypeBytes("dtype", s.ComputeDType); err != nil {
-		return err
-	}
-	act := c.String("act-dtype")
-	if act == "" {
-		act = s.ComputeDType
-	}
-	for _, x := range []struct {
-		dst            *float64
-		flag, fallback string
-	}{{&s.WeightBytes, "weight-dtype", s.ComputeDType}, {&s.ActBytes, "act-dtype", s.ComputeDType},
-		{&s.KVBytes, "kv-dtype", act}, {&s.GradBytes, "grad-dtype", "bf16"}} {
-		v := c.String(x.flag)
-		if v == "" {
-			v = x.fallback
-		}
-		b, err := dtypeBytes(x.flag, v)
-		if err != nil {
-			return err
-		}
-		*x.dst = b
+	// a flag a command does not have reads as "", its default
+	if err := s.SetPrecision(analyzer.Precision{Compute: c.String("dtype"), Weight: c.String("weight-dtype"),
+		Act: c.String("act-dtype"), KV: c.String("kv-dtype"), Grad: c.String("grad-dtype")}); err != nil {
+		return fmt.Errorf("--%w", err)
 	}
 	return nil
-}
-
-func dtypeBytes(flag, name string) (float64, error) {
-	b, ok := analyzer.DTypeBytes[strings.ToLower(name)]
-	if !ok {
-		return 0, fmt.Errorf("--%s %q: want one of fp32, tf32, bf16, fp16, fp8, int8, fp4", flag, name)
-	}
-	return b, nil
 }
 
 // scenarioOptions turns the flags into the analyzer's inputs.
 type scenarioOptions struct {
 	scenario analyzer.Scenario
 	targets  []analyzer.Target
-	domains  []int64 // each target's scale-up domain
 	profiles []analyzer.ExecProfile
 	layout   *layout.Layout // a training layout, when one was asked for
 	chips    *chips.DB
@@ -337,7 +310,6 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 			t.ServingLane = e
 		}
 		o.targets = append(o.targets, t)
-		o.domains = append(o.domains, int64(chip.Efficiency.ScaleUpDomain))
 	}
 	for _, e := range c.StringSlice("exec") {
 		if p, ok := analyzer.Profiles[e]; ok {

@@ -12,10 +12,12 @@ import (
 	"github.com/mrep-dev/mrep/econ"
 	"github.com/mrep-dev/mrep/emit"
 	"github.com/mrep-dev/mrep/internal/output"
+	"github.com/mrep-dev/mrep/internal/shell"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
-	"github.com/mrep-dev/mrep/timing"
+	"github.com/mrep-dev/mrep/runref"
+	"github.com/mrep-dev/mrep/store"
 )
 
 // trainPlanOutput is plan train's JSON: the plan's fields, and the run's cost with --tokens.
@@ -50,9 +52,11 @@ func planCommand(env Env) *cli.Command {
 				&cli.StringSliceFlag{Name: "try-dispatcher", Usage: "MoE: token dispatchers to search (alltoall, deepep)"},
 			}, trainingFlags()...),
 			Action: func(c *cli.Context) error {
-				dt := strings.ToLower(c.String("dtype"))
 				s := analyzer.DefaultScenario()
-				s.ComputeDType = dt
+				if err := s.SetPrecision(analyzer.TrainingPrecision(c.String("dtype"))); err != nil {
+					return cli.Exit("--"+err.Error(), exitFailure)
+				}
+				dt := s.ComputeDType
 				db, err := chipDB(c)
 				if err != nil {
 					return err
@@ -77,9 +81,13 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
-				d, err := loadArgRun(c, env)
+				run, d, err := loadArg(c, env)
 				if err != nil {
 					return err
+				}
+				ft, err := readFineTune(c)
+				if err != nil {
+					return cli.Exit(err.Error(), exitFailure)
 				}
 				m, err := trainingModel(c, analyzer.NewModel(d))
 				if err != nil {
@@ -89,9 +97,8 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
-				tr := layout.NewTrainer(m, s, tg.Predictor, tg.Peak, int64(chip.Efficiency.ScaleUpDomain))
-				tr.HostGBps = chip.HostGBps
-				if tr.Lanes, err = timing.Lanes(chip, dt); err != nil {
+				tr, err := layout.TrainerFor(m, s, tg)
+				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
 				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),
@@ -102,7 +109,7 @@ func planCommand(env Env) *cli.Command {
 					return cli.Exit(err.Error(), exitFailure)
 				}
 				for i := range plan.Top { // each row as the one analyze command that reproduces it
-					plan.Top[i].Analyze = reproduce(c, d.Model.Name, s, plan.Top[i].Step.Layout)
+					plan.Top[i].Analyze = reproduce(c, c.Args().First(), run.ID > 0, s, ft, plan.Top[i].Step.Layout)
 				}
 				out := trainPlanOutput{Plan: plan}
 				if tokens := c.Float64("tokens"); tokens > 0 && len(plan.Top) > 0 {
@@ -170,37 +177,42 @@ func planCommand(env Env) *cli.Command {
 	}
 }
 
-// reproduce is the analyze command that times layout l as plan train did: the model, the
-// plan's own chip, precision and recipe flags, and the layout's flags.
-func reproduce(c *cli.Context, model string, s analyzer.Scenario, l layout.Layout) string {
-	args := []string{"mrep", "analyze", shellArg(model), "--phase", "training"}
+// reproduce is the analyze command that times layout l as plan train did: the global flags
+// that chose the model and chips, the model as the user named it, the plan's chip, precision
+// and recipe, the tensor precisions analyze would not default to, the fine-tune, and the
+// layout with its framework knobs. Run as printed it gives the same step time and verdict
+// (TestPrintedCommandsReproduce).
+func reproduce(c *cli.Context, sel string, fromDB bool, s analyzer.Scenario, ft analyzer.FineTune, l layout.Layout) string {
+	args := []string{"mrep"}
+	if fromDB { // a stored run: the history it is in (a PostgreSQL password is never printed)
+		args = append(args, "--db", store.Redact(c.String("db")))
+	}
+	if c.IsSet("chips-file") {
+		args = append(args, "--chips-file", c.String("chips-file"))
+	}
+	for _, kv := range c.StringSlice("set") {
+		args = append(args, "--set", kv)
+	}
+	args = append(args, "analyze", sel, "--phase", "training")
 	for _, name := range []string{"system", "chip", "dtype", "recipe"} {
 		if c.IsSet(name) {
-			args = append(args, "--"+name, shellArg(c.String(name)))
+			args = append(args, "--"+name, c.String(name))
 		}
 	}
-	// the plan's tensor widths, which analyze would otherwise take from --dtype
-	width := map[float64]string{0.5: "fp4", 1: "fp8", 2: "bf16", 4: "fp32"}
+	// the plan's tensor precisions where analyze's defaults (weights and activations at
+	// --dtype, gradients bf16) differ: an FP8 plan keeps 16-bit weights
+	compute := analyzer.DType(s.ComputeDType)
 	for _, w := range []struct {
-		flag  string
-		bytes float64
-	}{{"weight-dtype", s.WeightBytes}, {"act-dtype", s.ActBytes}, {"grad-dtype", s.GradBytes}} {
-		if n, ok := width[w.bytes]; ok && n != strings.ToLower(c.String("dtype")) {
-			args = append(args, "--"+w.flag, n)
+		flag     string
+		d, deflt analyzer.DType
+	}{{"weight-dtype", s.WeightDType, compute}, {"act-dtype", s.ActDType, compute}, {"grad-dtype", s.GradDType, analyzer.BF16}} {
+		if w.d != "" && w.d != w.deflt {
+			args = append(args, "--"+w.flag, w.d.String())
 		}
 	}
+	args = append(args, ft.Flags()...)
 	args = append(args, l.AnalyzeFlags()...)
-	return strings.Join(args, " ")
-}
-
-// shellArg quotes s for a shell unless it is plain.
-func shellArg(s string) string {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+=,", r)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
+	return shell.Join(args...)
 }
 
 // emitTraining is the winning layout as --emit's framework writes it (nothing without --emit).
@@ -212,9 +224,9 @@ func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.
 		}
 		return emit.Files{}, nil
 	}
-	id := d.Model.Name
-	if s, ok := d.Config["_name_or_path"].(string); ok && strings.TrimSpace(s) != "" {
-		id = strings.TrimSpace(s)
+	id := runref.ID(d.Config)
+	if id == "" {
+		id = d.Model.Name
 	}
 	best := plan.Top[0]
 	t := emit.Training{Model: id, Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")),

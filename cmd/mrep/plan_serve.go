@@ -16,6 +16,7 @@ import (
 	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/runref"
 	"github.com/mrep-dev/mrep/serve"
 	"github.com/mrep-dev/mrep/timing"
 )
@@ -309,11 +310,10 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan) ([]emit.Fil
 	}
 	id := c.String("model-id")
 	if id == "" {
-		if s, ok := d.Config["_name_or_path"].(string); ok && strings.TrimSpace(s) != "" {
-			id = strings.TrimSpace(s)
-		} else {
-			id = d.Model.Name
-		}
+		id = runref.ID(d.Config)
+	}
+	if id == "" {
+		id = d.Model.Name
 	}
 	deps, notes := emit.FromPlan(plan, id, c.Int("top"))
 	var out []emit.Files
@@ -337,17 +337,5 @@ func servePlanTitle(model string, o serve.PlanOptions) string {
 		load = fmt.Sprintf("%g req/s", o.Rate)
 	}
 	return fmt.Sprintf("%s: %d in / %d out, %s weights, %s KV, %s; Pareto front of one replica over batch caps (B)",
-		model, o.ISL, o.OSL, dtypeName(o.Scenario.WeightBytes), dtypeName(o.Scenario.KVBytes), load)
-}
-
-func dtypeName(bytes float64) string {
-	switch bytes {
-	case 0.5:
-		return "FP4"
-	case 1:
-		return "FP8"
-	case 4:
-		return "FP32"
-	}
-	return "BF16"
+		model, o.ISL, o.OSL, o.Scenario.WeightDType.Label(), o.Scenario.KVDType.Label(), load)
 }
