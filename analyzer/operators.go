@@ -13,6 +13,27 @@ type Query struct {
 	Input  int64 `json:"input_tokens"`
 }
 
+// Queries is the per-operator table's batch: the pattern of queries (each with its cached and
+// new tokens) repeated batch times. The scenario's decode step then runs every query at their
+// mean KV length, so T_est reads the same KV bytes as the table: Queries returns that length.
+func Queries(cached, input []int64, batch int64) ([]Query, int64, error) {
+	if len(cached) != len(input) {
+		return nil, 0, fmt.Errorf("%d cached-token lengths and %d input-token lengths: give one of each per query", len(cached), len(input))
+	}
+	var qs []Query
+	var kv int64
+	for rep := int64(0); rep < batch; rep++ {
+		for i := range cached {
+			qs = append(qs, Query{Cached: cached[i], Input: input[i]})
+			kv += cached[i] + input[i]
+		}
+	}
+	if len(qs) == 0 {
+		return nil, 0, nil
+	}
+	return qs, max(1, (kv+int64(len(qs))/2)/int64(len(qs))), nil
+}
+
 // OperatorRow is one operator of one block: work and traffic per block, and how many of the
 // model's blocks have it.
 type OperatorRow struct {

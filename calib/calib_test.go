@@ -11,20 +11,14 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/internal/testutil/bundled"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/timing"
 )
 
-func bundled(name string) (*model.Dump, error) {
-	if b, ok := examples.Resolve(name); ok {
-		name = b
-	}
-	return examples.Decode(name)
-}
-
 func prepared(t testing.TB, rows []Row) []Prepared {
 	t.Helper()
-	ps, err := Prepare(rows, chips.Default(), bundled)
+	ps, err := Prepare(rows, chips.Default(), bundled.Resolve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,11 +211,11 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Prepare(rows, chips.Default(), bundled); err == nil || !strings.Contains(err.Error(), `row a: model "NoSuchModel"`) {
+	if _, err := Prepare(rows, chips.Default(), bundled.Resolve); err == nil || !strings.Contains(err.Error(), `row a: model "NoSuchModel"`) {
 		t.Errorf("unknown model: %v", err)
 	}
 	rows[0].Model, rows[0].Chip = "Llama-2-7b", "H900"
-	if _, err := Prepare(rows, chips.Default(), bundled); err == nil || !strings.Contains(err.Error(), "row a") || !strings.Contains(err.Error(), "unknown chip") {
+	if _, err := Prepare(rows, chips.Default(), bundled.Resolve); err == nil || !strings.Contains(err.Error(), "row a") || !strings.Contains(err.Error(), "unknown chip") {
 		t.Errorf("unknown chip: %v", err)
 	}
 }
@@ -536,7 +530,7 @@ func TestMI300XDecodeBatchOneByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := chip.Efficiency.Lane("vllm")
-	d, err := bundled("Llama-3.1-405B")
+	d, err := bundled.Resolve("Llama-3.1-405B")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +670,7 @@ func TestBenchServeRows(t *testing.T) {
 	if !(lane.RequestOverheadUs > 0) || !strings.Contains(lane.Sources["request_overhead_us"], "bench_serve.json") {
 		t.Fatalf("B200's sglang lane has no fitted request overhead: %+v", lane)
 	}
-	d, err := bundled("Qwen3-235B-A22B")
+	d, err := bundled.Resolve("Qwen3-235B-A22B")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -700,7 +694,7 @@ func TestBenchServeRows(t *testing.T) {
 // A hook's measurement faster than the roofline of its own configuration is called impossible
 // beside the figures (the hook's clock, tokens or world size is off), and a possible one is not.
 func TestCompareNamesAnImpossibleMeasurement(t *testing.T) {
-	d, err := bundled("Llama-3.2-1B-Instruct")
+	d, err := bundled.Resolve("Llama-3.2-1B-Instruct")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -376,6 +376,50 @@ func AMDvLLM() []Row {
 // Sets are the row sets shipped with mrep, by the name `mrep validate --set` takes.
 var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "bench-serve": BenchServe}
 
+// RowSource is where a command's rows come from: a set shipped with mrep (Set, a Sets key) or
+// a file (Path, which the caller reads: calib does no I/O). The zero value is the shipped
+// calibration set.
+type RowSource struct {
+	Set  string
+	Path string
+}
+
+// ShippedSet is the shipped set of that name.
+func ShippedSet(name string) (RowSource, error) {
+	if _, ok := Sets[name]; !ok {
+		return RowSource{}, fmt.Errorf("set %q: want calibration, extended, heldout, amd-vllm or bench-serve", name)
+	}
+	return RowSource{Set: name}, nil
+}
+
+// Shipped says whether the rows are built into mrep rather than read from a file.
+func (s RowSource) Shipped() bool { return s.Path == "" }
+
+// Rows are a shipped set's rows (nil for a file).
+func (s RowSource) Rows() []Row {
+	if !s.Shipped() {
+		return nil
+	}
+	if s.Set == "" {
+		return Default()
+	}
+	return Sets[s.Set]()
+}
+
+// String names the source in messages: the shipped set, or the file's path as given (the caller
+// makes it safe to print).
+func (s RowSource) String() string {
+	switch {
+	case !s.Shipped():
+		return s.Path
+	case s.Set == "" || s.Set == "calibration":
+		return "the shipped calibration set"
+	case s.Set == "heldout":
+		return "the shipped held-out set"
+	}
+	return "the shipped " + s.Set + " set"
+}
+
 // BenchServe returns the serving benchmarks vLLM's and SGLang's projects published
 // (bench_serve.json): TTFT, TPOT and throughput under a closed loop of users.
 func BenchServe() []Row {

@@ -16,7 +16,7 @@ import (
 // layers = 41,943,040 trainable parameters (PEFT prints the same for this configuration); the
 // 8,030,261,248 base parameters are all frozen.
 func TestLoRAParametersByHand(t *testing.T) {
-	m := bundled(t, "Llama-3.1-8B")
+	m := zooModel(t, "Llama-3.1-8B")
 	ft, err := m.WithFineTune(analyzer.FineTune{LoRARank: 16})
 	if err != nil {
 		t.Fatal(err)

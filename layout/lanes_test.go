@@ -6,6 +6,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/internal/testutil"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -14,7 +15,7 @@ import (
 // 405B's 126 layers run as PP16 x VP8, 128 units, one per chunk, so the first and last stages
 // hold 7 decoder layers and the others 8. Without the accounting the layout is refused.
 func TestPipelineAccounting405B(t *testing.T) {
-	m := bundled(t, "Llama-3.1-405B")
+	m := zooModel(t, "Llama-3.1-405B")
 	l := Layout{TP: 8, PP: 16, VP: 8, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 128, Seq: 8192, DistOptimizer: true}
 	if err := l.Validate(m.Fingerprint); err == nil || !strings.Contains(err.Error(), "exceed the 126 layers") {
 		t.Errorf("PP16 x VP8 without accounting: %v", err)
@@ -48,7 +49,7 @@ func TestPipelineAccounting405B(t *testing.T) {
 // per NVLink domain, 56 of those 63 parts leave the node. DeepEP's FP8 dispatch and per-node
 // deduplication cut what crosses the network.
 func TestDeepSeekA2ABytesAtEP64(t *testing.T) {
-	m := bundled(t, "DeepSeek-V3")
+	m := zooModel(t, "DeepSeek-V3")
 	chip, _ := chips.Default().Lookup("H100")
 	tm, _ := timing.New(chip, "bf16")
 	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 64, ETP: 1, MBS: 1, GBS: 64, Seq: 4096, DistOptimizer: true}
@@ -57,12 +58,12 @@ func TestDeepSeekA2ABytesAtEP64(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := 4096.0 * 8 * 7168 * 2
-	near(t, "bytes per MoE layer", st.A2A.BytesPerLayer, 4*msg*63/64, 1e-9)
+	testutil.Near(t, "bytes per MoE layer", st.A2A.BytesPerLayer, 4*msg*63/64, 1e-9)
 	// the permutation around it, forward and backward: read 4,096 x 7,168 and write 8 times
 	// that (permute), the reverse (unpermute), 16-bit
 	perm := NewTrainer(m, analyzer.DefaultScenario(), tm, 989.4e12, 8).permutation(l, 1)
-	near(t, "permutation bytes per MoE layer", perm.Bytes, 2*2*2*4096*7168*9, 1e-12)
-	near(t, "scale-out share", st.A2A.ScaleOutShare, 56.0/63, 1e-9)
+	testutil.Near(t, "permutation bytes per MoE layer", perm.Bytes, 2*2*2*4096*7168*9, 1e-12)
+	testutil.Near(t, "scale-out share", st.A2A.ScaleOutShare, 56.0/63, 1e-9)
 	// overlapping it with the other micro-batch's compute hides what compute covers
 	l.A2AOverlap = Overlap1F1B
 	ov, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8)
@@ -81,7 +82,7 @@ func TestDeepSeekA2ABytesAtEP64(t *testing.T) {
 	nodes := 8.0
 	touched := nodes * (1 - pow(7.0/8, 8))
 	perLayer := msg * (3 + (1+1.0/128)/2)
-	near(t, "deepep bytes off-node", dp.A2A.BytesPerLayer*dp.A2A.ScaleOutShare, perLayer/8*touched*7/8, 1e-9)
+	testutil.Near(t, "deepep bytes off-node", dp.A2A.BytesPerLayer*dp.A2A.ScaleOutShare, perLayer/8*touched*7/8, 1e-9)
 	if dp.A2A.Time >= st.A2A.Time {
 		t.Errorf("deepep all-to-all %g not below alltoall's %g", dp.A2A.Time, st.A2A.Time)
 	}
@@ -100,18 +101,18 @@ func pow(x float64, n int) float64 {
 // micro-batch all-gathers its bf16 weights and reduce-scatters its gradients over the 8-GPU shard
 // group, each GPU sending 7/8 of 436,224,000 B. HSDP with 2 replicas shards over 4.
 func TestFSDPTrafficPerLayer(t *testing.T) {
-	m := bundled(t, "Llama-3.1-8B")
+	m := zooModel(t, "Llama-3.1-8B")
 	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 2, GBS: 16, Seq: 8192, ZeRO: 3, Framework: FSDP}
 	ag, rs := ShardTraffic(m, l)
 	layer := 2.0 * (2*4096*4096 + 2*4096*1024 + 3*4096*14336 + 2*4096)
-	near(t, "all-gather per layer", ag, layer*7/8, 1e-9)
-	near(t, "reduce-scatter per layer", rs, layer*7/8, 1e-9)
+	testutil.Near(t, "all-gather per layer", ag, layer*7/8, 1e-9)
+	testutil.Near(t, "reduce-scatter per layer", rs, layer*7/8, 1e-9)
 	l.Replicas = 2
 	if err := l.Validate(m.Fingerprint); err != nil {
 		t.Fatal(err)
 	}
 	ag, _ = ShardTraffic(m, l)
-	near(t, "HSDP all-gather per layer", ag, layer*3/4, 1e-9)
+	testutil.Near(t, "HSDP all-gather per layer", ag, layer*3/4, 1e-9)
 	one := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 2, GBS: 16, Seq: 8192, ZeRO: 3, Framework: FSDP}
 	if a, b := TrainingMemory(m, l).MasterWeights, TrainingMemory(m, one).MasterWeights; !(a > 1.99*b && a < 2.01*b) {
 		t.Errorf("HSDP 2 replicas: master weights %g, want twice FSDP's %g", a, b)
@@ -126,9 +127,9 @@ func TestFSDPTrafficPerLayer(t *testing.T) {
 // 3W) against 1F1B's (PP - 1)(F + B); parameters twice, activations PP + 1 micro-batches.
 func TestDualPipe(t *testing.T) {
 	// by hand: PP 8, F 1, B 1, W 0.5, F&B 2: (4 - 1)(2 + 1 - 1.5) = 4.5 against 1F1B's 7 x 2.5
-	near(t, "dualpipe bubble", DualPipeBubble(8, 1, 1, 0.5, 2), 4.5, 1e-12)
-	near(t, "1f1b bubble", OneFOneBBubble(8, 1, 2.5), 17.5, 1e-12)
-	m := bundled(t, "DeepSeek-V3")
+	testutil.Near(t, "dualpipe bubble", DualPipeBubble(8, 1, 1, 0.5, 2), 4.5, 1e-12)
+	testutil.Near(t, "1f1b bubble", OneFOneBBubble(8, 1, 2.5), 17.5, 1e-12)
+	m := zooModel(t, "DeepSeek-V3")
 	chip, _ := chips.Default().Lookup("H100")
 	tm, _ := timing.New(chip, "bf16")
 	base := Layout{TP: 1, PP: 8, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 128, Seq: 4096, DistOptimizer: true}
@@ -209,7 +210,7 @@ func TestTPOverlap(t *testing.T) {
 // network; HSDP with 2 replicas shards within a slice over ICI and all-reduces each shard's
 // gradients across the slices once per step, which is faster and holds twice the shard.
 func TestHSDPAcrossTPUSlices(t *testing.T) {
-	m := bundled(t, "Llama-3.1-8B")
+	m := zooModel(t, "Llama-3.1-8B")
 	chip, err := chips.Default().Lookup("TPU-v6e")
 	if err != nil {
 		t.Fatal(err)

@@ -1,21 +1,14 @@
 package layout
 
 import (
-	"math"
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
-	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/internal/testutil/bundled"
 	"github.com/mrep-dev/mrep/timing"
 )
-
-func near(t *testing.T, what string, got, want, rel float64) {
-	t.Helper()
-	if math.Abs(got-want) > rel*math.Abs(want) {
-		t.Errorf("%s = %.6g, want %.6g", what, got, want)
-	}
-}
 
 // ZeRO (Rajbhandari et al. 2019), a 7.5B model with Adam on 64 GPUs: 120 GB per GPU of model
 // states without sharding, 31.4 GB with optimizer states sharded (stage 1), 16.6 GB (stage 2),
@@ -25,13 +18,13 @@ func TestModelStatesMatchZeRO(t *testing.T) {
 	m.Fingerprint.Layers, m.Fingerprint.Hidden = 1, 1
 	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 1, GBS: 64, Seq: 2, Framework: DeepSpeed}
 	states := func(mem Memory) float64 { return mem.Weights + mem.MasterWeights + mem.Gradients + mem.Optimizer }
-	near(t, "stage 0", states(TrainingMemory(m, l)), 120e9, 1e-9)
+	testutil.Near(t, "stage 0", states(TrainingMemory(m, l)), 120e9, 1e-9)
 	l.DistOptimizer = true
-	near(t, "stage 1", states(TrainingMemory(m, l)), 31.40625e9, 1e-9)
+	testutil.Near(t, "stage 1", states(TrainingMemory(m, l)), 31.40625e9, 1e-9)
 	l.ZeRO = 2
-	near(t, "stage 2", states(TrainingMemory(m, l)), 16.640625e9, 1e-9)
+	testutil.Near(t, "stage 2", states(TrainingMemory(m, l)), 16.640625e9, 1e-9)
 	l.ZeRO = 3
-	near(t, "stage 3", states(TrainingMemory(m, l)), 1.875e9, 1e-9)
+	testutil.Near(t, "stage 3", states(TrainingMemory(m, l)), 1.875e9, 1e-9)
 }
 
 // Megatron's theoretical memory (megatron/training/theoretical_memory_usage.py): 18 bytes per
@@ -42,28 +35,24 @@ func TestModelStatesMatchMegatron(t *testing.T) {
 	m.Fingerprint.Layers, m.Fingerprint.Hidden = 1, 1
 	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 1, GBS: 64, Seq: 2}
 	states := func(mem Memory) float64 { return mem.Weights + mem.MasterWeights + mem.Gradients + mem.Optimizer }
-	near(t, "no distributed optimizer", states(TrainingMemory(m, l)), 18*7.5e9, 1e-12)
+	testutil.Near(t, "no distributed optimizer", states(TrainingMemory(m, l)), 18*7.5e9, 1e-12)
 	l.DistOptimizer = true
-	near(t, "distributed optimizer, d = 64", states(TrainingMemory(m, l)), (6+12.0/64)*7.5e9, 1e-12)
+	testutil.Near(t, "distributed optimizer, d = 64", states(TrainingMemory(m, l)), (6+12.0/64)*7.5e9, 1e-12)
 	l.DP, l.CP, l.GBS, l.Seq = 16, 4, 16, 8
-	near(t, "d = DP x CP = 64", states(TrainingMemory(m, l)), (6+12.0/64)*7.5e9, 1e-12)
+	testutil.Near(t, "d = DP x CP = 64", states(TrainingMemory(m, l)), (6+12.0/64)*7.5e9, 1e-12)
 }
 
 // Korthikanti et al. 2022, Table 2: tensor + sequence parallel keeps (s·b·h/t)·34 bytes per
 // layer once flash attention drops the 5·a·s/h score term.
 func TestActivationsPerLayer(t *testing.T) {
 	s, b, h, tp := 2048.0, 1.0, 12288.0, 8.0
-	near(t, "TP+SP", ActivationBytesPerLayer(s, b, h, tp), s*b*h/tp*34, 1e-12)
+	testutil.Near(t, "TP+SP", ActivationBytesPerLayer(s, b, h, tp), s*b*h/tp*34, 1e-12)
 }
 
-// bundled is a bundled example dump as a model.
-func bundled(t testing.TB, name string) *analyzer.Model {
+// zooModel is a bundled example dump as a model.
+func zooModel(t testing.TB, name string) *analyzer.Model {
 	t.Helper()
-	d, err := examples.Decode(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return analyzer.NewModel(d)
+	return analyzer.NewModel(bundled.Dump(t, name))
 }
 
 // llama70b is the NeMo recipe's model and the H100's time model.
@@ -74,7 +63,7 @@ func llama70b(t testing.TB) (*analyzer.Model, chipModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bundled(t, "Llama-3.1-70B-Instruct"), chipModel{tm, 989.4e12}
+	return zooModel(t, "Llama-3.1-70B-Instruct"), chipModel{tm, 989.4e12}
 }
 
 type chipModel struct {
@@ -96,7 +85,7 @@ func TestPipelineAndDataParallel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		near(t, "bubble", st.Bubble, 3.0/5*st.Microbatch, 1e-12)
+		testutil.Near(t, "bubble", st.Bubble, 3.0/5*st.Microbatch, 1e-12)
 		if i == 0 {
 			mb = st.Microbatch
 		} else if st.Microbatch != mb {
@@ -124,25 +113,25 @@ func TestActivationsWithoutSequenceParallel(t *testing.T) {
 	sp := TrainingMemory(m, l).Activations
 	l.NoSP = true
 	noSP := TrainingMemory(m, l).Activations
-	near(t, "with SP", sp, 8*34*4096*2*4096/8.0, 1e-12)
-	near(t, "without SP", noSP, 8*4096*2*4096*(10+24/8.0), 1e-12)
+	testutil.Near(t, "with SP", sp, 8*34*4096*2*4096/8.0, 1e-12)
+	testutil.Near(t, "without SP", noSP, 8*4096*2*4096*(10+24/8.0), 1e-12)
 }
 
 // Expert tensor parallel apart from the attention's: Mixtral with attention TP8 and experts
 // EP8 x ETP1 on the same 8 GPUs holds one expert per GPU (an eighth of the experts), and its
 // per-GPU FLOPs equal TP8 over everything; EP8 x ETP8 needs 64 GPUs' worth of shards.
 func TestExpertTensorParallel(t *testing.T) {
-	m := bundled(t, "Mixtral-8x7B-v0.1")
+	m := zooModel(t, "Mixtral-8x7B-v0.1")
 	experts := float64(m.Params[analyzer.CatRoutedExperts])
 	rest := float64(m.TotalParams) - experts
-	near(t, "EP8 ETP1", m.ParamsPerGPU(8, 1, 8, 1), rest/8+experts/8, 1e-12)
-	near(t, "EP8 ETP8", m.ParamsPerGPU(8, 1, 8, 8), rest/8+experts/64, 1e-12)
+	testutil.Near(t, "EP8 ETP1", m.ParamsPerGPU(8, 1, 8, 1), rest/8+experts/8, 1e-12)
+	testutil.Near(t, "EP8 ETP8", m.ParamsPerGPU(8, 1, 8, 8), rest/8+experts/64, 1e-12)
 	s := analyzer.DefaultScenario()
 	s.Seq, s.TP = 4096, 8
 	a, _ := m.AnalyzeTotals(analyzer.Training, s, analyzer.Achievable)
 	s.EP, s.ETP = 8, 1
 	b, _ := m.AnalyzeTotals(analyzer.Training, s, analyzer.Achievable)
-	near(t, "per-GPU F_theory, TP8 vs attention TP8 + experts EP8", b.Cost.FTheory, a.Cost.FTheory, 1e-9)
+	testutil.Near(t, "per-GPU F_theory, TP8 vs attention TP8 + experts EP8", b.Cost.FTheory, a.Cost.FTheory, 1e-9)
 	l := Layout{TP: 8, PP: 1, VP: 1, CP: 1, DP: 1, EP: 8, ETP: 8, MBS: 1, GBS: 8, Seq: 4096}
 	if err := l.Validate(m.Fingerprint); err == nil {
 		t.Error("EP8 x ETP8 on 8 GPUs must be refused")
@@ -175,5 +164,5 @@ func TestPartialRecompute(t *testing.T) {
 	if !(mem[0] > mem[1] && mem[1] > mem[2]) || !(tm[0] < tm[1] && tm[1] < tm[2]) {
 		t.Errorf("half the stage's layers recomputed: activations %v, micro-batch %v", mem, tm)
 	}
-	near(t, "time halfway", tm[1], (tm[0]+tm[2])/2, 1e-9)
+	testutil.Near(t, "time halfway", tm[1], (tm[0]+tm[2])/2, 1e-9)
 }

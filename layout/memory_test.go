@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/internal/testutil"
 )
 
 // Llama-3.1-8B serving B=4 sequences of L=1000 tokens in bf16 on one GPU, by hand: 16-bit
@@ -12,35 +13,35 @@ import (
 // 131,072 B per token; a prefill step of 4 x 512 tokens holds the residual stream, the normed
 // input and the gated MLP's 2 x 14,336 wide projection, and the last positions' fp32 logits.
 func TestInferenceMemoryByHand(t *testing.T) {
-	m := bundled(t, "Llama-3.1-8B")
+	m := zooModel(t, "Llama-3.1-8B")
 	s := analyzer.DefaultScenario()
 	s.Batch, s.Seq, s.KVLen = 4, 512, 1000
 	mem := InferenceMemory(m, s, 1, 0)
-	near(t, "weights", mem.Weights, 2*float64(m.TotalParams), 1e-12)
-	near(t, "KV", mem.KV, 4*1000*131072, 1e-12)
-	near(t, "activations", mem.Activations, 4*512*(2*4096+2*14336)*2, 1e-12)
-	near(t, "logits", mem.Logits, 4*4*128256, 1e-12)
-	near(t, "total", mem.Total, mem.Weights+mem.KV+mem.Activations+mem.Logits, 1e-12)
+	testutil.Near(t, "weights", mem.Weights, 2*float64(m.TotalParams), 1e-12)
+	testutil.Near(t, "KV", mem.KV, 4*1000*131072, 1e-12)
+	testutil.Near(t, "activations", mem.Activations, 4*512*(2*4096+2*14336)*2, 1e-12)
+	testutil.Near(t, "logits", mem.Logits, 4*4*128256, 1e-12)
+	testutil.Near(t, "total", mem.Total, mem.Weights+mem.KV+mem.Activations+mem.Logits, 1e-12)
 	if mem.Gradients != 0 || mem.Optimizer != 0 {
 		t.Errorf("inference keeps no gradients or optimizer state: %+v", mem)
 	}
 	// TP2 x PP2 halves the weights twice, PP halves each GPU's KV (its stage's layers)
 	s.TP = 2
 	split := InferenceMemory(m, s, 2, 0)
-	near(t, "KV per GPU at TP2 PP2", split.KV, mem.KV/4, 1e-12)
+	testutil.Near(t, "KV per GPU at TP2 PP2", split.KV, mem.KV/4, 1e-12)
 }
 
 // The KV capacity a serving engine sizes and the memory verdict are one model: at the capacity
 // with the whole remainder given to KV, weights + KV + reserve is exactly the GPU's memory.
 func TestKVCapacityIsTheMemoryModelsRemainder(t *testing.T) {
-	m := bundled(t, "Llama-3.1-8B")
+	m := zooModel(t, "Llama-3.1-8B")
 	s := analyzer.DefaultScenario()
 	const mem, reserve = 80 << 30, 3 << 30
 	for _, pp := range []int64{1, 2, 4} {
 		n := KVTokens(m, s, pp, mem, reserve, 1)
 		s.Batch, s.KVLen, s.Seq = 1, int64(n), 1
 		got := InferenceMemory(m, s, pp, reserve)
-		near(t, "weights + KV + reserve at capacity", got.Weights+got.KV+got.Margin, mem, 1e-5) // the capacity rounded down to whole tokens
+		testutil.Near(t, "weights + KV + reserve at capacity", got.Weights+got.KV+got.Margin, mem, 1e-5) // the capacity rounded down to whole tokens
 		if f := Check("x", got, mem); f.Fits {
 			t.Errorf("PP%d: a step's activations on top of a full cache cannot fit: %s", pp, f.Verdict())
 		}
@@ -82,7 +83,7 @@ func TestFitVerdict(t *testing.T) {
 // The scenario's implied layout is one stage with experts over EP data-parallel ranks, and it
 // validates for a MoE model (the analyzer's EP means DP = EP).
 func TestScenarioLayoutValidates(t *testing.T) {
-	m := bundled(t, "Mixtral-8x7B-v0.1")
+	m := zooModel(t, "Mixtral-8x7B-v0.1")
 	s := analyzer.DefaultScenario()
 	s.EP, s.Batch, s.GradAccum = 2, 4, 3
 	l := ScenarioLayout(s)

@@ -75,7 +75,7 @@ func TestPlanTrainSaysWhyNothingFits(t *testing.T) {
 // micro-batch (fewest launches, best GEMM shapes), its gradient traffic hidden behind compute.
 func TestPlanTrainSmallModelIsPureDataParallel(t *testing.T) {
 	_, k := llama70b(t)
-	tr := NewTrainer(bundled(t, "Llama-3.2-1B-Instruct"), analyzer.DefaultScenario(), k.p, k.peak, 8)
+	tr := NewTrainer(zooModel(t, "Llama-3.2-1B-Instruct"), analyzer.DefaultScenario(), k.p, k.peak, 8)
 	plan, err := tr.PlanTrain(PlanOptions{GPUs: 8, GBS: 64, Seq: 2048, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestMemoryAndTimeMoveTheRightWay(t *testing.T) {
 // the whole search ≤ 1 s on 2 cores.
 // go test ./layout -run '^$' -bench Plan -benchmem
 func BenchmarkPlanTrain405BOn16384(b *testing.B) {
-	m := bundled(b, "Llama-3.1-405B")
+	m := zooModel(b, "Llama-3.1-405B")
 	_, k := llama70b(b)
 	b.ResetTimer()
 	var evaluated, feasible int
@@ -148,7 +148,7 @@ func BenchmarkPlanTrain405BOn16384(b *testing.B) {
 // the optimizer offloaded, on 16,384 GPUs. Goal: ≤ 1 s.
 // go test ./layout -run '^$' -bench PlanTrainFineTune -benchmem
 func BenchmarkPlanTrainFineTuneOn16384(b *testing.B) {
-	base := bundled(b, "Llama-3.1-405B")
+	base := zooModel(b, "Llama-3.1-405B")
 	m, err := base.WithFineTune(analyzer.FineTune{LoRARank: 16, Freeze: []string{"model.embed_tokens"}})
 	if err != nil {
 		b.Fatal(err)
@@ -181,7 +181,7 @@ func lanes(b testing.TB, chip chips.Chip, dtype string) map[string]kernels.Predi
 // benchPlan times PlanTrain of a bundled model on H100 with the chip's lanes, reporting the
 // layouts evaluated and feasible.
 func benchPlan(b *testing.B, model string, o PlanOptions) {
-	m := bundled(b, model)
+	m := zooModel(b, model)
 	chip, _ := chips.Default().Lookup("H100")
 	_, k := llama70b(b)
 	ls := lanes(b, chip, "bf16")

@@ -268,4 +268,3 @@ func maxOf(xs []float64) float64 {
 	}
 	return m
 }
-

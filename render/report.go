@@ -203,19 +203,14 @@ func (w *reportWriter) summary() {
 		line += fmt.Sprintf(" ⚠ That mode's knobs model fewer bytes than must cross HBM (alone they would claim %s ms for training and %s ms for prefill); the prediction uses the compulsory floor.",
 			Ms(tr.Timing.TKnob), Ms(pre.Timing.TKnob))
 	}
-	if opt := report.TermCost(tr.Step, "optimizer"); opt.BytesHBM() > 0.5*tr.Step.Cost.BytesHBM() {
-		line += fmt.Sprintf(" The optimizer step moves %s of training's bytes (Adam state), more than forward and backward together.", pct(opt.BytesHBM(), tr.Step.Cost.BytesHBM()))
+	if opt := r.Findings.OptimizerBytes; opt > 0.5*tr.Step.Cost.BytesHBM() {
+		line += fmt.Sprintf(" The optimizer step moves %s of training's bytes (Adam state), more than forward and backward together.", pct(opt, tr.Step.Cost.BytesHBM()))
 	}
 	w.printf("%s\n", line)
-	regimes := map[string]bool{}
-	for _, pt := range r.DecodeSweep {
-		regimes[pt.Results[p].Timing.Regime] = true
-	}
 	var rs []string
-	for k := range regimes {
+	for _, k := range r.Findings.DecodeRegimes {
 		rs = append(rs, "`"+k+"`")
 	}
-	sort.Strings(rs)
 	bs := fmt.Sprintf("B = %d…%d", r.DecodeSweep[0].X, r.DecodeSweep[len(r.DecodeSweep)-1].X)
 	if b, ok := r.BCrit[p]; ok {
 		w.printf("2. Decode is %s across sampled batches (%s); `AI_hbm` reaches `OI_knee=%.1f` at `B_crit≈%.1f` (`%s`).\n", strings.Join(rs, " and "), bs, r.Primary.Knee, b, p)
@@ -223,7 +218,7 @@ func (w *reportWriter) summary() {
 		w.printf("2. Decode remains %s across sampled batches (%s); no `B_crit` crossing for `OI_knee=%.1f` (decode `AI_hbm` %.2f at the anchor B=%d).\n",
 			strings.Join(rs, " and "), bs, r.Primary.Knee, dec.Timing.AIHBM, r.Analysis.Scenario.Batch)
 	}
-	big, bigShare := report.Largest(r.Model)
+	big, bigShare := r.Findings.Largest, r.Findings.LargestShare
 	dc := dec.Step.ByCat[string(big)]
 	if bigShare > 0.99 {
 		w.printf("3. Every parameter sits in `%s` (no attention, experts or KV cache were found): its limits are its GEMM shapes and weight streaming, %s of decode bytes.\n",

@@ -362,9 +362,8 @@ func (w *reportWriter) sensitivity() {
 	last := w.lastProfile()
 	w.printf("We run the `%s` full factorial grid (total points: `%d`) over decode on `%s` to find which knobs move `T_est` and the regime. The full sweep is in `%s`.\n\n", r.Grid, len(r.Sensitivity), r.Primary.Label(), w.o.CSVName)
 	var rows [][]string
-	for _, p := range r.Analysis.Profiles {
-		fast, slow := report.Extremes(r.Sensitivity, p.Name, 3)
-		for _, pt := range append(fast, slow...) {
+	for _, e := range r.Findings.Extremes {
+		for _, pt := range append(e.Fast, e.Slow...) {
 			k := pt.Knobs
 			topK := "—"
 			if k.TopK > 0 {
@@ -375,7 +374,7 @@ func (w *reportWriter) sensitivity() {
 		}
 	}
 	w.table([]string{"Exec", "kv_dtype(B)", "top_k", "kv_rank_scale", "hidden_scale", "L", "AI_hbm", "T_est(ms)", "MFU_est", "Regime"}, "lrrrrrrrrl", rows)
-	counts, below := report.RegimeCounts(r.Sensitivity, last)
+	counts, below := r.Findings.Regimes, r.Findings.BelowFloor
 	var cs []string
 	for _, k := range []string{"compute-bound", "hbm-bound", "net-bound"} {
 		if counts[k] > 0 {

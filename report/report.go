@@ -69,8 +69,10 @@ type Data struct {
 	// target's roofline (the category rooflines).
 	Categories []CategoryPoint `json:"category_roofline"`
 	// Advice is the three next optimizations, by how much of the step the term they target holds.
-	Advice  []string `json:"next_optimizations"`
-	Options Options  `json:"options"`
+	Advice []string `json:"next_optimizations"`
+	// Findings are the values the report's prose states, computed here so render only formats.
+	Findings Findings `json:"-"`
+	Options  Options  `json:"options"`
 }
 
 // MaxPatterns bounds the module patterns a report carries: a model of 200,000 distinct
@@ -144,7 +146,57 @@ func Build(d *model.Dump, run analyzer.RunInfo, s analyzer.Scenario, targets []a
 	if m.Fingerprint.Transformer && len(r.DecodeSweep) > 0 {
 		r.Advice = nextOptimizations(r)
 	}
+	r.Findings = findings(r, profiles)
 	return r, nil
+}
+
+// Findings are what the report's prose says of the values above: the sensitivity grid's
+// extremes and regimes, and the conclusions' shares.
+type Findings struct {
+	// Extremes are each profile's three fastest and three slowest sensitivity points, in
+	// profile order.
+	Extremes []ProfileExtremes
+	// Regimes counts the last profile's sensitivity points by regime; BelowFloor those below
+	// the compulsory HBM traffic.
+	Regimes    map[string]int
+	BelowFloor int
+	// DecodeRegimes are the regimes the decode batch sweep passes through under the last
+	// profile, sorted.
+	DecodeRegimes []string
+	// OptimizerBytes is the training step's optimizer term's HBM bytes under the last profile.
+	OptimizerBytes float64
+	// Largest is the category holding the most parameters, and LargestShare its share.
+	Largest      analyzer.Category
+	LargestShare float64
+}
+
+// ProfileExtremes are one profile's fastest and slowest sensitivity points.
+type ProfileExtremes struct {
+	Profile    string
+	Fast, Slow []analyzer.SensitivityPoint
+}
+
+func findings(r Data, profiles []analyzer.ExecProfile) Findings {
+	last := profiles[len(profiles)-1].Name
+	var f Findings
+	for _, p := range profiles {
+		fast, slow := Extremes(r.Sensitivity, p.Name, 3)
+		f.Extremes = append(f.Extremes, ProfileExtremes{Profile: p.Name, Fast: fast, Slow: slow})
+	}
+	f.Regimes, f.BelowFloor = RegimeCounts(r.Sensitivity, last)
+	seen := map[string]bool{}
+	for _, pt := range r.DecodeSweep {
+		if rg := pt.Results[last].Timing.Regime; !seen[rg] {
+			seen[rg] = true
+			f.DecodeRegimes = append(f.DecodeRegimes, rg)
+		}
+	}
+	sort.Strings(f.DecodeRegimes)
+	if tr, ok := r.Analysis.Find(r.Primary.Label(), analyzer.Training, last); ok {
+		f.OptimizerBytes = TermCost(tr.Step, "optimizer").BytesHBM()
+	}
+	f.Largest, f.LargestShare = Largest(r.Model)
+	return f
 }
 
 // Memory is the report's memory per GPU at the anchor scenario, from the one memory model:

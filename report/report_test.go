@@ -6,7 +6,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
-	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/internal/testutil/bundled"
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/timing"
 )
@@ -14,10 +14,7 @@ import (
 // The report's tables agree with each other: the KPI matrix, the sweeps at the anchor and the
 // worked example are the same numbers.
 func TestReportTablesAgree(t *testing.T) {
-	d, err := examples.Decode("DeepSeek-V3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := bundled.Dump(t, "DeepSeek-V3")
 	r, err := Build(d, analyzer.RunInfo{Name: "DeepSeek-V3"}, seedScenario(), []analyzer.Target{h200fp8(t)}, []analyzer.ExecProfile{analyzer.Naive, analyzer.Efficient}, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -96,10 +93,7 @@ func h200fp8(t testing.TB) analyzer.Target {
 // The memory section is the memory model's: the training verdict of the scenario's own layout
 // and the inference verdict agree with layout's functions to the byte.
 func TestMemorySectionIsTheMemoryModels(t *testing.T) {
-	d, err := examples.Decode("Llama-3.1-8B")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := bundled.Dump(t, "Llama-3.1-8B")
 	m := analyzer.NewModel(d)
 	s := analyzer.DefaultScenario()
 	s.Batch, s.TP = 4, 2

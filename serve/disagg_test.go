@@ -3,6 +3,8 @@ package serve
 import (
 	"math"
 	"testing"
+
+	"github.com/mrep-dev/mrep/internal/testutil"
 )
 
 // The KV cache a prefill replica sends, by hand: Llama-3.1-70B keeps 80 layers x 8 KV heads x
@@ -16,10 +18,10 @@ func TestKVTransferByHand(t *testing.T) {
 	eff := chip.Efficiency
 	bytes := 2000.0 * 163840
 	want := eff.ScaleUpLatencyUs*1e-6 + bytes/(chip.ScaleUpGBps/2*1e9*eff.ScaleUpFrac)
-	near(t, "KV transfer in a node", KVTransfer(m, dec.Scenario, dec.Pred, 2000, pre, dec, 8), want, 1e-9)
+	testutil.Near(t, "KV transfer in a node", KVTransfer(m, dec.Scenario, dec.Pred, 2000, pre, dec, 8), want, 1e-9)
 	pre4 := replica(t, m, "H100", 4)
 	wantOut := eff.ScaleOutLatencyUs*1e-6 + bytes/4/(chip.ScaleOutGBps*1e9*eff.ScaleOutFrac)
-	near(t, "KV transfer across nodes", KVTransfer(m, dec.Scenario, dec.Pred, 2000, pre4, dec, 4), wantOut, 1e-9)
+	testutil.Near(t, "KV transfer across nodes", KVTransfer(m, dec.Scenario, dec.Pred, 2000, pre4, dec, 4), wantOut, 1e-9)
 }
 
 // A decode replica of a disaggregated deployment steps through decode tokens only: its TPOT is
@@ -39,7 +41,7 @@ func TestDisaggregatedPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "decode-only TPOT", rd.TPOT, plain.TEst, 1e-12)
+	testutil.Near(t, "decode-only TPOT", rd.TPOT, plain.TEst, 1e-12)
 	ra, err := agg.At(isl, osl, 128)
 	if err != nil {
 		t.Fatal(err)
@@ -58,8 +60,8 @@ func TestDisaggregatedPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "prefill step", ps.StepTime, step.TEst, 1e-12)
-	near(t, "prefill requests/s", ps.ReqPerS, 4/step.TEst, 1e-12)
+	testutil.Near(t, "prefill step", ps.StepTime, step.TEst, 1e-12)
+	testutil.Near(t, "prefill requests/s", ps.ReqPerS, 4/step.TEst, 1e-12)
 }
 
 // The search with disaggregation is a superset: it never answers worse than without; its
@@ -99,17 +101,17 @@ func TestPlanDisaggregated(t *testing.T) {
 			if c.GPUs < d.PrefillGPUs+d.DecodeGPUs || !c.MeetsSLO || c.Result.TPOT > o.TPOT {
 				t.Errorf("%s: %d GPUs, meets %v, TPOT %g", c.Layout(), c.GPUs, c.MeetsSLO, c.Result.TPOT)
 			}
-			near(t, c.Layout()+" TTFT", c.Result.TTFT, d.Prefill.Prefill+d.KVTransfer+d.QueueWait, 1e-12)
+			testutil.Near(t, c.Layout()+" TTFT", c.Result.TTFT, d.Prefill.Prefill+d.KVTransfer+d.QueueWait, 1e-12)
 			decRate := float64(c.Replicas) * c.Result.OutputTokS / float64(o.OSL)
 			switch with.Mode {
 			case "offline":
-				near(t, c.Layout()+" tokens/s", c.TokS, math.Min(float64(d.PrefillReplicas)*d.Prefill.ReqPerS, decRate)*float64(o.OSL), 1e-9)
+				testutil.Near(t, c.Layout()+" tokens/s", c.TokS, math.Min(float64(d.PrefillReplicas)*d.Prefill.ReqPerS, decRate)*float64(o.OSL), 1e-9)
 			case "users":
 				if float64(c.Replicas)*c.Result.Concurrency < o.Users*(1-1e-9) || d.Utilization >= 1 {
 					t.Errorf("%s: %g sequences for %g users, prefill at %.0f%%", c.Layout(), float64(c.Replicas)*c.Result.Concurrency, o.Users, 100*d.Utilization)
 				}
 			case "rate":
-				near(t, c.Layout()+" tokens/s", c.TokS, o.Rate*float64(o.OSL), 1e-9)
+				testutil.Near(t, c.Layout()+" tokens/s", c.TokS, o.Rate*float64(o.OSL), 1e-9)
 				if d.Utilization >= 1 || decRate < o.Rate*(1-1e-9) {
 					t.Errorf("%s: prefill at %.0f%%, decode completes %g of %g requests/s", c.Layout(), 100*d.Utilization, decRate, o.Rate)
 				}
@@ -124,8 +126,8 @@ func TestPlanDisaggregated(t *testing.T) {
 // The prefill queue: half a step to the next step's start when idle, longer as the pool fills
 // (M/D/1 by hand at 50%: 0.5 + 0.5 x step/4), unbounded at saturation.
 func TestPrefillQueue(t *testing.T) {
-	near(t, "idle", prefillQueue(0, 0.4, 4), 0.2, 1e-12)
-	near(t, "half full", prefillQueue(0.5, 0.4, 4), 0.2+0.5*0.1, 1e-12)
+	testutil.Near(t, "idle", prefillQueue(0, 0.4, 4), 0.2, 1e-12)
+	testutil.Near(t, "half full", prefillQueue(0.5, 0.4, 4), 0.2+0.5*0.1, 1e-12)
 	prev := 0.0
 	for _, rho := range []float64{0, 0.3, 0.6, 0.9, 0.99} {
 		w := prefillQueue(rho, 0.4, 4)
@@ -161,7 +163,7 @@ func TestDisaggTTFTQuantiles(t *testing.T) {
 		if len(q) != 3 || !(q[0].TTFT <= q[1].TTFT && q[1].TTFT < q[2].TTFT) {
 			t.Fatalf("%s: TTFT by prompt length: %+v", c.Layout(), q)
 		}
-		near(t, c.Layout()+" mean prompt's TTFT", q[1].TTFT, c.Result.TTFT-d.QueueWait, 1e-9)
+		testutil.Near(t, c.Layout()+" mean prompt's TTFT", q[1].TTFT, c.Result.TTFT-d.QueueWait, 1e-9)
 		if q[2].TTFT < 3*d.Prefill.StepTime { // 30,000 tokens: four steps of 8,192
 			t.Errorf("%s: a 30k-token prompt in %g s, steps of %g s", c.Layout(), q[2].TTFT, d.Prefill.StepTime)
 		}

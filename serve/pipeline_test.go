@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/mrep-dev/mrep/internal/testutil"
 	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
@@ -21,7 +22,7 @@ func TestPipelineParallel(t *testing.T) {
 	e := rp1.Engine
 	weights := m.ParamsPerGPU(1, 1, 1, 1) // fp8: 1 byte each
 	perTok := m.KVBytesPerToken(rp1.Scenario)
-	near(t, "PP2 KV tokens per GPU", KVTokens(m, rp2.Scenario, rp2.MemBytes, rp2.Engine),
+	testutil.Near(t, "PP2 KV tokens per GPU", KVTokens(m, rp2.Scenario, rp2.MemBytes, rp2.Engine),
 		e.KVFraction*(rp2.MemBytes-weights/2-e.ReserveBytes)/(perTok/2), 1e-12)
 
 	const isl, osl = 2000, 500
@@ -43,7 +44,7 @@ func TestPipelineParallel(t *testing.T) {
 	}
 	// Little: the sequences in flight = requests completed per second x the time each decodes
 	decodeTime := float64(osl-1) * r2.TPOT
-	near(t, "PP2 concurrency", r2.OutputTokS/osl*decodeTime, r2.Concurrency, 1e-9)
+	testutil.Near(t, "PP2 concurrency", r2.OutputTokS/osl*decodeTime, r2.Concurrency, 1e-9)
 	if r2.OutputTokS > r2.RooflineTokS {
 		t.Errorf("PP2 %g tok/s beyond its roofline %g", r2.OutputTokS, r2.RooflineTokS)
 	}

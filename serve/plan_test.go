@@ -9,6 +9,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/internal/testutil"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -70,8 +71,8 @@ func TestStaticIsPrefillPlusDecodeSteps(t *testing.T) {
 		}
 		want += rp.Pred.Predict(dec.Kernels).TEst
 	}
-	near(t, "static total", got.Total, want, 1e-12)
-	near(t, "static tokens/s", got.OutputTokS, b*osl/want, 1e-12)
+	testutil.Near(t, "static total", got.Total, want, 1e-12)
+	testutil.Near(t, "static tokens/s", got.OutputTokS, b*osl/want, 1e-12)
 	// a long output is timed in runs of steps: within 0.5% of every step timed
 	long, err := Static(m, rp.Scenario, rp.Pred, b, isl, 300)
 	if err != nil {
@@ -84,7 +85,7 @@ func TestStaticIsPrefillPlusDecodeSteps(t *testing.T) {
 		dec, _ := m.AnalyzeTotals(analyzer.Decode, sd, analyzer.Achievable)
 		exact += rp.Pred.Predict(dec.Kernels).TEst
 	}
-	near(t, "segmented static total", long.Total, exact, 5e-3)
+	testutil.Near(t, "segmented static total", long.Total, exact, 5e-3)
 }
 
 // Little's law holds in both load modes: in-flight sequences = request rate x time in the
@@ -96,7 +97,7 @@ func TestLoadModesObeyLittle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "rate: D = lambda x E2E", r.Concurrency, 2*r.E2E, 2e-3)
+	testutil.Near(t, "rate: D = lambda x E2E", r.Concurrency, 2*r.E2E, 2e-3)
 	if r.Bound != "load" {
 		t.Errorf("a light load binds %s, want load", r.Bound)
 	}
@@ -110,7 +111,7 @@ func TestLoadModesObeyLittle(t *testing.T) {
 	if u.QueueWait <= 0 || u.Concurrency != limit {
 		t.Errorf("users beyond capacity: queue %g s, concurrency %g (limit %g)", u.QueueWait, u.Concurrency, limit)
 	}
-	near(t, "users: N = X x E2E", users, u.Concurrency/(u.E2E-u.QueueWait)*u.E2E, 1e-9)
+	testutil.Near(t, "users: N = X x E2E", users, u.Concurrency/(u.E2E-u.QueueWait)*u.E2E, 1e-9)
 	if _, err := rp.Rate(2000, 500, 1e6); !errors.Is(err, ErrOverloaded) {
 		t.Errorf("a million requests/s on one GPU: %v, want overloaded", err)
 	}
@@ -172,7 +173,7 @@ func TestPlanUsersFewestGPUs(t *testing.T) {
 	}
 	// cost is price x GPUs / tokens: by hand
 	want := 3.0 * float64(b.GPUs) / 3600 / b.TokS * 1e6
-	near(t, "$/1M tokens", b.USDPerMTok, want, 1e-12)
+	testutil.Near(t, "$/1M tokens", b.USDPerMTok, want, 1e-12)
 }
 
 // An SLO no layout meets names the binding limit and the relaxation that works.
@@ -277,7 +278,7 @@ func TestAttentionDataParallel(t *testing.T) {
 	}
 	// the replica is DP copies of one attention group's steady state
 	one, _ := At(m, dp8.Scenario, tg.Pred, dp8.MemBytes, 2000, 500, dp8.Engine, math.Inf(1))
-	near(t, "DP scaling", rd.OutputTokS, 8*one.OutputTokS, 1e-12)
+	testutil.Near(t, "DP scaling", rd.OutputTokS, 8*one.OutputTokS, 1e-12)
 }
 
 // Speculative decoding: the expected tokens per step follow (1-a^(k+1))/(1-a); with drafts
@@ -335,7 +336,7 @@ func TestTTFTQuantiles(t *testing.T) {
 		if len(q) != 3 || !(q[0].TTFT < q[1].TTFT && q[1].TTFT < q[2].TTFT) {
 			t.Fatalf("TTFT by prompt length: %+v", q)
 		}
-		near(t, "the mean prompt's TTFT", q[1].TTFT, c.Result.TTFT, 1e-9)
+		testutil.Near(t, "the mean prompt's TTFT", q[1].TTFT, c.Result.TTFT, 1e-9)
 	}
 }
 
@@ -389,12 +390,12 @@ func TestCostPerTokenOfEitherKind(t *testing.T) {
 		p := c.PerToken
 		in, out := c.TokS*2000/500, c.TokS
 		spend := c.USDPerMTok * out
-		near(t, "input + output spend", p.InputUSDPerM*in+p.OutputUSDPerM*out, spend, 1e-9)
-		near(t, "blended spend", p.BlendedUSDPerM*(in+out), spend, 1e-9)
-		near(t, "input + output energy", p.InputJ*in+p.OutputJ*out, c.JPerTok*out, 1e-9)
+		testutil.Near(t, "input + output spend", p.InputUSDPerM*in+p.OutputUSDPerM*out, spend, 1e-9)
+		testutil.Near(t, "blended spend", p.BlendedUSDPerM*(in+out), spend, 1e-9)
+		testutil.Near(t, "input + output energy", p.InputJ*in+p.OutputJ*out, c.JPerTok*out, 1e-9)
 		if d := c.Disagg; d != nil {
 			dis = true
-			near(t, "prefill pool's share of the spend", p.PrefillShareUSD, float64(d.PrefillGPUs)/float64(c.GPUs), 1e-12)
+			testutil.Near(t, "prefill pool's share of the spend", p.PrefillShareUSD, float64(d.PrefillGPUs)/float64(c.GPUs), 1e-12)
 		} else {
 			agg = true
 			if !(p.PrefillShareUSD > 0 && p.PrefillShareUSD < 1) {
@@ -415,7 +416,7 @@ func TestServingExpertTensorParallel(t *testing.T) {
 	if InferenceETP(8, 4) != 2 || InferenceETP(8, 8) != 1 || InferenceETP(1, 8) != 1 || InferenceETP(8, 1) != 8 {
 		t.Fatalf("InferenceETP: %d %d %d %d", InferenceETP(8, 4), InferenceETP(8, 8), InferenceETP(1, 8), InferenceETP(8, 1))
 	}
-	near(t, "TP8 EP4 x ETP2 against TP8 EP8 weights per GPU", m.ParamsPerGPU(8, 1, 4, 2), m.ParamsPerGPU(8, 1, 8, 1), 1e-12)
+	testutil.Near(t, "TP8 EP4 x ETP2 against TP8 EP8 weights per GPU", m.ParamsPerGPU(8, 1, 4, 2), m.ParamsPerGPU(8, 1, 8, 1), 1e-12)
 	found := false
 	for _, l := range layouts(m, 8) {
 		found = found || l.tp == 8 && l.ep == 4

@@ -3,8 +3,11 @@ package serve
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
 )
 
 // BenchRun is what trtllm-bench sizes its engine from: the dataset's prompt and output lengths,
@@ -72,6 +75,32 @@ func benchBytes(b float64) float64 {
 		return b
 	}
 	return 2
+}
+
+// Engines are the serving engines mrep has presets and lanes for, as flags name them.
+var Engines = []string{"trtllm", "vllm", "sglang"}
+
+// ParseEngine reads an engine flag: "" (none named), or one of Engines, case-insensitive.
+func ParseEngine(name string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(name))
+	if e == "" || slices.Contains(Engines, e) {
+		return e, nil
+	}
+	return "", fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
+}
+
+// Lane is the engine whose fitted figures time a chip's serving kernels: the one named, else
+// vLLM on AMD chips (TensorRT-LLM does not run there; their figures come from AMD's vLLM
+// tables), else TensorRT-LLM (the chips' own figures were calibrated on it, and its lane, where
+// a chip has one, holds what its MoE runs fitted). engine is ParseEngine's.
+func Lane(engine string, chip chips.Chip) string {
+	switch {
+	case engine != "":
+		return engine
+	case chip.Vendor == "AMD":
+		return "vllm"
+	}
+	return "trtllm"
 }
 
 // EnginePreset is a serving engine's scheduling defaults as its release documents them, for a

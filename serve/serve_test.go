@@ -6,25 +6,15 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
-	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/internal/testutil/bundled"
 	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
 
 func model(t testing.TB, name string) *analyzer.Model {
 	t.Helper()
-	d, err := examples.Decode(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return analyzer.NewModel(d)
-}
-
-func near(t *testing.T, what string, got, want, rel float64) {
-	t.Helper()
-	if math.Abs(got-want) > rel*math.Abs(want) {
-		t.Errorf("%s = %.6g, want %.6g", what, got, want)
-	}
+	return analyzer.NewModel(bundled.Dump(t, name))
 }
 
 // KV capacity by hand: Llama-3.1-8B in FP8 on one 80 GiB H100 keeps 32 layers x 8 KV heads x
@@ -35,20 +25,20 @@ func TestKVCapacity(t *testing.T) {
 	m := model(t, "Llama-3.1-8B")
 	s := analyzer.DefaultScenario()
 	s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
-	near(t, "8B KV per token", m.KVBytesPerToken(s), 65536, 0)
+	testutil.Near(t, "8B KV per token", m.KVBytesPerToken(s), 65536, 0)
 	mem := 80.0 * (1 << 30)
 	weights := float64(m.TotalParams) * 1
-	near(t, "8B KV tokens", KVTokens(m, s, mem, e), 0.9*(mem-weights-e.ReserveBytes)/65536, 1e-12)
+	testutil.Near(t, "8B KV tokens", KVTokens(m, s, mem, e), 0.9*(mem-weights-e.ReserveBytes)/65536, 1e-12)
 	ds := model(t, "DeepSeek-V3")
 	s.TP = 8
-	near(t, "DeepSeek-V3 KV per token", ds.KVBytesPerToken(s), 61*576, 0)
+	testutil.Near(t, "DeepSeek-V3 KV per token", ds.KVBytesPerToken(s), 61*576, 0)
 	// paged: a 2,000 + 500-token sequence holds 79 blocks of 32 tokens (2,528), not 2,500
 	s.TP = 1
 	maxKV, _, _ := Capacity(m, s, mem, 2000, 500, e)
-	near(t, "8B sequences in 32-token blocks", maxKV, math.Floor(KVTokens(m, s, mem, e)/2528), 0)
+	testutil.Near(t, "8B sequences in 32-token blocks", maxKV, math.Floor(KVTokens(m, s, mem, e)/2528), 0)
 	e.KVBlock = 0
 	maxKV, _, _ = Capacity(m, s, mem, 2000, 500, e)
-	near(t, "8B sequences, contiguous", maxKV, math.Floor(KVTokens(m, s, mem, e)/2500), 0)
+	testutil.Near(t, "8B sequences, contiguous", maxKV, math.Floor(KVTokens(m, s, mem, e)/2500), 0)
 }
 
 // More KV memory never lowers throughput; the steady state obeys Little's law: concurrency =
@@ -74,7 +64,7 @@ func TestOfflineSteadyState(t *testing.T) {
 		}
 		// Little: D sequences each decoding for (osl-1) steps of StepTime
 		rate := r.OutputTokS / 1000
-		near(t, "Little's law", r.Concurrency, rate*999*r.StepTime, 1e-9)
+		testutil.Near(t, "Little's law", r.Concurrency, rate*999*r.StepTime, 1e-9)
 	}
 	if _, err := Offline(m, s, tm, 80*(1<<30), 0, 10, DefaultEngine()); err == nil {
 		t.Error("isl 0 must be refused")
@@ -118,8 +108,8 @@ func TestMixedStepReadsExpertsOnce(t *testing.T) {
 	if dw == 0 || pw == 0 {
 		t.Fatal("no grouped expert GEMMs counted")
 	}
-	near(t, "mixed expert weights", mw, dw, 1e-9) // 227 decode tokens touch all 8 experts
-	near(t, "mixed expert bytes", mb, db+pb-pw, 1e-9)
+	testutil.Near(t, "mixed expert weights", mw, dw, 1e-9) // 227 decode tokens touch all 8 experts
+	testutil.Near(t, "mixed expert bytes", mb, db+pb-pw, 1e-9)
 	alone := tm.Predict(dec).TEst + tm.Predict(pre).TEst
 	if got := tm.Predict(mixed).TEst; got > 0.8*alone {
 		t.Errorf("mixed step %.2f ms, decode + separate chunk %.2f ms: the experts' weights are read twice", got*1e3, alone*1e3)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/internal/testutil"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -35,13 +36,13 @@ func TestSimulateOneRequestByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "TTFT", r.TTFT.Mean, pre.TEst, 1e-9)
+	testutil.Near(t, "TTFT", r.TTFT.Mean, pre.TEst, 1e-9)
 	dec, err := cycle(rp.Model, rp.Scenario, rp.Pred, rp.Engine, 1, 2250, 0, 2000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "TPOT", r.TPOT.Mean, dec.TEst, 0.01) // contexts 2,001..2,499 about the mean, bucketed
-	near(t, "output tok/s", r.OutputTokS, 500/r.E2E.Mean, 1e-9)
+	testutil.Near(t, "TPOT", r.TPOT.Mean, dec.TEst, 0.01) // contexts 2,001..2,499 about the mean, bucketed
+	testutil.Near(t, "output tok/s", r.OutputTokS, 500/r.E2E.Mean, 1e-9)
 	if r.QueueWait.Mean != 0 || r.Requests != 1 || r.Mix.Steps != 500 {
 		t.Errorf("queue %g, requests %d, steps %d", r.QueueWait.Mean, r.Requests, r.Mix.Steps)
 	}
@@ -62,8 +63,8 @@ func TestSimulateUsersMatchesSteadyState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "output tok/s against the steady state", sim.OutputTokS, ss.OutputTokS, 0.10)
-	near(t, "TPOT against the steady state", sim.TPOT.Mean, ss.TPOT, 0.10)
+	testutil.Near(t, "output tok/s against the steady state", sim.OutputTokS, ss.OutputTokS, 0.10)
+	testutil.Near(t, "TPOT against the steady state", sim.TPOT.Mean, ss.TPOT, 0.10)
 	alone, err := rp.Simulate(Load{Kind: Wave, N: 1, Lengths: lengths})
 	if err != nil {
 		t.Fatal(err)

@@ -138,3 +138,19 @@ func (w Workload) Sample(n int) []Request {
 	rng.Shuffle(len(out), func(a, b int) { out[a], out[b] = out[b], out[a] })
 	return out
 }
+
+// UseWorkload makes a request mix, named name, the planner's question: its mean lengths for the
+// steady state, its prompt quantiles for TTFT, a sample the step simulation draws from, and a
+// line that says so.
+func (o *PlanOptions) UseWorkload(name string, w Workload) {
+	isl, osl := w.Means()
+	o.ISL, o.OSL = int64(math.Round(isl)), int64(math.Round(osl))
+	o.Prompts, o.PromptQuantiles = nil, nil
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		o.Prompts = append(o.Prompts, int64(math.Round(w.Quantile(q))))
+		o.PromptQuantiles = append(o.PromptQuantiles, q)
+	}
+	o.Lengths = w.Sample(1000) // the simulation draws its requests from the mix
+	o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
+		name, w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
+}

@@ -75,19 +75,13 @@ func analyzeCommand(env Env) *cli.Command {
 			if len(cached) != len(input) {
 				return cli.Exit(fmt.Sprintf("--cached-tokens has %d values and --input-tokens %d: give one of each per query", len(cached), len(input)), exitFailure)
 			}
-			var qs []analyzer.Query
-			if len(cached) > 0 {
-				// -b B repeats the query pattern B times; the decode step then runs B x queries
-				// sequences at their mean KV length, so T_est reads the same KV bytes as the table.
-				var kv int64
-				for rep := int64(0); rep < o.scenario.Batch; rep++ {
-					for i := range cached {
-						qs = append(qs, analyzer.Query{Cached: cached[i], Input: input[i]})
-						kv += cached[i] + input[i]
-					}
-				}
-				o.scenario.Batch = int64(len(qs))
-				o.scenario.KVLen = max(1, (kv+int64(len(qs))/2)/int64(len(qs)))
+			// -b B repeats the query pattern B times
+			qs, kvLen, err := analyzer.Queries(cached, input, o.scenario.Batch)
+			if err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			if len(qs) > 0 {
+				o.scenario.Batch, o.scenario.KVLen = int64(len(qs)), kvLen
 			}
 			d, err := loadArgRun(c, env)
 			if err != nil {

@@ -32,10 +32,9 @@ func calibrateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
-			path := c.Args().First()
 			var ps []calib.Prepared
-			var err error
-			if path, err = shippedSet(c, path); err != nil {
+			src, err := rowSource(c)
+			if err != nil {
 				return err
 			}
 			group, err := calib.GroupBy(c.String("leave-out"))
@@ -43,33 +42,32 @@ func calibrateCommand() *cli.Command {
 				return cli.Exit("calibrate --"+err.Error(), exitUsage)
 			}
 			if c.Bool("lanes") {
-				return calibrateLanes(c, path)
+				return calibrateLanes(c, src)
 			}
+			given := !src.Shipped() || src.Set != "" // a rows file or --set
+			what := rowsName(src)
 			switch {
-			case len(c.StringSlice("from")) > 0 && path != "":
+			case len(c.StringSlice("from")) > 0 && given:
 				return cli.Exit("calibrate: give a rows file or --from runs, not both", exitUsage)
 			case len(c.StringSlice("from")) > 0:
 				if ps, err = measuredRunRows(c); err != nil {
 					return err
 				}
-				path = "runs " + strings.Join(c.StringSlice("from"), ", ")
-			case path == "":
+				what = "runs " + strings.Join(c.StringSlice("from"), ", ")
+			case !given:
 				return cli.Exit("calibrate: give a file of measured rows (JSON or CSV, the shape of `mrep validate --json`'s input; see README), or --from MODEL@LABEL", exitFailure)
 			default:
-				if ps, err = preparedRows(c, path); err != nil {
+				if ps, err = preparedRows(c, src); err != nil {
 					return err
 				}
 			}
-			if strings.HasPrefix(path, "\x00set:") {
-				path = "the shipped set " + strings.TrimPrefix(path, "\x00set:")
-			}
 			if w := c.StringSlice("where"); len(w) > 0 {
-				path += " where " + strings.Join(w, " and ")
+				what += " where " + strings.Join(w, " and ")
 			}
-			fits, err := calib.CalibrateWith(ps, c.StringSlice("fit"), path, calib.CalibrateOptions{
+			fits, err := calib.CalibrateWith(ps, c.StringSlice("fit"), what, calib.CalibrateOptions{
 				AbsLoss: c.Bool("abs-loss"), LeaveOut: group, LeaveOutName: c.String("leave-out")})
 			if err != nil {
-				return cli.Exit(fmt.Sprintf("calibrate %s: %v", render.Visible(path), err), exitFailure)
+				return cli.Exit(fmt.Sprintf("calibrate %s: %v", render.Visible(what), err), exitFailure)
 			}
 			if out := c.String("output"); out != "" {
 				db, err := chipDB(c)
@@ -162,8 +160,8 @@ func measuredRunRows(c *cli.Context) ([]calib.Prepared, error) {
 }
 
 // calibrateLanes fits the training lanes and prints them, with each source held out in turn.
-func calibrateLanes(c *cli.Context, path string) error {
-	ps, err := preparedRows(c, path)
+func calibrateLanes(c *cli.Context, src calib.RowSource) error {
+	ps, err := preparedRows(c, src)
 	if err != nil {
 		return err
 	}

@@ -209,30 +209,16 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	if fw := c.String("framework"); strings.Contains(fw, ",") || strings.EqualFold(fw, "all") {
 		return nil, fmt.Errorf("--framework %q: a layout runs one framework (plan train searches several)", fw)
 	}
-	l := layout.Layout{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
-		MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Seq: s.Seq, ZeRO: c.Int("zero"), Recompute: s.Recompute, NoSP: c.Bool("no-sp"),
-		RecomputeLayers: c.Int64("recompute-layers")}
-	l.DistOptimizer = l.ZeRO >= 1
 	k, err := readKnobs(c, s.ComputeDType)
 	if err != nil {
 		return nil, err
 	}
-	l = k.Apply(l)
-	if l.Framework == layout.FSDP && !c.IsSet("zero") {
-		l.ZeRO = 3
-	}
-	if l.MBS == 0 {
-		l.MBS = s.Batch
-	}
-	if g := c.Int64("gpus"); g > 0 {
-		per := l.TP * max(l.PP, 1) * max(l.CP, 1)
-		if g%per != 0 {
-			return nil, fmt.Errorf("--gpus %d is not a multiple of TP x PP x CP = %d x %d x %d", g, l.TP, l.PP, l.CP)
-		}
-		l.DP = g / per
-	}
-	if l.GBS == 0 {
-		l.GBS = l.MBS * l.DP * s.GradAccum
+	l, err := layout.Spec{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
+		GPUs: c.Int64("gpus"), MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Batch: s.Batch, GradAccum: s.GradAccum, Seq: s.Seq,
+		ZeRO: c.Int("zero"), ZeROSet: c.IsSet("zero"), Recompute: s.Recompute, RecomputeLayers: c.Int64("recompute-layers"),
+		NoSP: c.Bool("no-sp")}.Layout(k)
+	if err != nil {
+		return nil, err
 	}
 	return &l, nil
 }
@@ -289,11 +275,9 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 			chipList = append(chipList, chip)
 		}
 	}
-	engine := strings.ToLower(strings.TrimSpace(c.String("engine")))
-	switch engine {
-	case "", "trtllm", "vllm", "sglang":
-	default:
-		return o, cli.Exit(fmt.Sprintf("--engine %q: want trtllm, vllm or sglang", c.String("engine")), exitUsage)
+	engine, err := serve.ParseEngine(c.String("engine"))
+	if err != nil {
+		return o, cli.Exit("--"+err.Error(), exitUsage)
 	}
 	for _, chip := range chipList {
 		t, err := newTarget(chip, s.ComputeDType)
@@ -301,7 +285,7 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 			return o, cli.Exit(err.Error(), exitFailure)
 		}
 		// prefill and decode are timed with the serving engine's figures where the chip has them
-		if e := servingEngine(engine, chip); chip.Efficiency.Lanes[e].Sources != nil {
+		if e := serve.Lane(engine, chip); chip.Efficiency.Lanes[e].Sources != nil {
 			lc := chip
 			lc.Efficiency = chip.Efficiency.Lane(e)
 			if t.Serving, err = timing.New(lc, s.ComputeDType); err != nil {

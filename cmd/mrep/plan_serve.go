@@ -162,17 +162,13 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if err != nil {
 			return o, nil, nil, err
 		}
-		isl, osl := w.Means()
-		o.ISL, o.OSL = int64(math.Round(isl)), int64(math.Round(osl))
-		for _, q := range []float64{0.5, 0.9, 0.99} {
-			o.Prompts = append(o.Prompts, int64(math.Round(w.Quantile(q))))
-			o.PromptQuantiles = append(o.PromptQuantiles, q)
-		}
-		o.Lengths = w.Sample(1000) // the simulation draws its requests from the mix
-		o.Workload = fmt.Sprintf("workload %s: %.0f requests, mean ISL %.0f, mean OSL %.0f, ISL p50 %.0f / p90 %.0f (the steady state runs on the means; a p90 prompt waits longer for its first token)",
-			render.Visible(path), w.Requests(), isl, osl, w.Quantile(0.5), w.Quantile(0.9))
+		o.UseWorkload(render.Visible(path), w)
 	}
-	if name := strings.ToLower(engineFlag(c)); name != "" {
+	engine, err := serve.ParseEngine(engineFlag(c))
+	if err != nil {
+		return o, nil, nil, fmt.Errorf("--%w", err)
+	}
+	if name := engine; name != "" {
 		// the engine's documented defaults, for the smallest memory among the chips asked
 		mem := math.Inf(1)
 		if db, err := chipDB(c); err == nil {
@@ -228,11 +224,6 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 	if err != nil {
 		return o, nil, nil, err
 	}
-	switch e := strings.ToLower(engineFlag(c)); e {
-	case "", "trtllm", "vllm", "sglang":
-	default:
-		return o, nil, nil, fmt.Errorf("--engine %q: want trtllm, vllm or sglang", engineFlag(c))
-	}
 	var targets []serve.Target
 	var inputs []render.ServeInputs
 	for _, name := range c.StringSlice("chip") {
@@ -242,8 +233,8 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		}
 		// the planner times kernels with the achievable model, built here as for plan train,
 		// with the engine's figures on this chip where they were fitted
-		engine := servingEngine(engineFlag(c), chip)
-		chip.Efficiency = chip.Efficiency.Lane(engine)
+		lane := serve.Lane(engine, chip)
+		chip.Efficiency = chip.Efficiency.Lane(lane)
 		pred, err := timing.New(chip, s.ComputeDType)
 		if err != nil {
 			return o, nil, nil, fmt.Errorf("plan serve: chip %s: %w", chip.Name, err)
@@ -257,8 +248,8 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if t.PriceUSDPerGPUHour > 0 {
 			price = fmt.Sprintf("$%.2f per GPU-hour from %s", t.PriceUSDPerGPUHour, t.PriceSource)
 		}
-		if _, ok := db.LanesOf(chip.Name)[engine]; ok {
-			price += fmt.Sprintf("; kernels timed with the %s figures fitted on this chip", engine)
+		if _, ok := db.LanesOf(chip.Name)[lane]; ok {
+			price += fmt.Sprintf("; kernels timed with the %s figures fitted on this chip", lane)
 		}
 		inputs = append(inputs, render.ServeInputs{Chip: chip.Name, Price: price,
 			Power: fmt.Sprintf("%.0f W TDP, %.0f W idle, %.0f W node share per GPU (%s)", t.Power.TDPW, t.Power.IdleW, t.Power.NodeOverheadW, t.Power.Source)})
@@ -277,20 +268,6 @@ func parseSLO(flag, v string) (float64, error) {
 		return 0, fmt.Errorf("--%s %q: want a positive duration with its unit, e.g. 50ms or 1s", flag, v)
 	}
 	return d.Seconds(), nil
-}
-
-// servingEngine is the engine plan serve times a chip with: the flag's, else vLLM on AMD chips
-// (TensorRT-LLM does not run there; their figures come from AMD's vLLM tables), else
-// TensorRT-LLM (the chips' own figures were calibrated on it, and its lane, where a chip has
-// one, holds what its MoE runs fitted).
-func servingEngine(flag string, chip chips.Chip) string {
-	if f := strings.ToLower(strings.TrimSpace(flag)); f != "" {
-		return f
-	}
-	if chip.Vendor == "AMD" {
-		return "vllm"
-	}
-	return "trtllm"
 }
 
 // engineFlag is the engine plan serve plans for: --engine, else the one --emit writes for.

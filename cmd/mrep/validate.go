@@ -36,52 +36,28 @@ func bundledModels(ctx context.Context, dbPath string, sets configSets) calib.Mo
 	}
 }
 
-// extendedRows and heldoutRows stand for the shipped out-of-sample sets where a rows path is
-// expected.
-const (
-	extendedRows = "\x00extended"
-	heldoutRows  = "\x00heldout"
-)
-
-func readRows(path string) ([]calib.Row, error) {
-	switch path {
-	case "":
-		return calib.Default(), nil
-	case extendedRows:
-		return calib.Extended(), nil
-	case heldoutRows:
-		return calib.HeldOutTraining(), nil
+// readRows reads src: a shipped set, or the rows file it names.
+func readRows(src calib.RowSource) ([]calib.Row, error) {
+	if src.Shipped() {
+		return src.Rows(), nil
 	}
-	if set, ok := strings.CutPrefix(path, "\x00set:"); ok {
-		return calib.Sets[set](), nil
-	}
-	f, err := openRegular(path)
+	f, err := openRegular(src.Path)
 	if err != nil {
 		return nil, fmt.Errorf("calibration file: %w", err)
 	}
 	defer f.Close()
-	return calib.Parse(path, f)
+	return calib.Parse(src.Path, f)
 }
 
-// rowsName is how messages name a rows path: the file, or the shipped set.
-func rowsName(path string) string {
-	switch {
-	case path == "":
-		return "the shipped calibration set"
-	case path == extendedRows:
-		return "the shipped extended set"
-	case path == heldoutRows:
-		return "the shipped held-out set"
-	case strings.HasPrefix(path, "\x00set:"):
-		return "the shipped " + strings.TrimPrefix(path, "\x00set:") + " set"
-	}
-	return render.Visible(path)
+// rowsName is how messages name src: the shipped set, or the file made safe to print.
+func rowsName(src calib.RowSource) string {
+	return render.Visible(src.String())
 }
 
-// preparedRows reads a rows file (the shipped set when path is empty) and counts each row's
-// steps against the chip database and the bundled or stored models.
-func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
-	rows, err := readRows(path)
+// preparedRows reads src's rows and counts each row's steps against the chip database and the
+// bundled or stored models.
+func preparedRows(c *cli.Context, src calib.RowSource) ([]calib.Prepared, error) {
+	rows, err := readRows(src)
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
@@ -99,8 +75,8 @@ func preparedRows(c *cli.Context, path string) ([]calib.Prepared, error) {
 	}
 	ps, err := calib.Prepare(rows, db, bundledModels(c.Context, c.String("db"), runSets(c)))
 	if err != nil {
-		if path != "" && path != extendedRows && path != heldoutRows && !strings.HasPrefix(path, "\x00") {
-			return nil, cli.Exit(fmt.Sprintf("calibration file %s: %v", path, err), exitFailure)
+		if !src.Shipped() {
+			return nil, cli.Exit(fmt.Sprintf("calibration file %s: %v", src.Path, err), exitFailure)
 		}
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
@@ -122,24 +98,21 @@ func validateCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
-			path := c.Args().First()
-			if c.Bool("heldout") {
-				if path != "" || c.Bool("extended") {
-					return cli.Exit("validate: give a rows file, --extended or --heldout, one of them", exitUsage)
-				}
-				path = heldoutRows
-			}
-			path, err := shippedSet(c, path)
+			src, err := rowSource(c)
 			if err != nil {
 				return err
 			}
-			if c.Bool("extended") {
-				if path != "" {
-					return cli.Exit("validate: give a rows file or --extended, not both", exitUsage)
-				}
-				path = extendedRows
+			switch {
+			case c.Bool("heldout") && (c.Bool("extended") || !src.Shipped() || src.Set != ""):
+				return cli.Exit("validate: give one of a rows file, --extended, --heldout or --set, not both", exitUsage)
+			case c.Bool("heldout"):
+				src.Set = "heldout"
+			case c.Bool("extended") && (!src.Shipped() || src.Set != ""):
+				return cli.Exit("validate: give one of a rows file, --extended or --set, not both", exitUsage)
+			case c.Bool("extended"):
+				src.Set = "extended"
 			}
-			ps, err := preparedRows(c, path)
+			ps, err := preparedRows(c, src)
 			if err != nil {
 				return err
 			}
@@ -169,25 +142,27 @@ func validateCommand(env Env) *cli.Command {
 			// The report is printed whole, impossible rows named in it; the exit says the
 			// rows file is wrong.
 			if err := rep.CheckPossible(); err != nil {
-				return cli.Exit(fmt.Sprintf("%s: %v", rowsName(path), err), exitFailure)
+				return cli.Exit(fmt.Sprintf("%s: %v", rowsName(src), err), exitFailure)
 			}
 			return nil
 		},
 	}
 }
 
-// shippedSet is the rows path --set names (a set shipped with mrep), or path when --set is not
-// given; both at once is a usage error.
-func shippedSet(c *cli.Context, path string) (string, error) {
+// rowSource is where a validate or calibrate command's rows come from: the file argument, or
+// the set --set names (both at once is a usage error); neither is the shipped calibration set.
+func rowSource(c *cli.Context) (calib.RowSource, error) {
+	path := c.Args().First()
 	set := c.String("set")
 	if set == "" {
-		return path, nil
+		return calib.RowSource{Path: path}, nil
 	}
-	if _, ok := calib.Sets[set]; !ok {
-		return "", cli.Exit(fmt.Sprintf("%s --set %q: want calibration, extended, heldout, amd-vllm or bench-serve", c.Command.Name, set), exitUsage)
+	src, err := calib.ShippedSet(set)
+	if err != nil {
+		return src, cli.Exit(fmt.Sprintf("%s --%v", c.Command.Name, err), exitUsage)
 	}
 	if path != "" {
-		return "", cli.Exit(c.Command.Name+": give a rows file or --set, not both", exitUsage)
+		return src, cli.Exit(c.Command.Name+": give a rows file or --set, not both", exitUsage)
 	}
-	return "\x00set:" + set, nil
+	return src, nil
 }

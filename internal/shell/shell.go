@@ -4,8 +4,9 @@ package shell
 
 import "strings"
 
-// Quote is s as one shell word: as it is when every character is plain, else in single quotes
-// (a quote inside written '\''). The empty string is '' so an empty argument survives.
+// Quote is s as one shell word: as it is when every character is plain, else in single
+// quotes, each quote inside closed, escaped and reopened. The empty string becomes a pair of
+// quotes, so an empty argument survives.
 func Quote(s string) string {
 	if s == "" {
 		return "''"
