@@ -196,3 +196,25 @@ func groupTable(w *errWriter, gs []calib.GroupSummary, name, heading string) {
 	w.printf("\n%s:\n\n", heading)
 	table(w, []string{name, "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", rows)
 }
+
+// WriteKernelCheck renders `mrep validate --kernels`: mrep's time model against measured
+// kernels, pooled by family, engine and chip family, then every group with its provenance.
+func WriteKernelCheck(out io.Writer, rep calib.KernelReport) error {
+	w := &errWriter{w: out}
+	w.printf("# mrep's kernel timing against measured kernels\n\n%s\n\n", rep.About)
+	w.printf("Ratio = predicted / measured time: below 1, mrep predicts the kernel faster than it ran. Each kernel is timed as the analyzer counts it in a step (a dense linear layer's GEMM; a fused attention launch, causal in prefill), with the chip's figures in the engine's lane, on the GPU alone (no host launch).\n")
+	groupTable(w, rep.Pooled, "Family, engine, chip family", "Pooled")
+	var rows [][]string
+	for _, g := range rep.Groups {
+		dt := g.DType
+		if g.KVDType != "" {
+			dt += ", " + g.KVDType + " KV"
+		}
+		rows = append(rows, []string{g.Chip, g.Engine + " " + g.Release, g.Family, dt, code(g.Kernel), fmt.Sprint(g.Rows),
+			fmt.Sprintf("%.3f", g.MedianRatio), fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.P90AbsErr),
+			fmt.Sprintf("%.3f", g.Scale), fmt.Sprintf("%.1f%% (%d)", 100*g.HeldOutAbsErr, g.HeldOutRows), fmt.Sprint(g.BelowRoofline)})
+	}
+	w.printf("\nEvery group. Scale: the one factor on mrep's time that fits half the group's shapes (every other weight shape or head layout); held out: the median |error| on the other half with it.\n\n")
+	table(w, []string{"Chip", "Engine", "Family", "Precision", "Kernel", "Rows", "Median ratio", "Median abs error", "p90 abs error", "Scale", "Held out", "Below roofline"}, "lllllrrrrrrr", rows)
+	return w.err
+}

@@ -92,12 +92,16 @@ func validateCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "extended", Usage: "the out-of-sample serving rows shipped with mrep (other chips, models, MoE and TP sizes; nothing was fitted to them) instead of the calibration set"},
 			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
 			&cli.StringFlag{Name: "set", Usage: "a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X), bench-serve (vLLM's and SGLang's published serving benchmarks: TTFT, TPOT, throughput under load)"},
+			&cli.BoolFlag{Name: "kernels", Usage: "check mrep's kernel timing against NVIDIA's measured kernels instead (aiconfigurator-core's tables, resampled into calib/kernels.json.gz: GEMMs and attention per chip, engine release and precision)"},
 			&cli.BoolFlag{Name: "loo", Usage: "also refit the training lanes without each source and predict its rows (leave one source out: one full lane fit per source, about 4 s each on 2 cores; the time taken is printed on stderr)"},
 			&cli.BoolFlag{Name: "no-loo", Hidden: true, Usage: "without --loo, the default: kept so scripts written for earlier releases still run"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("kernels") {
+				return validateKernels(c)
+			}
 			src, err := rowSource(c)
 			if err != nil {
 				return err
@@ -165,4 +169,32 @@ func rowSource(c *cli.Context) (calib.RowSource, error) {
 		return src, cli.Exit(c.Command.Name+": give a rows file or --set, not both", exitUsage)
 	}
 	return src, nil
+}
+
+// validateKernels is validate --kernels: the shipped measured kernels against the time model.
+func validateKernels(c *cli.Context) error {
+	for _, f := range []string{"extended", "heldout", "set", "where", "loo"} {
+		if c.IsSet(f) {
+			return cli.Exit("validate --kernels checks the shipped kernel set: --"+f+" does not apply", exitUsage)
+		}
+	}
+	if c.Args().Present() {
+		return cli.Exit("validate --kernels checks the shipped kernel set: no rows file", exitUsage)
+	}
+	ks, err := calib.Kernels()
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	db, err := chipDB(c)
+	if err != nil {
+		return err
+	}
+	rep, err := calib.CheckKernels(ks, db)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, rep)
+	}
+	return render.WriteKernelCheck(c.App.Writer, rep)
 }

@@ -381,3 +381,33 @@ func TestAnalyzeEngineLane(t *testing.T) {
 		t.Errorf("unknown engine: %v", err)
 	}
 }
+
+// validate --kernels checks the time model against the shipped measured kernels, in well
+// under a second, and refuses the row-set flags that do not apply to it.
+func TestValidateKernels(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "k.db")
+	out := mustRun(t, db, "validate", "--kernels")
+	for _, want := range []string{"aiconfigurator-core 0.12.0", "| gemm bf16, trtllm Hopper | 624 |", "| H100-SXM | vllm 0.24.0 | context_attention |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate --kernels lacks %q", want)
+		}
+	}
+	var rep struct {
+		Groups []struct {
+			Chip string  `json:"chip"`
+			Rows int     `json:"rows"`
+			Err  float64 `json:"median_abs_err"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, db, "validate", "--kernels", "--json")), &rep); err != nil || len(rep.Groups) < 150 {
+		t.Fatalf("--json: %v, %d groups", err, len(rep.Groups))
+	}
+	for _, bad := range [][]string{{"validate", "--kernels", "--where", "chip=H100-SXM"}, {"validate", "--kernels", "rows.csv"}, {"validate", "--kernels", "--loo"}} {
+		if _, _, err := run(t, db, bad...); exitCode(err) != exitUsage {
+			t.Errorf("%v: exit %d, want a usage error", bad, exitCode(err))
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("validate --kernels must not create a database")
+	}
+}

@@ -1,0 +1,47 @@
+package analyzer
+
+import (
+	"testing"
+
+	"github.com/mrep-dev/mrep/kernels"
+)
+
+// AttentionKernel is the kernel a real model's step carries for the same shape: Llama-3.1-8B
+// (32 heads, 8 KV heads of 128) in decode at B=8, L=4096 and in prefill of 2 x 2048 tokens.
+func TestAttentionKernelIsTheStepsKernel(t *testing.T) {
+	m := NewModel(load(t, "Llama-3.1-8B"))
+	for _, tc := range []struct {
+		ph   Phase
+		s    func(*Scenario)
+		want AttentionShape
+	}{
+		{Decode, func(s *Scenario) { s.Batch, s.KVLen = 8, 4096 }, AttentionShape{Batch: 8, Queries: 1, KVLen: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Decode: true, ActBytes: 2, KVBytes: 2}},
+		{Prefill, func(s *Scenario) { s.Batch, s.Seq = 2, 2048 }, AttentionShape{Batch: 2, Queries: 2048, KVLen: 2048, Heads: 32, KVHeads: 8, HeadDim: 128, ActBytes: 2, KVBytes: 2}},
+	} {
+		s := DefaultScenario()
+		tc.s(&s)
+		st, err := m.Analyze(tc.ph, s, Achievable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *kernels.Kernel
+		for i, k := range st.Kernels {
+			if k.Kind == kernels.Attention {
+				got = &st.Kernels[i]
+				break
+			}
+		}
+		if got == nil {
+			t.Fatalf("%s: no attention kernel in the step", tc.ph)
+		}
+		want := AttentionKernel(tc.want)
+		// the step's kernel counts every layer's launch; one launch is the benchmark's
+		layers := got.Count
+		one := *got
+		one.Count, one.FLOPs, one.VectorFLOPs, one.Bytes = 1, got.FLOPs/layers, got.VectorFLOPs/layers, got.Bytes/layers
+		one.Name, one.Category = want.Name, want.Category
+		if one != want {
+			t.Errorf("%s: the step's attention kernel per layer\n%+v\nAttentionKernel\n%+v", tc.ph, one, want)
+		}
+	}
+}
