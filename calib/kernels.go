@@ -120,13 +120,7 @@ func CheckKernels(ks KernelSet, db *chips.DB) (KernelReport, error) {
 			return rep, fmt.Errorf("kernel group %s %s: %w", g.Chip, g.Engine, err)
 		}
 		chip.Efficiency = chip.Efficiency.Lane(g.Engine)
-		dtype := map[string]string{"fp8_block": "fp8"}[g.DType]
-		if dtype == "" {
-			dtype = g.DType
-		}
-		if g.Family != "gemm" {
-			dtype = "bf16" // mrep runs attention's matmuls in 16-bit (analyzer.Scenario.AttnDType)
-		}
+		dtype := g.timingDType()
 		tm, err := timing.New(chip, dtype)
 		if err != nil {
 			return rep, fmt.Errorf("kernel group %s %s %s: %w", g.Chip, g.Engine, g.DType, err)
@@ -185,6 +179,18 @@ func CheckKernels(ks KernelSet, db *chips.DB) (KernelReport, error) {
 		rep.Pooled = append(rep.Pooled, GroupSummary{Group: k, Rows: len(rs), MedianRatio: median(rs), MedianAbsErr: median(es), WorstAbsErr: es[len(es)-1]})
 	}
 	return rep, nil
+}
+
+// timingDType is the precision whose peak mrep times the group at: block-scaled FP8 is FP8;
+// attention's matmuls run in 16-bit (analyzer.Scenario.AttnDType).
+func (g KernelGroup) timingDType() string {
+	switch {
+	case g.Family != "gemm":
+		return "bf16"
+	case g.DType == "fp8_block":
+		return "fp8"
+	}
+	return g.DType
 }
 
 // heldOut marks the rows of every other shape class: GEMMs by their (N, K), attention by its

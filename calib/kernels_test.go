@@ -62,3 +62,37 @@ func TestKernelSetAgainstTheTimeModel(t *testing.T) {
 		t.Errorf("%d pooled bf16 GEMM groups on Hopper and Blackwell, want 9 (3 engines x 3 families)", bf16)
 	}
 }
+
+// Fitting the serving lanes to the kernels: every figure stays in its physical range, a figure
+// is taken only where it predicts the held-out shapes better, and the two families one figure
+// describes well (dense bf16 GEMMs; decode attention's KV bandwidth) are taken on most lanes.
+func TestKernelLaneFit(t *testing.T) {
+	ks, err := Kernels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits, err := FitKernelLanes(ks, chips.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := map[string]int{}
+	for _, f := range fits {
+		for _, p := range f.Params {
+			if !(p.After > 0.05 && p.After <= 1) || p.FitRows == 0 || p.HeldRows == 0 {
+				t.Errorf("%s %s %s: fitted %g on %d rows, %d held out", f.Chip, f.Engine, p.Name, p.After, p.FitRows, p.HeldRows)
+			}
+			if p.Adopted != (p.HeldErrAfter < p.HeldErrBefore) {
+				t.Errorf("%s %s %s: adopted %v with held-out error %.3f -> %.3f", f.Chip, f.Engine, p.Name, p.Adopted, p.HeldErrBefore, p.HeldErrAfter)
+			}
+			if _, has := f.Lane.Sources[p.Name]; has != p.Adopted {
+				t.Errorf("%s %s %s: in the lane %v, adopted %v", f.Chip, f.Engine, p.Name, has, p.Adopted)
+			}
+			if p.Adopted {
+				taken[p.Name]++
+			}
+		}
+	}
+	if taken["gemm_frac.bf16"] < 15 || taken["attn_decode_hbm_frac"] < 15 {
+		t.Errorf("figures taken: %v; want bf16 GEMMs and decode attention on at least 15 of the 21 lanes", taken)
+	}
+}

@@ -72,6 +72,11 @@ type Efficiency struct {
 	// 16-bit peak for long sequences.
 	AttnFrac    float64 `json:"attn_frac,omitempty"`
 	AttnBwdFrac float64 `json:"attn_bwd_frac,omitempty"`
+	// AttnDecodeHBMFrac is the share of the nominal HBM bandwidth a decode attention kernel
+	// streams the KV cache at (0: hbm_frac, as any memory-bound kernel): split-KV decode kernels
+	// with their partial-result reduction, paged gathers and FP8 dequantization read below a
+	// plain copy's rate. A serving engine's lane sets it from its kernels' measured times.
+	AttnDecodeHBMFrac float64 `json:"attn_decode_hbm_frac,omitempty"`
 	// HBMFrac is the achievable share of the nominal memory bandwidth.
 	HBMFrac float64 `json:"hbm_frac,omitempty"`
 	// KernelLatencyUs is the fixed cost of one kernel launch (launch, ramp-up, tail, sync).
@@ -138,6 +143,23 @@ func (e Efficiency) Lane(fw string) Efficiency {
 	return out
 }
 
+// WithLane is e with its lane name's figures replaced by those o sets (a lane e lacks starts
+// empty): how a fit adds what it measured to a chip without touching its other lanes.
+func (e Efficiency) WithLane(name string, o Efficiency) Efficiency {
+	out := e
+	out.Lanes = map[string]Efficiency{}
+	for k, v := range e.Lanes {
+		out.Lanes[k] = v
+	}
+	lane := out.Lanes[name].over(o)
+	lane.Lanes = nil
+	if len(lane.GEMMFrac) == 0 {
+		lane.GEMMFrac = nil
+	}
+	out.Lanes[name] = lane
+	return out
+}
+
 // over returns e with every figure o sets replaced by o's (and o's sources).
 func (e Efficiency) over(o Efficiency) Efficiency {
 	out := e
@@ -159,6 +181,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.GroupedGEMMFrac, o.GroupedGEMMFrac)
 	setF(&out.AttnFrac, o.AttnFrac)
 	setF(&out.AttnBwdFrac, o.AttnBwdFrac)
+	setF(&out.AttnDecodeHBMFrac, o.AttnDecodeHBMFrac)
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)
@@ -201,6 +224,9 @@ func (e Efficiency) validate() error {
 		"scale_up_frac": e.ScaleUpFrac, "scale_out_frac": e.ScaleOutFrac}
 	for d, v := range e.GEMMFrac {
 		fracs["gemm_frac."+d] = v
+	}
+	if e.AttnDecodeHBMFrac != 0 {
+		fracs["attn_decode_hbm_frac"] = e.AttnDecodeHBMFrac
 	}
 	for _, k := range sortedKeys(fracs) {
 		if v := fracs[k]; !(v > 0 && v <= 1) {

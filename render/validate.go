@@ -218,3 +218,23 @@ func WriteKernelCheck(out io.Writer, rep calib.KernelReport) error {
 	table(w, []string{"Chip", "Engine", "Family", "Precision", "Kernel", "Rows", "Median ratio", "Median abs error", "p90 abs error", "Scale", "Held out", "Below roofline"}, "lllllrrrrrrr", rows)
 	return w.err
 }
+
+// WriteKernelLaneFits renders `mrep calibrate --kernels`: each lane's figures before and after
+// the fit to the engine's kernels, with the held-out shapes' error under each.
+func WriteKernelLaneFits(out io.Writer, fits []calib.KernelLaneFit) error {
+	w := &errWriter{w: out}
+	w.printf("# Serving lanes fitted to measured kernels\n\nEach figure is fitted to half of its family's shapes (every other weight shape or head layout) and checked on the other half: median |log error| of the held-out kernels under the shipped figure and the fitted one. A figure is taken only where it predicts the held-out shapes better; elsewhere one figure cannot describe the family and the lane keeps its value.\n\n")
+	var rows [][]string
+	for _, f := range fits {
+		for _, p := range f.Params {
+			taken := "kept"
+			if p.Adopted {
+				taken = "**taken**"
+			}
+			rows = append(rows, []string{f.Chip, f.Engine + " " + f.Release, code(p.Name), fmt.Sprintf("%.3f", p.Before), fmt.Sprintf("%.3f", p.After),
+				fmt.Sprintf("%d / %d", p.FitRows, p.HeldRows), fmt.Sprintf("%.1f%%", 100*p.HeldErrBefore), fmt.Sprintf("%.1f%%", 100*p.HeldErrAfter), taken})
+		}
+	}
+	table(w, []string{"Chip", "Engine", "Figure", "Shipped", "Fitted", "Fit / held-out kernels", "Held-out error, shipped", "Held-out error, fitted", "Lane"}, "lllrrrrrl", rows)
+	return w.err
+}

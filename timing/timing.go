@@ -160,6 +160,9 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 	var kt KernelTime
 	kt.Latency = k.Count * m.lat
 	kt.Memory = k.Bytes / m.bw
+	if k.Kind == kernels.Attention && k.Decode && m.Eff.AttnDecodeHBMFrac > 0 {
+		kt.Memory = k.Bytes / (m.Chip.HBMBytesPerSec() * m.Eff.AttnDecodeHBMFrac)
+	}
 	switch k.Kind {
 	case kernels.GEMM:
 		kt.Eta = m.GEMMEta(k)

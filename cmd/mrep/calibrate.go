@@ -26,12 +26,16 @@ func calibrateCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac"},
 			&cli.BoolFlag{Name: "abs-loss", Usage: "fit the mean absolute log error (the bulk of the rows) rather than the mean squared (the worst rows)"},
 			&cli.BoolFlag{Name: "lanes", Usage: "fit the training lanes (each framework's figures per chip: GEMM fraction per precision, grouped GEMM, MoE host pace; attention and eager elementwise for fsdp) to the training rows, the shipped calibration set unless a rows file is given"},
+			&cli.BoolFlag{Name: "kernels", Usage: "fit each chip's serving-engine lanes to the engine's measured kernels shipped with mrep (validate --kernels): GEMM fraction per precision, prefill attention, decode attention's KV bandwidth; a figure is taken only where it predicts the held-out shapes better"},
 			&cli.StringFlag{Name: "set", Usage: "fit to a row set shipped with mrep instead of a file: calibration, extended, heldout, amd-vllm, bench-serve"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
 			&cli.StringFlag{Name: "leave-out", Value: "row", Usage: "the check's held-out group: row (one at a time), model, source (one published table) or chip; each refitted without it and then predicted"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("kernels") {
+				return calibrateKernels(c)
+			}
 			var ps []calib.Prepared
 			src, err := rowSource(c)
 			if err != nil {
@@ -197,4 +201,59 @@ func calibrateLanes(c *cli.Context, src calib.RowSource) error {
 		}{fits, lanes, loo})
 	}
 	return render.WriteLaneFits(c.App.Writer, fits, loo)
+}
+
+// calibrateKernels is calibrate --kernels: the serving lanes fitted to the measured kernels,
+// printed, and with -o written as a chips file of every chip it changed.
+func calibrateKernels(c *cli.Context) error {
+	for _, f := range []string{"from", "lanes", "set", "where", "fit", "abs-loss", "leave-out", "chip"} {
+		if c.IsSet(f) {
+			return cli.Exit("calibrate --kernels fits to the shipped kernel set: --"+f+" does not apply", exitUsage)
+		}
+	}
+	if c.Args().Present() {
+		return cli.Exit("calibrate --kernels fits to the shipped kernel set: no rows file", exitUsage)
+	}
+	ks, err := calib.Kernels()
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	db, err := chipDB(c)
+	if err != nil {
+		return err
+	}
+	fits, err := calib.FitKernelLanes(ks, db)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	if out := c.String("output"); out != "" {
+		byChip := map[string]chips.Chip{}
+		var order []string
+		for _, f := range fits {
+			if len(f.Lane.Sources) == 0 {
+				continue // nothing adopted
+			}
+			ch, ok := byChip[f.Chip]
+			if !ok {
+				if ch, err = db.Lookup(f.Chip); err != nil {
+					return cli.Exit(err.Error(), exitFailure)
+				}
+				order = append(order, f.Chip)
+			}
+			ch.Efficiency = ch.Efficiency.WithLane(f.Engine, f.Lane)
+			byChip[f.Chip] = ch
+		}
+		var list []chips.Chip
+		for _, n := range order {
+			list = append(list, byChip[n])
+		}
+		if err := output.WriteFile(out, func(w io.Writer) error { return chips.Write(w, list) }); err != nil {
+			return cli.Exit(err.Error(), exitFailure)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "wrote %s: use it with --chips-file %s\n", render.Visible(out), render.Visible(out))
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, fits)
+	}
+	return render.WriteKernelLaneFits(c.App.Writer, fits)
 }

@@ -411,3 +411,43 @@ func TestValidateKernels(t *testing.T) {
 		t.Error("validate --kernels must not create a database")
 	}
 }
+
+// calibrate --kernels writes a chips file whose serving lanes, given back with --chips-file,
+// predict the measured kernels closer than the shipped figures (H100 vLLM decode attention),
+// and leaves what it did not fit as it was.
+func TestCalibrateKernels(t *testing.T) {
+	dir := t.TempDir()
+	db, out := filepath.Join(dir, "k.db"), filepath.Join(dir, "lanes.json")
+	text := mustRun(t, db, "calibrate", "--kernels", "-o", out)
+	if !strings.Contains(text, "| H100-SXM | vllm 0.24.0 | `attn_decode_hbm_frac` |") {
+		t.Errorf("calibrate --kernels does not show the H100 vLLM decode attention fit:\n%s", text[:min(len(text), 2000)])
+	}
+	groupErr := func(args ...string) float64 {
+		var rep struct {
+			Groups []struct {
+				Chip    string  `json:"chip"`
+				Engine  string  `json:"engine"`
+				Family  string  `json:"family"`
+				KVDType string  `json:"kv_dtype"`
+				Err     float64 `json:"median_abs_err"`
+			} `json:"groups"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, db, append(args, "validate", "--kernels", "--json")...)), &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rep.Groups {
+			if g.Chip == "H100-SXM" && g.Engine == "vllm" && g.Family == "generation_attention" && g.KVDType == "bf16" {
+				return g.Err
+			}
+		}
+		t.Fatal("no H100 vLLM decode attention group")
+		return 0
+	}
+	before, after := groupErr(), groupErr("--chips-file", out)
+	if !(after < before) {
+		t.Errorf("H100 vLLM decode attention: median |error| %.3f with the shipped lane, %.3f with the fitted one", before, after)
+	}
+	if _, _, err := run(t, db, "calibrate", "--kernels", "--set", "extended"); exitCode(err) != exitUsage {
+		t.Errorf("calibrate --kernels --set: exit %d, want a usage error", exitCode(err))
+	}
+}

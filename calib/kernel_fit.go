@@ -1,0 +1,237 @@
+package calib
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/timing"
+)
+
+// KernelLaneFit is one chip's serving-engine lane fitted to that engine's measured kernels: a
+// figure per kernel family, each fitted to half the family's shapes and checked on the other
+// half (KernelGroup.heldOut).
+type KernelLaneFit struct {
+	Chip    string           `json:"chip"`
+	Engine  string           `json:"engine"`
+	Params  []KernelParamFit `json:"params"`
+	Lane    chips.Efficiency `json:"lane"` // the fitted figures alone, with their sources
+	Release string           `json:"release"`
+}
+
+// KernelParamFit is one figure: the shipped value and the fitted one, and the median |error|
+// of the held-out shapes under each.
+type KernelParamFit struct {
+	Name          string  `json:"name"`
+	Family        string  `json:"family"`
+	Before        float64 `json:"before"`
+	After         float64 `json:"after"`
+	FitRows       int     `json:"fit_rows"`
+	HeldRows      int     `json:"held_rows"`
+	HeldErrBefore float64 `json:"held_out_abs_err_before"`
+	HeldErrAfter  float64 `json:"held_out_abs_err_after"`
+	// Adopted: the fitted figure predicts the held-out shapes better than the shipped one, so
+	// the lane takes it; otherwise one figure cannot describe the family (its error depends on
+	// shape in a way the model does not capture) and the lane keeps the shipped value.
+	Adopted bool `json:"adopted"`
+}
+
+// kernelParam is a figure, the groups that pin it and its physical range.
+type kernelParam struct {
+	name   string
+	lo, hi float64
+	match  func(g KernelGroup) bool
+	get    func(e chips.Efficiency) float64
+	set    func(e *chips.Efficiency, v float64)
+}
+
+func gemmKernelParam(dtype string) kernelParam {
+	return kernelParam{name: "gemm_frac." + dtype, lo: 0.05, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "gemm" && g.DType == dtype },
+		get:   func(e chips.Efficiency) float64 { return e.GEMMFrac[dtype] },
+		set: func(e *chips.Efficiency, v float64) {
+			m := map[string]float64{}
+			for k, x := range e.GEMMFrac {
+				m[k] = x
+			}
+			m[dtype] = v
+			e.GEMMFrac = m
+		}}
+}
+
+// kernelParams are what the kernel tables pin: the dense GEMM ceiling per precision (FP8 with
+// per-tensor scales: block-scaled FP8 and the KV cache in FP8 are other kernels, reported by
+// validate --kernels and not fitted here), prefill attention's share of the 16-bit peak, and
+// the share of HBM bandwidth decode attention streams a 16-bit KV cache at.
+var kernelParams = []kernelParam{
+	gemmKernelParam("bf16"), gemmKernelParam("fp8"), gemmKernelParam("fp4"),
+	{name: "attn_frac", lo: 0.05, hi: 1,
+		match: func(g KernelGroup) bool {
+			return g.Family == "context_attention" && g.DType == "bf16" && g.KVDType == "bf16"
+		},
+		get: func(e chips.Efficiency) float64 { return e.AttnFrac },
+		set: func(e *chips.Efficiency, v float64) { e.AttnFrac = v }},
+	{name: "attn_decode_hbm_frac", lo: 0.05, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "bf16" },
+		get: func(e chips.Efficiency) float64 {
+			if e.AttnDecodeHBMFrac > 0 {
+				return e.AttnDecodeHBMFrac
+			}
+			return e.HBMFrac
+		},
+		set: func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac = v }},
+}
+
+// FitKernelLanes fits each chip's lane for each engine to the engine's measured kernels. Only
+// groups whose every row is physically possible are used.
+func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
+	type key struct{ chip, engine string }
+	var order []key
+	byKey := map[key][]KernelGroup{}
+	for _, g := range ks.Groups {
+		k := key{g.Chip, g.Engine}
+		if byKey[k] == nil {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], g)
+	}
+	var out []KernelLaneFit
+	for _, k := range order {
+		chip, err := db.Lookup(k.chip)
+		if err != nil {
+			return nil, fmt.Errorf("kernel lane %s %s: %w", k.chip, k.engine, err)
+		}
+		eff := chip.Efficiency.Lane(k.engine)
+		f := KernelLaneFit{Chip: k.chip, Engine: k.engine, Lane: chips.Efficiency{Sources: map[string]string{}}}
+		for _, p := range kernelParams {
+			var gs []KernelGroup
+			for _, g := range byKey[k] {
+				if p.match(g) {
+					gs = append(gs, g)
+					f.Release = g.Release
+				}
+			}
+			if len(gs) == 0 {
+				continue
+			}
+			fit, held := splitRows(gs)
+			if len(fit) == 0 || len(held) == 0 {
+				continue
+			}
+			if impossible, err := anyBelowRoofline(chip, gs); err != nil || impossible {
+				continue
+			}
+			loss := func(v float64, rows []kernelRow) (float64, error) {
+				e := eff
+				p.set(&e, v)
+				return kernelLoss(chip, e, rows)
+			}
+			before := p.get(eff)
+			best := goldenLog(p.lo, p.hi, func(v float64) float64 {
+				l, err := loss(v, fit)
+				if err != nil {
+					return math.Inf(1)
+				}
+				return l
+			})
+			hb, err := loss(before, held)
+			if err != nil {
+				return nil, err
+			}
+			ha, err := loss(best, held)
+			if err != nil {
+				return nil, err
+			}
+			best = math.Round(best*1000) / 1000
+			pf := KernelParamFit{Name: p.name, Family: gs[0].Family, Before: before, After: best,
+				FitRows: len(fit), HeldRows: len(held), HeldErrBefore: hb, HeldErrAfter: ha, Adopted: ha < hb}
+			f.Params = append(f.Params, pf)
+			if !pf.Adopted {
+				continue
+			}
+			p.set(&f.Lane, best)
+			f.Lane.Sources[p.name] = fmt.Sprintf("fitted by mrep calibrate --kernels to %s %s's measured %s kernels (%s), half the shapes; held-out median |log error| %.0f%% -> %.0f%%",
+				k.engine, gs[0].Release, gs[0].Family, gs[0].Source, 100*hb, 100*ha)
+		}
+		if len(f.Params) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// kernelRow is one measured kernel of a group.
+type kernelRow struct {
+	g KernelGroup
+	r []float64
+}
+
+func splitRows(gs []KernelGroup) (fit, held []kernelRow) {
+	for _, g := range gs {
+		h := g.heldOut()
+		for i, r := range g.Rows {
+			if h[i] {
+				held = append(held, kernelRow{g, r})
+			} else {
+				fit = append(fit, kernelRow{g, r})
+			}
+		}
+	}
+	return fit, held
+}
+
+func anyBelowRoofline(chip chips.Chip, gs []KernelGroup) (bool, error) {
+	for _, g := range gs {
+		dtype := g.timingDType()
+		for _, r := range g.Rows {
+			if r[len(r)-1]*1e-6 < roofline(g.kernel(r, dtype), chip, dtype)*(1-1e-9) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// kernelLoss is the median |log(predicted / measured)| of rows on chip with figures e.
+func kernelLoss(chip chips.Chip, e chips.Efficiency, rows []kernelRow) (float64, error) {
+	chip.Efficiency = e
+	models := map[string]*timing.Model{}
+	var ls []float64
+	for _, kr := range rows {
+		dtype := kr.g.timingDType()
+		tm, ok := models[dtype]
+		if !ok {
+			var err error
+			if tm, err = timing.New(chip, dtype); err != nil {
+				return 0, err
+			}
+			models[dtype] = tm
+		}
+		pred := tm.Kernel(kr.g.kernel(kr.r, dtype)).Time()
+		ls = append(ls, math.Abs(math.Log(pred/(kr.r[len(kr.r)-1]*1e-6))))
+	}
+	sort.Float64s(ls)
+	return math.Exp(median(ls)) - 1, nil
+}
+
+// goldenLog minimises f over [lo, hi] by golden-section search on a log scale (the figures are
+// shares: a factor matters, not a difference).
+func goldenLog(lo, hi float64, f func(float64) float64) float64 {
+	a, b := math.Log(lo), math.Log(hi)
+	g := (math.Sqrt(5) - 1) / 2
+	c, d := b-g*(b-a), a+g*(b-a)
+	fc, fd := f(math.Exp(c)), f(math.Exp(d))
+	for i := 0; i < 40; i++ {
+		if fc < fd {
+			b, d, fd = d, c, fc
+			c = b - g*(b-a)
+			fc = f(math.Exp(c))
+		} else {
+			a, c, fc = c, d, fd
+			d = a + g*(b-a)
+			fd = f(math.Exp(d))
+		}
+	}
+	return math.Exp((a + b) / 2)
+}
