@@ -96,3 +96,26 @@ func TestKernelLaneFit(t *testing.T) {
 		t.Errorf("figures taken: %v; want bf16 GEMMs and decode attention on at least 15 of the 21 lanes", taken)
 	}
 }
+
+// A row that names no engine is timed with the engine plan serve and analyze default to on its
+// chip: vLLM on AMD, TensorRT-LLM on NVIDIA (issue 32: validate timed an unnamed MI300X row with
+// TensorRT-LLM's figures while the planner used vLLM's).
+func TestUnnamedEngineFollowsThePlanner(t *testing.T) {
+	db := chips.Default()
+	for chip, want := range map[string]string{"MI300X": "vllm", "H100-SXM": "trtllm", "B200": "trtllm"} {
+		c, err := db.Lookup(chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := engineOf(Row{Chip: chip}, c); got != want {
+			t.Errorf("%s: a row without an engine runs %s, want %s", chip, got, want)
+		}
+		if got := engineOf(Row{Chip: chip, Engine: "SGLang"}, c); got != "sglang" {
+			t.Errorf("%s: a row naming SGLang runs %s", chip, got)
+		}
+	}
+	rows, err := Where([]Row{{ID: "a", Chip: "MI300X"}, {ID: "b", Chip: "H100-SXM"}}, []string{"engine=vllm"})
+	if err != nil || len(rows) != 1 || rows[0].ID != "a" {
+		t.Errorf("--where engine=vllm: %v, %+v", err, rows)
+	}
+}

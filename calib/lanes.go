@@ -8,6 +8,7 @@ import (
 
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/layout"
+	"github.com/mrep-dev/mrep/serve"
 )
 
 // Training lanes: a framework's figures on a chip (chips.Efficiency.Lanes), fitted to the
@@ -461,14 +462,23 @@ func ChipFamily(chip string) string {
 // EngineName is the summary group of an inference row: its engine (the measured rows without
 // one are TensorRT-LLM's) and chip family.
 func EngineName(p Prepared) string {
-	return engineOf(p.Row) + " " + ChipFamily(p.Chip.Name)
+	return engineOf(p.Row, p.Chip) + " " + ChipFamily(p.Chip.Name)
 }
 
-// engineOf is the serving engine a row ran: the one it names, else TensorRT-LLM (every row
-// without one is a trtllm-bench or gptSessionBenchmark run).
-func engineOf(r Row) string {
-	if r.Engine == "" {
-		return "trtllm"
+// engineOf is the serving engine a row ran on chip: the one it names, else the engine plan
+// serve and analyze default to there (serve.Lane: vLLM on AMD, TensorRT-LLM elsewhere, where
+// every shipped row without one is a trtllm-bench or gptSessionBenchmark run), so validate
+// times a row as the planner would.
+func engineOf(r Row, chip chips.Chip) string {
+	if e := strings.ToLower(strings.TrimSpace(r.Engine)); e != "" {
+		return e
 	}
-	return strings.ToLower(r.Engine)
+	return serve.Lane("", chip)
+}
+
+// engineOfNamed is engineOf for a row whose chip is known only by name (filters): the chip from
+// the default database, an unknown chip as NVIDIA's.
+func engineOfNamed(r Row) string {
+	chip, _ := chips.Default().Lookup(r.Chip)
+	return engineOf(r, chip)
 }

@@ -192,7 +192,7 @@ func (p *Prepared) count(m *analyzer.Model) error {
 // engine it names (serve.EnginePreset), else trtllm-bench's (benchEngine); the limits and KV
 // fraction the row states it set itself override either.
 func rowEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
-	if e := engineOf(r); e == "vllm" || e == "sglang" {
+	if e := engineOf(r, chip); e == "vllm" || e == "sglang" {
 		if eng, err := serve.EnginePreset(e, chip.MemoryGiB); err == nil {
 			return r.limits(eng)
 		}
@@ -297,7 +297,7 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 	if p.train != nil {
 		chip.Efficiency = eff.Lane(p.train.l.Framework) // the training framework's figures
 	} else {
-		chip.Efficiency = eff.Lane(engineOf(p.Row)) // the serving engine's figures on this chip
+		chip.Efficiency = eff.Lane(engineOf(p.Row, p.Chip)) // the serving engine's figures on this chip
 	}
 	s, err := p.Row.Scenario()
 	if err != nil {

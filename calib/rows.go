@@ -662,7 +662,7 @@ func Where(rows []Row, conds []string) ([]Row, error) {
 		case "kind":
 			return r.Kind
 		case "engine":
-			return engineOf(r)
+			return engineOfNamed(r)
 		case "dtype":
 			return r.DType
 		case "source":
