@@ -117,18 +117,40 @@ func InferenceMemory(m *analyzer.Model, s analyzer.Scenario, stages int64, reser
 	return mem
 }
 
+// KV memory fractions: what a serving engine's fraction is a fraction of.
+const (
+	// OfFree: of the memory left after the weights and the reserve (TensorRT-LLM's
+	// kv_cache_free_gpu_mem_fraction).
+	OfFree = ""
+	// OfTotal: of the whole GPU, which must hold the weights, the reserve (activations, CUDA
+	// graphs) and the KV cache (vLLM's gpu_memory_utilization).
+	OfTotal = "total"
+	// OfStatic: of the whole GPU for the weights and the KV pool; activations and graphs live in
+	// the rest (SGLang's mem_fraction_static).
+	OfStatic = "static"
+)
+
 // KVTokens is how many tokens of KV cache one GPU holds beside its share of the weights and the
-// reserve: the given fraction of what is left (a serving engine's KV memory fraction), at the
+// reserve, at the engine's memory fraction read as of says (OfFree, OfTotal, OfStatic), at the
 // KV bytes one token keeps on this GPU (with PP stages, each GPU holds its stage's layers of
 // every token).
-func KVTokens(m *analyzer.Model, s analyzer.Scenario, stages int64, memBytes, reserve, fraction float64) float64 {
+func KVTokens(m *analyzer.Model, s analyzer.Scenario, stages int64, memBytes, reserve, fraction float64, of string) float64 {
 	st := float64(max(stages, 1))
-	free := memBytes - weightsPerGPU(m, s, max(stages, 1)) - reserve
+	w := weightsPerGPU(m, s, max(stages, 1))
+	var kv float64
+	switch of {
+	case OfTotal:
+		kv = fraction*memBytes - w - reserve
+	case OfStatic:
+		kv = fraction*memBytes - w
+	default:
+		kv = fraction * (memBytes - w - reserve)
+	}
 	per := m.KVBytesPerToken(s) / st
-	if free <= 0 || per <= 0 {
+	if kv <= 0 || per <= 0 {
 		return 0
 	}
-	return fraction * free / per
+	return kv / per
 }
 
 // Verdicts.

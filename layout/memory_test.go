@@ -38,19 +38,39 @@ func TestKVCapacityIsTheMemoryModelsRemainder(t *testing.T) {
 	s := analyzer.DefaultScenario()
 	const mem, reserve = 80 << 30, 3 << 30
 	for _, pp := range []int64{1, 2, 4} {
-		n := KVTokens(m, s, pp, mem, reserve, 1)
+		n := KVTokens(m, s, pp, mem, reserve, 1, OfFree)
 		s.Batch, s.KVLen, s.Seq = 1, int64(n), 1
 		got := InferenceMemory(m, s, pp, reserve)
 		testutil.Near(t, "weights + KV + reserve at capacity", got.Weights+got.KV+got.Margin, mem, 1e-5) // the capacity rounded down to whole tokens
 		if f := Check("x", got, mem); f.Fits {
 			t.Errorf("PP%d: a step's activations on top of a full cache cannot fit: %s", pp, f.Verdict())
 		}
-		if KVTokens(m, s, pp, mem, reserve, 0.9) >= n {
+		if KVTokens(m, s, pp, mem, reserve, 0.9, OfFree) >= n {
 			t.Error("a smaller KV fraction must hold fewer tokens")
 		}
 	}
-	if KVTokens(m, s, 1, 1<<30, 0, 0.9) != 0 {
+	if KVTokens(m, s, 1, 1<<30, 0, 0.9, OfFree) != 0 {
 		t.Error("no memory left after the weights: no KV tokens")
+	}
+}
+
+// The engines read their memory fraction differently (issue 32/35): by hand for Llama-3.1-8B
+// (16.06 GB of bf16 weights, 131,072 B of KV per token) on an 80 GiB GPU with a 3 GiB reserve at
+// 0.9: TensorRT-LLM gives 0.9 x (80 GiB - W - 3 GiB) to KV, vLLM 0.9 x 80 GiB - W - 3 GiB,
+// SGLang 0.9 x 80 GiB - W.
+func TestKVFractionAsEachEngineReadsIt(t *testing.T) {
+	m := zooModel(t, "Llama-3.1-8B")
+	s := analyzer.DefaultScenario()
+	const gib = 1 << 30
+	mem, reserve := 80.0*gib, 3.0*gib
+	w := 2 * float64(m.TotalParams)
+	per := m.KVBytesPerToken(s)
+	testutil.Near(t, "KV bytes per token", per, 131072, 0)
+	for of, want := range map[string]float64{OfFree: 0.9 * (mem - w - reserve), OfTotal: 0.9*mem - w - reserve, OfStatic: 0.9*mem - w} {
+		testutil.Near(t, "KV tokens ("+of+")", KVTokens(m, s, 1, mem, reserve, 0.9, of), want/per, 1e-12)
+	}
+	if !(KVTokens(m, s, 1, mem, reserve, 0.9, OfTotal) < KVTokens(m, s, 1, mem, reserve, 0.9, OfFree)) {
+		t.Error("vLLM's fraction of the whole GPU must leave less KV than TensorRT-LLM's of the free memory")
 	}
 }
 

@@ -61,8 +61,8 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	} else {
 		engine += ":"
 	}
-	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. %s in-flight batching, chunked prefill under a %g-token budget, %.0f%% of the free memory for the KV cache.\n\n",
-		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), engine, o.Engine.TokenBudget, 100*o.Engine.KVFraction)
+	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. %s in-flight batching, chunked prefill under a %g-token budget, %s.\n\n",
+		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), engine, o.Engine.TokenBudget, o.Engine.KVMemory())
 	if p.Meeting == 0 {
 		w.printf("**No deployment meets the SLO and the load.** %s\n\n", Visible(p.NoConfig))
 	} else {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
+	memory "github.com/mrep-dev/mrep/layout"
 )
 
 // BenchRun is what trtllm-bench sizes its engine from: the dataset's prompt and output lengths,
@@ -135,6 +136,7 @@ func EnginePreset(name string, memGiB float64) (Engine, error) {
 			e.MaxBatch, e.TokenBudget = 256, 2048
 		}
 		e.KVFraction, e.KVBlock = 0.9, 16
+		e.KVFractionOf = memory.OfTotal                // gpu_memory_utilization: weights, activations and KV inside
 		e.GraphMaxTokens = math.Min(2*e.MaxBatch, 512) // max_cudagraph_capture_size
 	case "sglang":
 		e.Name, e.Release = "SGLang", "0.5.x"
@@ -143,7 +145,8 @@ func EnginePreset(name string, memGiB float64) (Engine, error) {
 			e.TokenBudget = 16384
 		}
 		e.KVFraction, e.KVBlock = 0.88, 1
-		e.PrefillOnlySteps = true // --enable-mixed-chunk is off by default
+		e.KVFractionOf = memory.OfStatic // mem_fraction_static: weights and the KV pool inside
+		e.PrefillOnlySteps = true        // --enable-mixed-chunk is off by default
 	default:
 		return e, fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
 	}

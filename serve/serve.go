@@ -15,9 +15,13 @@ import (
 
 // Engine is the serving engine's memory and scheduling knobs (defaults: TensorRT-LLM's).
 type Engine struct {
-	// KVFraction of the memory left after weights and reserves goes to the KV cache
-	// (TensorRT-LLM kv_cache_free_gpu_mem_fraction 0.9; vLLM gpu_memory_utilization 0.9).
-	KVFraction float64
+	// KVFraction goes to the KV cache, of what KVFractionOf says: the memory left after weights
+	// and reserves ("", TensorRT-LLM's kv_cache_free_gpu_mem_fraction 0.9), the whole GPU with
+	// weights and reserve inside ("total", vLLM's gpu_memory_utilization 0.9), or the whole GPU
+	// with the weights inside ("static", SGLang's mem_fraction_static). Read as the engine reads
+	// its own flag, so a plan's capacity and the flag --emit writes agree.
+	KVFraction   float64
+	KVFractionOf string
 	// ReserveBytes per GPU for CUDA graphs, communication buffers and the prefill chunk's
 	// activations (stated default 3 GiB).
 	ReserveBytes float64
@@ -98,6 +102,17 @@ func (e Engine) computed(isl int64) int64 {
 	return max(1, int64(math.Round(float64(isl)*(1-e.PrefixHit))))
 }
 
+// KVMemory says what the KV cache gets, as the engine reads its memory fraction.
+func (e Engine) KVMemory() string {
+	switch e.KVFractionOf {
+	case memory.OfTotal:
+		return fmt.Sprintf("%.0f%% of the GPU's memory for the weights, activations and the KV cache (what is left after them is the KV cache)", 100*e.KVFraction)
+	case memory.OfStatic:
+		return fmt.Sprintf("%.0f%% of the GPU's memory for the weights and the KV cache (what is left after the weights is the KV cache)", 100*e.KVFraction)
+	}
+	return fmt.Sprintf("%.0f%% of the free memory for the KV cache", 100*e.KVFraction)
+}
+
 // DefaultEngine is TensorRT-LLM's defaults as the measured runs used them.
 func DefaultEngine() Engine {
 	return Engine{KVFraction: 0.9, ReserveBytes: 3 * (1 << 30), TokenBudget: 8192, MaxBatch: 8192, KVBlock: 32}
@@ -107,7 +122,7 @@ func DefaultEngine() Engine {
 // the engine's reserve, at its KV fraction: the memory model's (layout.KVTokens), so a plan's
 // capacity and analyze's verdict come from one place.
 func KVTokens(m *analyzer.Model, s analyzer.Scenario, memBytes float64, e Engine) float64 {
-	return memory.KVTokens(m, s, int64(e.stages()), memBytes, e.ReserveBytes, e.KVFraction)
+	return memory.KVTokens(m, s, int64(e.stages()), memBytes, e.ReserveBytes, e.KVFraction, e.KVFractionOf)
 }
 
 // Result is a steady state of the engine.
