@@ -90,6 +90,14 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	for _, in := range inputs {
 		w.printf("- %s: %s; %s\n", mdName(in.Chip), mdName(in.Price), mdName(in.Power))
 	}
+	if p.Command != "" {
+		cmd := Visible(p.Command)
+		fence := "```"
+		for strings.Contains(cmd, fence) {
+			fence += "`"
+		}
+		w.printf("\nThis plan, reproduced:\n\n%ssh\n%s\n%s\n", fence, cmd, fence)
+	}
 	return w.err
 }
 

@@ -111,6 +111,9 @@ type Plan struct {
 	// step (Simulate): arrivals, admission, chunked prefill beside decodes, the tail. Absent
 	// for disaggregated and pipelined deployments, which the simulation does not model.
 	Simulated *Simulated `json:"simulated,omitempty"`
+	// Command is the command line that reproduces this plan (set by the caller that parsed
+	// one; empty for a plan made in code).
+	Command string `json:"command,omitempty"`
 }
 
 // Simulated is one replica of a deployment under its share of the load.

@@ -61,7 +61,7 @@ func planServeCommand(env Env) *cli.Command {
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
 			}
-			d, err := loadArgRun(c, env)
+			run, d, err := loadArg(c, env)
 			if err != nil {
 				return err
 			}
@@ -73,6 +73,7 @@ func planServeCommand(env Env) *cli.Command {
 			if err != nil {
 				return cli.Exit("plan serve: "+err.Error(), exitFailure)
 			}
+			plan.Command = invocation(c, c.Args().First(), run.ID > 0)
 			emitted, notes, err := emitDeployments(c, d, plan)
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,48 @@ func TestPrintedCommandsReproduce(t *testing.T) {
 					g.Step.StepTime, g.Fit.Memory.Total/(1<<30), g.Fit.Verdict, best.Step.StepTime, best.Memory.Total/(1<<30), best.Fit.Verdict)
 			}
 		})
+	}
+}
+
+// plan serve's printed command, split by a real shell and run, plans the same deployments: for
+// a dense model on two chips with an SLO, an MoE under vLLM in FP8 with a prefix cache, a
+// workload file and speculative decoding.
+func TestPrintedServeCommandsReproduce(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to split the printed command")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	wl := filepath.Join(dir, "mix of prompts.csv") // a path that needs quoting
+	if err := os.WriteFile(wl, []byte("isl,osl,count\n1000,200,3\n4000,500,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"Llama-3.1-8B", "--chip", "H100", "--chip", "H200", "--users", "40", "--tpot", "30ms"},
+		{"Qwen3-30B-A3B", "--engine", "vllm", "--dtype", "fp8", "--rate", "2.5", "--prefix-hit", "0.3", "--max-gpus", "4"},
+		{"Llama-3.1-70B", "--workload", wl, "--spec-tokens", "2", "--spec-accept", "0.6", "--users", "16", "--top", "3"},
+	} {
+		var plan struct {
+			Best    json.RawMessage `json:"best"`
+			Command string          `json:"command"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, db, append(append([]string{"plan", "serve"}, args...), "--json")...)), &plan); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(sh, "-c", "printf '%s\\0' "+strings.TrimPrefix(plan.Command, "mrep ")).Output()
+		if err != nil {
+			t.Fatalf("sh cannot read %s: %v", plan.Command, err)
+		}
+		words := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+		var again struct {
+			Best json.RawMessage `json:"best"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, db, append(words, "--json")...)), &again); err != nil {
+			t.Fatalf("%s: %v", plan.Command, err)
+		}
+		if len(plan.Best) < 10 || !bytes.Equal(plan.Best, again.Best) {
+			t.Errorf("%s plans other deployments than %v", plan.Command, args)
+		}
 	}
 }
