@@ -206,19 +206,7 @@ func calibrateLanes(c *cli.Context, src calib.RowSource) error {
 // calibrateKernels is calibrate --kernels: the serving lanes fitted to the measured kernels,
 // printed, and with -o written as a chips file of every chip it changed.
 func calibrateKernels(c *cli.Context) error {
-	for _, f := range []string{"from", "lanes", "set", "where", "fit", "abs-loss", "leave-out", "chip"} {
-		if c.IsSet(f) {
-			return cli.Exit("calibrate --kernels fits to the shipped kernel set: --"+f+" does not apply", exitUsage)
-		}
-	}
-	if c.Args().Present() {
-		return cli.Exit("calibrate --kernels fits to the shipped kernel set: no rows file", exitUsage)
-	}
-	ks, err := calib.Kernels()
-	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
-	}
-	db, err := chipDB(c)
+	ks, db, err := shippedKernels(c, "from", "lanes", "set", "where", "fit", "abs-loss", "leave-out", "chip")
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mrep-dev/mrep/calib"
+	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
@@ -173,19 +174,7 @@ func rowSource(c *cli.Context) (calib.RowSource, error) {
 
 // validateKernels is validate --kernels: the shipped measured kernels against the time model.
 func validateKernels(c *cli.Context) error {
-	for _, f := range []string{"extended", "heldout", "set", "where", "loo"} {
-		if c.IsSet(f) {
-			return cli.Exit("validate --kernels checks the shipped kernel set: --"+f+" does not apply", exitUsage)
-		}
-	}
-	if c.Args().Present() {
-		return cli.Exit("validate --kernels checks the shipped kernel set: no rows file", exitUsage)
-	}
-	ks, err := calib.Kernels()
-	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
-	}
-	db, err := chipDB(c)
+	ks, db, err := shippedKernels(c, "extended", "heldout", "set", "where", "loo")
 	if err != nil {
 		return err
 	}
@@ -197,4 +186,24 @@ func validateKernels(c *cli.Context) error {
 		return writeJSON(c.App.Writer, rep)
 	}
 	return render.WriteKernelCheck(c.App.Writer, rep)
+}
+
+// shippedKernels is the measured kernel set and the chips --kernels checks or fits it against,
+// after refusing the row-set flags (named) and a rows file, which do not apply to it.
+func shippedKernels(c *cli.Context, rowFlags ...string) (calib.KernelSet, *chips.DB, error) {
+	verb := c.Command.Name + " --kernels"
+	for _, f := range rowFlags {
+		if c.IsSet(f) {
+			return calib.KernelSet{}, nil, cli.Exit(verb+" uses the shipped kernel set: --"+f+" does not apply", exitUsage)
+		}
+	}
+	if c.Args().Present() {
+		return calib.KernelSet{}, nil, cli.Exit(verb+" uses the shipped kernel set: no rows file", exitUsage)
+	}
+	ks, err := calib.Kernels()
+	if err != nil {
+		return ks, nil, cli.Exit(err.Error(), exitFailure)
+	}
+	db, err := chipDB(c)
+	return ks, db, err
 }
