@@ -490,6 +490,9 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Attention, Count: 1,
 		FLOPs: exec * fTC, VectorFLOPs: exec * fSoftmax, DType: s.AttnDType(), Bytes: act + math.Max(kv, floorKV) + tmp,
 		Batch: sh.batch, Heads: h, Queries: sh.queries, Decode: sh.decode, GroupM: groupM * sh.queries}
+	if sh.decode {
+		c.fwdK.KVElem = s.KVBytes
+	}
 	c.bwdK[0] = c.fwdK
 	c.bwdK[0].FLOPs, c.bwdK[0].VectorFLOPs = exec*FlashBwdFactor*fTC, exec*FlashBwdFactor*fSoftmax
 	c.bwdK[0].Bytes, c.bwdK[0].Backward = 2*act+2*tmp, true

@@ -61,9 +61,10 @@ func gemmKernelParam(dtype string) kernelParam {
 }
 
 // kernelParams are what the kernel tables pin: the dense GEMM ceiling per precision (FP8 with
-// per-tensor scales: block-scaled FP8 and the KV cache in FP8 are other kernels, reported by
-// validate --kernels and not fitted here), prefill attention's share of the 16-bit peak, and
-// the share of HBM bandwidth decode attention streams a 16-bit KV cache at.
+// per-tensor scales: block-scaled FP8 GEMMs are other kernels, reported by validate --kernels
+// and not fitted here), prefill attention's share of the 16-bit peak, and the share of HBM
+// bandwidth decode attention streams a 16-bit KV cache at, and an 8-bit one (after the 16-bit
+// figure, which it falls back to).
 var kernelParams = []kernelParam{
 	gemmKernelParam("bf16"), gemmKernelParam("fp8"), gemmKernelParam("fp4"),
 	{name: "attn_frac", lo: 0.05, hi: 1,
@@ -81,6 +82,18 @@ var kernelParams = []kernelParam{
 			return e.HBMFrac
 		},
 		set: func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac = v }},
+	{name: "attn_decode_hbm_frac_8bit", lo: 0.05, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "fp8" },
+		get: func(e chips.Efficiency) float64 {
+			switch {
+			case e.AttnDecodeHBMFrac8 > 0:
+				return e.AttnDecodeHBMFrac8
+			case e.AttnDecodeHBMFrac > 0:
+				return e.AttnDecodeHBMFrac
+			}
+			return e.HBMFrac
+		},
+		set: func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac8 = v }},
 }
 
 // FitKernelLanes fits each chip's lane for each engine to the engine's measured kernels. Only

@@ -92,8 +92,8 @@ func TestKernelLaneFit(t *testing.T) {
 			}
 		}
 	}
-	if taken["gemm_frac.bf16"] < 15 || taken["attn_decode_hbm_frac"] < 15 {
-		t.Errorf("figures taken: %v; want bf16 GEMMs and decode attention on at least 15 of the 21 lanes", taken)
+	if taken["gemm_frac.bf16"] < 15 || taken["attn_decode_hbm_frac"] < 15 || taken["attn_decode_hbm_frac_8bit"] < 15 {
+		t.Errorf("figures taken: %v; want bf16 GEMMs and decode attention (16- and 8-bit caches) on at least 15 of the 21 lanes", taken)
 	}
 }
 

@@ -77,6 +77,11 @@ type Efficiency struct {
 	// with their partial-result reduction, paged gathers and FP8 dequantization read below a
 	// plain copy's rate. A serving engine's lane sets it from its kernels' measured times.
 	AttnDecodeHBMFrac float64 `json:"attn_decode_hbm_frac,omitempty"`
+	// AttnDecodeHBMFrac8 is the same for an 8-bit (FP8) KV cache, counted in its 8-bit bytes
+	// (0: as a 16-bit cache): the kernels dequantize each element as they stream it, so halving
+	// the bytes does not halve the time (NVIDIA's measured kernels: FP8-KV decode attention runs
+	// 0.3-0.5x mrep's byte count would say).
+	AttnDecodeHBMFrac8 float64 `json:"attn_decode_hbm_frac_8bit,omitempty"`
 	// HBMFrac is the achievable share of the nominal memory bandwidth.
 	HBMFrac float64 `json:"hbm_frac,omitempty"`
 	// KernelLatencyUs is the fixed cost of one kernel launch (launch, ramp-up, tail, sync).
@@ -182,6 +187,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.AttnFrac, o.AttnFrac)
 	setF(&out.AttnBwdFrac, o.AttnBwdFrac)
 	setF(&out.AttnDecodeHBMFrac, o.AttnDecodeHBMFrac)
+	setF(&out.AttnDecodeHBMFrac8, o.AttnDecodeHBMFrac8)
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)
@@ -227,6 +233,9 @@ func (e Efficiency) validate() error {
 	}
 	if e.AttnDecodeHBMFrac != 0 {
 		fracs["attn_decode_hbm_frac"] = e.AttnDecodeHBMFrac
+	}
+	if e.AttnDecodeHBMFrac8 != 0 {
+		fracs["attn_decode_hbm_frac_8bit"] = e.AttnDecodeHBMFrac8
 	}
 	for _, k := range sortedKeys(fracs) {
 		if v := fracs[k]; !(v > 0 && v <= 1) {

@@ -160,8 +160,17 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 	var kt KernelTime
 	kt.Latency = k.Count * m.lat
 	kt.Memory = k.Bytes / m.bw
-	if k.Kind == kernels.Attention && k.Decode && m.Eff.AttnDecodeHBMFrac > 0 {
-		kt.Memory = k.Bytes / (m.Chip.HBMBytesPerSec() * m.Eff.AttnDecodeHBMFrac)
+	if k.Kind == kernels.Attention && k.Decode {
+		// decode attention streams the KV cache at its kernels' own share of the bandwidth,
+		// lower still for an 8-bit cache it dequantizes as it reads (lanes fitted to the
+		// engines' measured kernels: mrep calibrate --kernels)
+		frac := m.Eff.AttnDecodeHBMFrac
+		if k.KVElem > 0 && k.KVElem < 2 && m.Eff.AttnDecodeHBMFrac8 > 0 {
+			frac = m.Eff.AttnDecodeHBMFrac8
+		}
+		if frac > 0 {
+			kt.Memory = k.Bytes / (m.Chip.HBMBytesPerSec() * frac)
+		}
 	}
 	switch k.Kind {
 	case kernels.GEMM:
