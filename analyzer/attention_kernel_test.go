@@ -16,7 +16,7 @@ func TestAttentionKernelIsTheStepsKernel(t *testing.T) {
 		want AttentionShape
 	}{
 		{Decode, func(s *Scenario) { s.Batch, s.KVLen = 8, 4096 }, AttentionShape{Batch: 8, Queries: 1, KVLen: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Decode: true, ActBytes: 2, KVBytes: 2}},
-		{Prefill, func(s *Scenario) { s.Batch, s.Seq = 2, 2048 }, AttentionShape{Batch: 2, Queries: 2048, KVLen: 2048, Heads: 32, KVHeads: 8, HeadDim: 128, ActBytes: 2, KVBytes: 2}},
+		{Prefill, func(s *Scenario) { s.Batch, s.Seq = 2, 2048 }, AttentionShape{Batch: 2, Queries: 2048, KVLen: 2048, Heads: 32, KVHeads: 8, HeadDim: 128, CacheWrite: true, ActBytes: 2, KVBytes: 2}},
 	} {
 		s := DefaultScenario()
 		tc.s(&s)

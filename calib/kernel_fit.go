@@ -37,13 +37,16 @@ type KernelParamFit struct {
 	Adopted bool `json:"adopted"`
 }
 
-// kernelParam is a figure, the groups that pin it and its physical range.
+// kernelParam is a figure, the groups that pin it and its physical range; with, when set, is
+// a fixed cost per call fitted jointly with it (microseconds, from 0 to its hi), so the share
+// describes the large shapes and the cost the small ones.
 type kernelParam struct {
 	name   string
 	lo, hi float64
 	match  func(g KernelGroup) bool
 	get    func(e chips.Efficiency) float64
 	set    func(e *chips.Efficiency, v float64)
+	with   *kernelParam
 }
 
 func gemmKernelParam(dtype string) kernelParam {
@@ -72,7 +75,10 @@ var kernelParams = []kernelParam{
 			return g.Family == "context_attention" && g.DType == "bf16" && g.KVDType == "bf16"
 		},
 		get: func(e chips.Efficiency) float64 { return e.AttnFrac },
-		set: func(e *chips.Efficiency, v float64) { e.AttnFrac = v }},
+		set: func(e *chips.Efficiency, v float64) { e.AttnFrac = v },
+		with: &kernelParam{name: "attn_overhead_us", lo: 0, hi: 100,
+			get: func(e chips.Efficiency) float64 { return e.AttnOverheadUs },
+			set: func(e *chips.Efficiency, v float64) { e.AttnOverheadUs = v }}},
 	{name: "attn_decode_hbm_frac", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "bf16" },
 		get: func(e chips.Efficiency) float64 {
@@ -81,7 +87,10 @@ var kernelParams = []kernelParam{
 			}
 			return e.HBMFrac
 		},
-		set: func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac = v }},
+		set: func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac = v },
+		with: &kernelParam{name: "attn_decode_overhead_us", lo: 0, hi: 100,
+			get: func(e chips.Efficiency) float64 { return e.AttnDecodeOverheadUs },
+			set: func(e *chips.Efficiency, v float64) { e.AttnDecodeOverheadUs = v }}},
 	{name: "attn_decode_hbm_frac_8bit", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "fp8" },
 		get: func(e chips.Efficiency) float64 {
@@ -103,6 +112,9 @@ func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
 	var order []key
 	byKey := map[key][]KernelGroup{}
 	for _, g := range ks.Groups {
+		if g.Engine == TorchEngine {
+			continue // an independent check of the chip's own figures, not a serving engine's lane
+		}
 		k := key{g.Chip, g.Engine}
 		if byKey[k] == nil {
 			order = append(order, k)
@@ -135,37 +147,65 @@ func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
 			if impossible, err := anyBelowRoofline(chip, gs); err != nil || impossible {
 				continue
 			}
-			loss := func(v float64, rows []kernelRow) (float64, error) {
+			before := p.get(eff)
+			var w0 float64
+			if p.with != nil {
+				w0 = p.with.get(eff)
+			}
+			at := func(v, w float64) chips.Efficiency {
 				e := eff
 				p.set(&e, v)
-				return kernelLoss(chip, e, rows)
+				if p.with != nil {
+					p.with.set(&e, w)
+				}
+				return e
 			}
-			before := p.get(eff)
-			best := goldenLog(p.lo, p.hi, func(v float64) float64 {
-				l, err := loss(v, fit)
+			fitLoss := func(v, w float64) float64 {
+				l, err := kernelLoss(chip, at(v, w), fit)
 				if err != nil {
 					return math.Inf(1)
 				}
 				return l
-			})
-			hb, err := loss(before, held)
+			}
+			best, bestW := before, w0
+			// coordinate descent: the share on a log scale, the fixed cost on a linear one
+			for round := 0; round < map[bool]int{true: 4, false: 1}[p.with != nil]; round++ {
+				w := bestW
+				best = goldenLog(p.lo, p.hi, func(v float64) float64 { return fitLoss(v, w) })
+				if p.with != nil {
+					v := best
+					bestW = golden(func(w float64) float64 { return fitLoss(v, w) }, p.with.lo, p.with.hi, 40)
+				}
+			}
+			best, bestW = math.Round(best*1000)/1000, math.Round(bestW*10)/10
+			hb, err := kernelLoss(chip, at(before, w0), held)
 			if err != nil {
 				return nil, err
 			}
-			ha, err := loss(best, held)
+			ha, err := kernelLoss(chip, at(best, bestW), held)
 			if err != nil {
 				return nil, err
 			}
-			best = math.Round(best*1000) / 1000
-			pf := KernelParamFit{Name: p.name, Family: gs[0].Family, Before: before, After: best,
-				FitRows: len(fit), HeldRows: len(held), HeldErrBefore: hb, HeldErrAfter: ha, Adopted: ha < hb}
-			f.Params = append(f.Params, pf)
-			if !pf.Adopted {
+			adopt := ha < hb
+			f.Params = append(f.Params, KernelParamFit{Name: p.name, Family: gs[0].Family, Before: before, After: best,
+				FitRows: len(fit), HeldRows: len(held), HeldErrBefore: hb, HeldErrAfter: ha, Adopted: adopt})
+			if p.with != nil {
+				f.Params = append(f.Params, KernelParamFit{Name: p.with.name, Family: gs[0].Family, Before: w0, After: bestW,
+					FitRows: len(fit), HeldRows: len(held), HeldErrBefore: hb, HeldErrAfter: ha, Adopted: adopt})
+			}
+			if !adopt {
 				continue
 			}
-			p.set(&f.Lane, best)
-			f.Lane.Sources[p.name] = fmt.Sprintf("fitted by mrep calibrate --kernels to %s %s's measured %s kernels (%s), half the shapes; held-out median |log error| %.0f%% -> %.0f%%",
+			src := fmt.Sprintf("fitted by mrep calibrate --kernels to %s %s's measured %s kernels (%s), half the shapes; held-out median |log error| %.0f%% -> %.0f%%",
 				k.engine, gs[0].Release, gs[0].Family, gs[0].Source, 100*hb, 100*ha)
+			p.set(&f.Lane, best)
+			p.set(&eff, best) // the figures after it are fitted with it (an FP8 cache's decode pays the op's cost too)
+			f.Lane.Sources[p.name] = src
+			if p.with != nil {
+				p.with.set(&f.Lane, bestW)
+				p.with.set(&eff, bestW)
+				f.Lane.Sources[p.with.name] = src + " (fitted with " + p.name + ")"
+			}
 		}
 		if len(f.Params) > 0 {
 			out = append(out, f)
@@ -231,20 +271,5 @@ func kernelLoss(chip chips.Chip, e chips.Efficiency, rows []kernelRow) (float64,
 // goldenLog minimises f over [lo, hi] by golden-section search on a log scale (the figures are
 // shares: a factor matters, not a difference).
 func goldenLog(lo, hi float64, f func(float64) float64) float64 {
-	a, b := math.Log(lo), math.Log(hi)
-	g := (math.Sqrt(5) - 1) / 2
-	c, d := b-g*(b-a), a+g*(b-a)
-	fc, fd := f(math.Exp(c)), f(math.Exp(d))
-	for i := 0; i < 40; i++ {
-		if fc < fd {
-			b, d, fd = d, c, fc
-			c = b - g*(b-a)
-			fc = f(math.Exp(c))
-		} else {
-			a, c, fc = c, d, fd
-			d = a + g*(b-a)
-			fd = f(math.Exp(d))
-		}
-	}
-	return math.Exp((a + b) / 2)
+	return math.Exp(golden(func(x float64) float64 { return f(math.Exp(x)) }, math.Log(lo), math.Log(hi), 40))
 }

@@ -21,6 +21,13 @@ import (
 //go:embed kernels.json.gz
 var kernelsGz []byte
 
+// kernelsTorch is the same grid timed with PyTorch (cuBLAS, SDPA) on a lent H100 by
+// calib/sources/torch_kernels.py: an independent collector, predicted with the chip's own
+// figures (engine "torch" has no lane).
+//
+//go:embed kernels_torch_h100.json
+var kernelsTorch []byte
+
 // KernelSet is measured kernels: groups of one chip, engine release, kernel family, precision
 // and the kernel the engine ran, each row a shape and its latency.
 type KernelSet struct {
@@ -48,6 +55,9 @@ type KernelGroup struct {
 	Rows [][]float64 `json:"rows"`
 }
 
+// TorchEngine names the groups timed with plain PyTorch (no serving engine).
+const TorchEngine = "torch"
+
 // Kernels is the shipped measured kernel set.
 func Kernels() (KernelSet, error) {
 	var ks KernelSet
@@ -58,6 +68,12 @@ func Kernels() (KernelSet, error) {
 	if err := json.NewDecoder(zr).Decode(&ks); err != nil {
 		return ks, fmt.Errorf("embedded kernel set: %w", err)
 	}
+	var torch KernelSet
+	if err := json.Unmarshal(kernelsTorch, &torch); err != nil {
+		return ks, fmt.Errorf("embedded torch kernel set: %w", err)
+	}
+	ks.About += " " + torch.About
+	ks.Groups = append(ks.Groups, torch.Groups...)
 	for _, g := range ks.Groups {
 		want := map[string]int{"gemm": 4, "context_attention": 7, "generation_attention": 7}[g.Family]
 		if want == 0 || len(g.Cols) != want {
@@ -243,7 +259,7 @@ func (g KernelGroup) kernel(r []float64, dtype string) kernels.Kernel {
 	}
 	kv := analyzer.DType(g.KVDType).Bytes()
 	k := analyzer.AttentionKernel(analyzer.AttentionShape{Batch: r[0], Queries: r[1], KVLen: r[2], Heads: int64(r[3]), KVHeads: int64(r[4]),
-		HeadDim: int64(r[5]), Decode: g.Family == "generation_attention", ActBytes: 2, KVBytes: kv})
+		HeadDim: int64(r[5]), Decode: g.Family == "generation_attention", CacheWrite: g.Engine != TorchEngine, ActBytes: 2, KVBytes: kv})
 	k.Graphed = true // a kernel benchmark times the GPU, not the host's launch
 	return k
 }

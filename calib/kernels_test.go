@@ -20,6 +20,12 @@ func TestKernelSetAgainstTheTimeModel(t *testing.T) {
 	covered := map[string]bool{}
 	rows := 0
 	for _, g := range ks.Groups {
+		if g.Engine == TorchEngine {
+			if !strings.Contains(g.Source, "torch_kernels.py on a lent NVIDIA H100") || len(g.Rows) < 100 {
+				t.Errorf("torch group %s: %d rows, source %q", g.Family, len(g.Rows), g.Source)
+			}
+			continue
+		}
 		covered[g.Chip+" "+g.Engine+" "+g.Family] = true
 		rows += len(g.Rows)
 		if !strings.HasPrefix(g.Source, "aiconfigurator-core 0.12.0: ") || g.Release == "" || g.GPU == "" || g.Kernel == "" {
@@ -58,8 +64,16 @@ func TestKernelSetAgainstTheTimeModel(t *testing.T) {
 			}
 		}
 	}
-	if bf16 != 9 {
-		t.Errorf("%d pooled bf16 GEMM groups on Hopper and Blackwell, want 9 (3 engines x 3 families)", bf16)
+	if bf16 != 10 {
+		t.Errorf("%d pooled bf16 GEMM groups on Hopper and Blackwell, want 10 (3 engines x 3 families, and torch on H100)", bf16)
+	}
+	// Our own timings on the lent H100 (PyTorch's cuBLAS and SDPA FlashAttention, graph-replayed):
+	// mrep's kernel model with the chip's own figures comes within 25% median on attention too,
+	// so the engines' extra time in NVIDIA's tables is their attention op, not the kernel.
+	for _, p := range rep.Pooled {
+		if strings.Contains(p.Group, ", torch ") && p.MedianAbsErr > 0.25 {
+			t.Errorf("%s: median |error| %.1f%% against our own H100 timings, want within 25%%", p.Group, 100*p.MedianAbsErr)
+		}
 	}
 }
 
@@ -78,7 +92,11 @@ func TestKernelLaneFit(t *testing.T) {
 	taken := map[string]int{}
 	for _, f := range fits {
 		for _, p := range f.Params {
-			if !(p.After > 0.05 && p.After <= 1) || p.FitRows == 0 || p.HeldRows == 0 {
+			lo, hi := 0.05, 1.0
+			if strings.HasSuffix(p.Name, "_us") {
+				lo, hi = 0, 100 // a fixed cost per call, microseconds
+			}
+			if !(p.After >= lo && p.After <= hi) || p.FitRows == 0 || p.HeldRows == 0 {
 				t.Errorf("%s %s %s: fitted %g on %d rows, %d held out", f.Chip, f.Engine, p.Name, p.After, p.FitRows, p.HeldRows)
 			}
 			if p.Adopted != (p.HeldErrAfter < p.HeldErrBefore) {
@@ -92,8 +110,9 @@ func TestKernelLaneFit(t *testing.T) {
 			}
 		}
 	}
-	if taken["gemm_frac.bf16"] < 15 || taken["attn_decode_hbm_frac"] < 15 || taken["attn_decode_hbm_frac_8bit"] < 15 {
-		t.Errorf("figures taken: %v; want bf16 GEMMs and decode attention (16- and 8-bit caches) on at least 15 of the 21 lanes", taken)
+	if taken["gemm_frac.bf16"] < 15 || taken["attn_frac"] < 18 || taken["attn_overhead_us"] != taken["attn_frac"] ||
+		taken["attn_decode_hbm_frac"] < 18 || taken["attn_decode_overhead_us"] != taken["attn_decode_hbm_frac"] || taken["attn_decode_hbm_frac_8bit"] < 12 {
+		t.Errorf("figures taken: %v; want bf16 GEMMs on at least 15 of the 21 lanes, attention with its op's cost on 18, an FP8 cache's decode on 12", taken)
 	}
 }
 

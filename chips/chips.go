@@ -82,6 +82,13 @@ type Efficiency struct {
 	// the bytes does not halve the time (NVIDIA's measured kernels: FP8-KV decode attention runs
 	// 0.3-0.5x mrep's byte count would say).
 	AttnDecodeHBMFrac8 float64 `json:"attn_decode_hbm_frac_8bit,omitempty"`
+	// AttnOverheadUs and AttnDecodeOverheadUs are what a serving engine's attention op costs
+	// per call beyond its kernel, in prefill and in decode: the KV-cache write, the paged
+	// cache's metadata and the kernel's plan, which a plain FlashAttention call does not do
+	// (NVIDIA's timings of the engines' ops run 5-15 us over PyTorch's SDPA on the same small
+	// shapes of an H100, and meet it on large ones).
+	AttnOverheadUs       float64 `json:"attn_overhead_us,omitempty"`
+	AttnDecodeOverheadUs float64 `json:"attn_decode_overhead_us,omitempty"`
 	// HBMFrac is the achievable share of the nominal memory bandwidth.
 	HBMFrac float64 `json:"hbm_frac,omitempty"`
 	// KernelLatencyUs is the fixed cost of one kernel launch (launch, ramp-up, tail, sync).
@@ -188,6 +195,8 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.AttnBwdFrac, o.AttnBwdFrac)
 	setF(&out.AttnDecodeHBMFrac, o.AttnDecodeHBMFrac)
 	setF(&out.AttnDecodeHBMFrac8, o.AttnDecodeHBMFrac8)
+	setF(&out.AttnOverheadUs, o.AttnOverheadUs)
+	setF(&out.AttnDecodeOverheadUs, o.AttnDecodeOverheadUs)
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)
@@ -243,7 +252,8 @@ func (e Efficiency) validate() error {
 		}
 	}
 	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
-		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs, "seq_overhead_us": e.SeqOverheadUs, "request_overhead_us": e.RequestOverheadUs} {
+		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs, "seq_overhead_us": e.SeqOverheadUs, "request_overhead_us": e.RequestOverheadUs,
+		"attn_overhead_us": e.AttnOverheadUs, "attn_decode_overhead_us": e.AttnDecodeOverheadUs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
 		}

@@ -172,6 +172,14 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 			kt.Memory = k.Bytes / (m.Chip.HBMBytesPerSec() * frac)
 		}
 	}
+	if k.Kind == kernels.Attention && !k.Backward {
+		// a serving engine's attention op beyond its kernel (cache write, metadata, plan)
+		over := m.Eff.AttnOverheadUs
+		if k.Decode {
+			over = m.Eff.AttnDecodeOverheadUs
+		}
+		kt.Latency += k.Count * over * 1e-6
+	}
 	switch k.Kind {
 	case kernels.GEMM:
 		kt.Eta = m.GEMMEta(k)
