@@ -80,6 +80,9 @@ examples: $(VENV_OK)
 reports: export SOURCE_DATE_EPOCH = 1767225600
 reports: build
 	@rm -rf out/reports.db && mkdir -p out
+	@# the committed reports are this target's own output: written anew (mrep never overwrites a
+	@# directory it cannot tell it wrote)
+	rm -rf examples/reports/deepseek-v3-h200-fp8 examples/reports/llama-3.1-8b-h100-bf16
 	./bin/mrep --db out/reports.db ingest examples/dumps/DeepSeek-V3.json.gz examples/dumps/Llama-3.1-8B.json.gz
 	./bin/mrep --db out/reports.db report DeepSeek-V3 --chip H200 --chip B200 --dtype fp8 -b 8 -s 255 -o examples/reports/deepseek-v3-h200-fp8
 	./bin/mrep --db out/reports.db report Llama-3.1-8B --chip H100 --chip A100 --chip MI300X -b 8 -s 2048 -o examples/reports/llama-3.1-8b-h100-bf16
