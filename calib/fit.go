@@ -239,6 +239,10 @@ type ChipFit struct {
 	// LeaveOut is the grouping LeaveOneOut held out together ("model", "source"; "": rows).
 	LeaveOut   string           `json:"leave_out,omitempty"`
 	Efficiency chips.Efficiency `json:"efficiency"`
+	// Lane, when the fit was made on top of a lane (CalibrateOptions.Lane), names it, and
+	// LaneFigures are the fitted figures alone with their sources: what goes into that lane.
+	Lane        string            `json:"lane,omitempty"`
+	LaneFigures *chips.Efficiency `json:"lane_figures,omitempty"`
 }
 
 // Calibrate fits each chip the rows name, separately. source describes the rows for the
@@ -259,6 +263,10 @@ type CalibrateOptions struct {
 	LeaveOut func(Prepared) string
 	// LeaveOutName is what the groups are, for the report ("model").
 	LeaveOutName string
+	// Lane fits on top of the chip's figures in that lane (a serving engine's kernel figures,
+	// say) instead of the chip's own, and returns the fitted figures for that lane: how an
+	// engine's host overheads are fitted with its measured kernels in place.
+	Lane string
 }
 
 // GroupBy is the row grouping a leave-out check by name holds out together: model, source
@@ -316,6 +324,9 @@ func CalibrateWith(ps []Prepared, names []string, source string, o CalibrateOpti
 			return nil, err // a fit would bend the figures toward a run that cannot be
 		}
 		base := rows[0].Chip.Efficiency
+		if o.Lane != "" {
+			base = base.Lane(o.Lane) // the lane's figures in place; the fitted ones go into it
+		}
 		base.Lanes = nil // the chip's own figures are fitted; a lane would hide them
 		eff, _, err := fitWith(rows, base, params, loss)
 		if err != nil {
@@ -335,6 +346,18 @@ func CalibrateWith(ps []Prepared, names []string, source string, o CalibrateOpti
 			}
 		}
 		cf.Efficiency = eff
+		if o.Lane != "" {
+			lane := chips.Efficiency{Sources: map[string]string{}}
+			for _, pr := range params {
+				pr.set(&lane, pr.get(&eff))
+				key := pr.Name
+				if strings.HasPrefix(key, "gemm_frac.") {
+					key = "gemm_frac"
+				}
+				lane.Sources[key] = eff.Sources[key] + fmt.Sprintf(" (on top of the chip's %s lane)", o.Lane)
+			}
+			cf.Lane, cf.LaneFigures = o.Lane, &lane
+		}
 		cf.Before = before
 		if cf.After, err = Validate(rows, map[string]chips.Efficiency{chip: eff}); err != nil {
 			return nil, err

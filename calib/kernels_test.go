@@ -138,3 +138,39 @@ func TestUnnamedEngineFollowsThePlanner(t *testing.T) {
 		t.Errorf("--where engine=vllm: %v, %+v", err, rows)
 	}
 }
+
+// A fit on top of a lane keeps the lane's other figures in place and returns the fitted ones
+// for that lane alone: B200's trtllm lane carries a grouped GEMM fraction of its own, which a
+// fit of the step overhead on its MoE rows keeps, where a fit of the chip's own figures would
+// drop it.
+func TestCalibrateOnTopOfALane(t *testing.T) {
+	rows, err := Where(Extended(), []string{"chip=B200", "model=Qwen3-30B-A3B", "tp=1"})
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%v, %d rows", err, len(rows))
+	}
+	rows = rows[:3]
+	ps := prepared(t, rows)
+	lane := chips.Default().LanesOf("B200")["trtllm"]
+	fits, err := CalibrateWith(ps, []string{"step_overhead_us"}, "three B200 rows", CalibrateOptions{AbsLoss: true, MaxLeaveOneOut: 1, Lane: "trtllm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fits[0]
+	if f.Lane != "trtllm" || f.LaneFigures == nil {
+		t.Fatalf("lane %q, figures %v", f.Lane, f.LaneFigures)
+	}
+	if f.Efficiency.GroupedGEMMFrac != lane.GroupedGEMMFrac {
+		t.Errorf("fitted on grouped_gemm_frac %g, the lane's is %g", f.Efficiency.GroupedGEMMFrac, lane.GroupedGEMMFrac)
+	}
+	lf := *f.LaneFigures
+	if lf.StepOverheadUs != f.Params["step_overhead_us"] || lf.GroupedGEMMFrac != 0 || len(lf.Sources) != 1 ||
+		!strings.Contains(lf.Sources["step_overhead_us"], "on top of the chip's trtllm lane") {
+		t.Errorf("lane figures %+v: want the fitted step overhead alone, with its source", lf)
+	}
+	merged := chips.Default()
+	b200, _ := merged.Lookup("B200")
+	e := b200.Efficiency.WithLane("trtllm", lf)
+	if got := e.Lanes["trtllm"]; got.GroupedGEMMFrac != lane.GroupedGEMMFrac || got.StepOverheadUs != lf.StepOverheadUs || len(e.Lanes) != len(b200.Efficiency.Lanes) {
+		t.Errorf("the lane written back: %+v", got)
+	}
+}

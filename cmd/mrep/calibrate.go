@@ -29,6 +29,7 @@ func calibrateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "kernels", Usage: "fit each chip's serving-engine lanes to the engine's measured kernels shipped with mrep (validate --kernels): GEMM fraction per precision, prefill attention, decode attention's KV bandwidth; a figure is taken only where it predicts the held-out shapes better"},
 			&cli.StringFlag{Name: "set", Usage: "fit to a row set shipped with mrep instead of a file: calibration, extended, heldout, amd-vllm, bench-serve"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
+			&cli.StringFlag{Name: "lane", Usage: "fit on top of each chip's `LANE` figures (a serving engine's, e.g. those calibrate --kernels wrote) and write the fitted figures into that lane, leaving the chip's own and its other lanes as they are"},
 			&cli.StringFlag{Name: "leave-out", Value: "row", Usage: "the check's held-out group: row (one at a time), model, source (one published table) or chip; each refitted without it and then predicted"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
@@ -46,6 +47,9 @@ func calibrateCommand() *cli.Command {
 				return cli.Exit("calibrate --"+err.Error(), exitUsage)
 			}
 			if c.Bool("lanes") {
+				if c.IsSet("lane") {
+					return cli.Exit("calibrate --lanes fits the training lanes themselves: --lane does not apply", exitUsage)
+				}
 				return calibrateLanes(c, src)
 			}
 			given := !src.Shipped() || src.Set != "" // a rows file or --set
@@ -69,7 +73,7 @@ func calibrateCommand() *cli.Command {
 				what += " where " + strings.Join(w, " and ")
 			}
 			fits, err := calib.CalibrateWith(ps, c.StringSlice("fit"), what, calib.CalibrateOptions{
-				AbsLoss: c.Bool("abs-loss"), LeaveOut: group, LeaveOutName: c.String("leave-out")})
+				AbsLoss: c.Bool("abs-loss"), LeaveOut: group, LeaveOutName: c.String("leave-out"), Lane: strings.ToLower(c.String("lane"))})
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("calibrate %s: %v", render.Visible(what), err), exitFailure)
 			}
@@ -84,7 +88,11 @@ func calibrateCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					chip.Efficiency = f.Efficiency
+					if f.LaneFigures != nil {
+						chip.Efficiency = chip.Efficiency.WithLane(f.Lane, *f.LaneFigures)
+					} else {
+						chip.Efficiency = f.Efficiency
+					}
 					list = append(list, chip)
 				}
 				if err := output.WriteFile(out, func(w io.Writer) error { return chips.Write(w, list) }); err != nil {
@@ -206,7 +214,7 @@ func calibrateLanes(c *cli.Context, src calib.RowSource) error {
 // calibrateKernels is calibrate --kernels: the serving lanes fitted to the measured kernels,
 // printed, and with -o written as a chips file of every chip it changed.
 func calibrateKernels(c *cli.Context) error {
-	ks, db, err := shippedKernels(c, "from", "lanes", "set", "where", "fit", "abs-loss", "leave-out", "chip")
+	ks, db, err := shippedKernels(c, "from", "lanes", "lane", "set", "where", "fit", "abs-loss", "leave-out", "chip")
 	if err != nil {
 		return err
 	}
