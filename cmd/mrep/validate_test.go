@@ -413,8 +413,9 @@ func TestValidateKernels(t *testing.T) {
 }
 
 // calibrate --kernels writes a chips file whose serving lanes, given back with --chips-file,
-// predict the measured kernels closer than the shipped figures (H100 vLLM decode attention),
-// and leaves what it did not fit as it was.
+// predict the measured kernels closer than the shipped figures (H100 TensorRT-LLM decode
+// attention: vLLM's and SGLang's lanes ship their fits already), and leaves what it did not fit
+// as it was.
 func TestCalibrateKernels(t *testing.T) {
 	dir := t.TempDir()
 	db, out := filepath.Join(dir, "k.db"), filepath.Join(dir, "lanes.json")
@@ -436,16 +437,16 @@ func TestCalibrateKernels(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, g := range rep.Groups {
-			if g.Chip == "H100-SXM" && g.Engine == "vllm" && g.Family == "generation_attention" && g.KVDType == "bf16" {
+			if g.Chip == "H100-SXM" && g.Engine == "trtllm" && g.Family == "generation_attention" && g.KVDType == "bf16" {
 				return g.Err
 			}
 		}
-		t.Fatal("no H100 vLLM decode attention group")
+		t.Fatal("no H100 TensorRT-LLM decode attention group")
 		return 0
 	}
 	before, after := groupErr(), groupErr("--chips-file", out)
 	if !(after < before) {
-		t.Errorf("H100 vLLM decode attention: median |error| %.3f with the shipped lane, %.3f with the fitted one", before, after)
+		t.Errorf("H100 TensorRT-LLM decode attention: median |error| %.3f with the shipped lane, %.3f with the fitted one", before, after)
 	}
 	if _, _, err := run(t, db, "calibrate", "--kernels", "--set", "extended"); exitCode(err) != exitUsage {
 		t.Errorf("calibrate --kernels --set: exit %d, want a usage error", exitCode(err))
