@@ -127,14 +127,17 @@ def write(engine, lanes):
         if c["name"] not in lanes:
             continue
         figs, src = lanes[c["name"]]
-        lane = collections.OrderedDict(figs)
         srcs = collections.OrderedDict((k, src) for k in figs)
         if engine == "trtllm" and c["name"] == "GB200":
             srcs["grouped_gemm_frac"] = "carried from B200's trtllm lane (the same Blackwell GPU and kernels): " + lanes["B200"][1]
-        lane["sources"] = srcs
         eff = c.setdefault("efficiency", collections.OrderedDict())
         ls = eff.setdefault("lanes", collections.OrderedDict())
-        ls[engine] = lane
+        # merged: the lane's other figures (the measured-kernel ones of write_kernel_lanes.py) stay
+        lane = ls.setdefault(engine, collections.OrderedDict())
+        sources = lane.pop("sources", collections.OrderedDict())
+        lane.update(figs)
+        sources.update(srcs)
+        lane["sources"] = sources
         eff["lanes"] = collections.OrderedDict(sorted(ls.items()))
     json.dump(d, open(p, "w"), indent=2, ensure_ascii=False)
     open(p, "a").write("\n")
