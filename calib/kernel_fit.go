@@ -144,8 +144,8 @@ func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
 			if len(fit) == 0 || len(held) == 0 {
 				continue
 			}
-			if impossible, err := anyBelowRoofline(chip, gs); err != nil || impossible {
-				continue
+			if anyBelowRoofline(chip, gs) {
+				continue // nothing is fitted to a physically impossible table
 			}
 			before := p.get(eff)
 			var w0 float64
@@ -168,8 +168,13 @@ func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
 				return l
 			}
 			best, bestW := before, w0
-			// coordinate descent: the share on a log scale, the fixed cost on a linear one
-			for round := 0; round < map[bool]int{true: 4, false: 1}[p.with != nil]; round++ {
+			// coordinate descent: the share on a log scale, the fixed cost on a linear one; a
+			// figure alone needs one pass
+			rounds := 1
+			if p.with != nil {
+				rounds = 4
+			}
+			for round := 0; round < rounds; round++ {
 				w := bestW
 				best = goldenLog(p.lo, p.hi, func(v float64) float64 { return fitLoss(v, w) })
 				if p.with != nil {
@@ -234,19 +239,19 @@ func splitRows(gs []KernelGroup) (fit, held []kernelRow) {
 	return fit, held
 }
 
-func anyBelowRoofline(chip chips.Chip, gs []KernelGroup) (bool, error) {
+func anyBelowRoofline(chip chips.Chip, gs []KernelGroup) bool {
 	for _, g := range gs {
-		dtype := g.timingDType()
 		for _, r := range g.Rows {
-			if r[len(r)-1]*1e-6 < roofline(g.kernel(r, dtype), chip, dtype)*(1-1e-9) {
-				return true, nil
+			if g.belowRoofline(r, chip) {
+				return true
 			}
 		}
 	}
-	return false, nil
+	return false
 }
 
-// kernelLoss is the median |log(predicted / measured)| of rows on chip with figures e.
+// kernelLoss is the typical relative error of rows on chip with figures e: exp of the median
+// |log(predicted / measured)|, minus one (a factor's error, symmetric in over and under).
 func kernelLoss(chip chips.Chip, e chips.Efficiency, rows []kernelRow) (float64, error) {
 	chip.Efficiency = e
 	models := map[string]*timing.Model{}

@@ -159,7 +159,7 @@ func CheckKernels(ks KernelSet, db *chips.DB) (KernelReport, error) {
 			ratios = append(ratios, pred/meas)
 			errs = append(errs, math.Abs(pred/meas-1))
 			pooled[pool] = append(pooled[pool], pred/meas)
-			if meas < roofline(k, chip, dtype)*(1-1e-9) {
+			if g.belowRoofline(r, chip) {
 				c.BelowRoofline++
 			}
 			if held[i] {
@@ -262,6 +262,13 @@ func (g KernelGroup) kernel(r []float64, dtype string) kernels.Kernel {
 		HeadDim: int64(r[5]), Decode: g.Family == "generation_attention", CacheWrite: g.Engine != TorchEngine, ActBytes: 2, KVBytes: kv})
 	k.Graphed = true // a kernel benchmark times the GPU, not the host's launch
 	return k
+}
+
+// belowRoofline says whether row r was measured faster than its kernel's ideal roofline on
+// chip allows (impossible: a chip figure or the row is wrong).
+func (g KernelGroup) belowRoofline(r []float64, chip chips.Chip) bool {
+	dtype := g.timingDType()
+	return r[len(r)-1]*1e-6 < roofline(g.kernel(r, dtype), chip, dtype)*(1-1e-9)
 }
 
 // roofline is a kernel's ideal time: its executed FLOPs at the datasheet peak or its bytes at

@@ -14,11 +14,10 @@ import (
 // command printed to reproduce it leaves them out.
 var outputOnly = map[string]bool{"output": true, "json": true, "help": true}
 
-// invocation is the command as the user ran it, normalised: the global flags that choose the
-// model and chips (--db only for a stored run, its password never printed), the verb, the model
-// as the user named it, and every flag of the verb the user set, in the verb's order, each
-// value as parsed. Run as printed it gives the same answer (TestPrintedCommandsReproduce).
-func invocation(c *cli.Context, sel string, fromDB bool) string {
+// globalArgs is "mrep" and the global flags that chose the model and chips of a printed
+// command: --db only for a stored run (a PostgreSQL password is never printed), --chips-file,
+// and --set.
+func globalArgs(c *cli.Context, fromDB bool) []string {
 	args := []string{"mrep"}
 	if fromDB {
 		args = append(args, "--db", store.Redact(c.String("db")))
@@ -29,6 +28,15 @@ func invocation(c *cli.Context, sel string, fromDB bool) string {
 	for _, kv := range c.StringSlice("set") {
 		args = append(args, "--set", kv)
 	}
+	return args
+}
+
+// invocation is the command as the user ran it, normalised: the global flags that choose the
+// model and chips (--db only for a stored run, its password never printed), the verb, the model
+// as the user named it, and every flag of the verb the user set, in the verb's order, each
+// value as parsed. Run as printed it gives the same answer (TestPrintedCommandsReproduce).
+func invocation(c *cli.Context, sel string, fromDB bool) string {
+	args := globalArgs(c, fromDB)
 	// the verbs from the root down: Lineage runs from this command up to the app
 	lin := c.Lineage()
 	for i := len(lin) - 2; i >= 1; i-- {

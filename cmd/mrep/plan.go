@@ -17,7 +17,6 @@ import (
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/runref"
-	"github.com/mrep-dev/mrep/store"
 )
 
 // trainPlanOutput is plan train's JSON: the plan's fields, and the run's cost with --tokens.
@@ -183,17 +182,7 @@ func planCommand(env Env) *cli.Command {
 // layout with its framework knobs. Run as printed it gives the same step time and verdict
 // (TestPrintedCommandsReproduce).
 func reproduce(c *cli.Context, sel string, fromDB bool, s analyzer.Scenario, ft analyzer.FineTune, l layout.Layout) string {
-	args := []string{"mrep"}
-	if fromDB { // a stored run: the history it is in (a PostgreSQL password is never printed)
-		args = append(args, "--db", store.Redact(c.String("db")))
-	}
-	if c.IsSet("chips-file") {
-		args = append(args, "--chips-file", c.String("chips-file"))
-	}
-	for _, kv := range c.StringSlice("set") {
-		args = append(args, "--set", kv)
-	}
-	args = append(args, "analyze", sel, "--phase", "training")
+	args := append(globalArgs(c, fromDB), "analyze", sel, "--phase", "training")
 	for _, name := range []string{"system", "chip", "dtype", "recipe"} {
 		if c.IsSet(name) {
 			args = append(args, "--"+name, c.String(name))
