@@ -45,6 +45,11 @@ type Scenario struct {
 	// independent of the attention's TP (0: as TP). Attention TP8 with experts EP8 x ETP1 on
 	// the same 8 GPUs is Megatron's MoE layout.
 	ETP int64 `json:"etp,omitempty"`
+	// BalancedRouting: the tokens of a step are dealt to the experts round-robin, so T tokens
+	// of top-k touch min(E, T*k) experts (a kernel benchmark's "balanced" routing). Otherwise
+	// each token picks its k experts at random and T of them touch E*(1-(1-k/E)^T) on average
+	// (DistinctExperts), as live traffic does.
+	BalancedRouting bool `json:"-"`
 	// CP is context parallel (training, prefill): each GPU holds S/CP of every sequence's
 	// tokens (load-balanced for causal attention) and gathers the K/V of the others.
 	CP int64 `json:"cp,omitempty"`
@@ -363,8 +368,11 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	tokens := sh.tokens * tp / float64(s.TP)
 	groupTokens := tokens * ep
 	frac := DistinctExperts(E, k, groupTokens) / E // share of experts touched this step
-	held := float64(op.Experts) / ep               // experts of this weight on this GPU
-	if op.Experts == 1 {                           // one of E separate expert modules: held by one GPU of EP
+	if s.BalancedRouting {
+		frac = math.Min(1, groupTokens*k/E)
+	}
+	held := float64(op.Experts) / ep // experts of this weight on this GPU
+	if op.Experts == 1 {             // one of E separate expert modules: held by one GPU of EP
 		held = 1 / ep
 	}
 	perExpert := float64(op.Numel) / math.Max(float64(op.Experts), 1)
@@ -390,6 +398,7 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	c.bwdK[0] = gemmKernel(op, s.ComputeDType, mEff, in, out, groups, f, w+p.ActFusion*act)
 	c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, mEff, groups, f, gTouched+p.ActFusion*act)
 	c.fwdK.Grouped, c.bwdK[0].Grouped, c.bwdK[1].Grouped = true, true, true
+	c.bwdK[0].Backward, c.bwdK[1].Backward = true, true
 	c.nBwd = 2
 	if s.lowPrecisionTraining(ph) {
 		c.castK = castKernel(op, assignments*(in+out), held*perExpert/tp, s)

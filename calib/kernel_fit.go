@@ -63,6 +63,30 @@ func gemmKernelParam(dtype string) kernelParam {
 		}}
 }
 
+// moeGEMMParam is the MoE op's compute-bound share for a precision, fitted to the groups of
+// the table's precision from.
+func moeGEMMParam(dtype, from string) kernelParam {
+	return kernelParam{name: "moe_gemm_frac." + dtype, lo: 0.05, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "moe" && g.DType == from },
+		get: func(e chips.Efficiency) float64 {
+			if f, ok := e.MoEGEMMFrac[dtype]; ok {
+				return f
+			}
+			if e.GroupedGEMMFrac > 0 {
+				return e.GroupedGEMMFrac
+			}
+			return 1
+		},
+		set: func(e *chips.Efficiency, v float64) {
+			m := map[string]float64{}
+			for k, x := range e.MoEGEMMFrac {
+				m[k] = x
+			}
+			m[dtype] = v
+			e.MoEGEMMFrac = m
+		}}
+}
+
 // kernelParams are what the kernel tables pin: the dense GEMM ceiling per precision (FP8 with
 // per-tensor scales: block-scaled FP8 GEMMs are other kernels, reported by validate --kernels
 // and not fitted here), prefill attention's share of the 16-bit peak, and the share of HBM
@@ -91,6 +115,22 @@ var kernelParams = []kernelParam{
 		with: &kernelParam{name: "attn_decode_overhead_us", lo: 0, hi: 100,
 			get: func(e chips.Efficiency) float64 { return e.AttnDecodeOverheadUs },
 			set: func(e *chips.Efficiency, v float64) { e.AttnDecodeOverheadUs = v }}},
+	// MoE layers: the weight-streaming share and the op's fixed cost on 16-bit layers, then the
+	// compute-bound share per precision on top (FP8 from block-scaled layers: DeepSeek-V3/R1's
+	// and Qwen3's FP8 checkpoints use 128x128 block scales).
+	{name: "moe_hbm_frac", lo: 0.05, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "moe" && g.DType == "bf16" },
+		get: func(e chips.Efficiency) float64 {
+			if e.MoEHBMFrac > 0 {
+				return e.MoEHBMFrac
+			}
+			return e.HBMFrac
+		},
+		set: func(e *chips.Efficiency, v float64) { e.MoEHBMFrac = v },
+		with: &kernelParam{name: "moe_overhead_us", lo: 0, hi: 100,
+			get: func(e chips.Efficiency) float64 { return e.MoEOverheadUs },
+			set: func(e *chips.Efficiency, v float64) { e.MoEOverheadUs = v }}},
+	moeGEMMParam("bf16", "bf16"), moeGEMMParam("fp8", "fp8_block"), moeGEMMParam("fp4", "fp4"),
 	{name: "attn_decode_hbm_frac_8bit", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "fp8" },
 		get: func(e chips.Efficiency) float64 {
@@ -140,12 +180,9 @@ func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
 			if len(gs) == 0 {
 				continue
 			}
-			fit, held := splitRows(gs)
+			fit, held := splitRows(chip, gs)
 			if len(fit) == 0 || len(held) == 0 {
 				continue
-			}
-			if anyBelowRoofline(chip, gs) {
-				continue // nothing is fitted to a physically impossible table
 			}
 			before := p.get(eff)
 			var w0 float64
@@ -225,13 +262,16 @@ type kernelRow struct {
 	r []float64
 }
 
-func splitRows(gs []KernelGroup) (fit, held []kernelRow) {
+func splitRows(chip chips.Chip, gs []KernelGroup) (fit, held []kernelRow) {
 	for _, g := range gs {
 		h := g.heldOut()
+		bad := g.impossibleShapes(chip)
 		for i, r := range g.Rows {
-			if h[i] {
+			switch {
+			case bad[g.shapeClass(r)]:
+			case h[i]:
 				held = append(held, kernelRow{g, r})
-			} else {
+			default:
 				fit = append(fit, kernelRow{g, r})
 			}
 		}
@@ -239,15 +279,17 @@ func splitRows(gs []KernelGroup) (fit, held []kernelRow) {
 	return fit, held
 }
 
-func anyBelowRoofline(chip chips.Chip, gs []KernelGroup) bool {
-	for _, g := range gs {
-		for _, r := range g.Rows {
-			if g.belowRoofline(r, chip) {
-				return true
-			}
+// impossibleShapes are the shapes of g with a row measured faster than the chip's roofline:
+// nothing is fitted to them (a row that beats physics makes its neighbours suspect too: on an
+// H100, the tables time DeepSeek-V3's MoE layer streaming its experts at 5.6 TB/s).
+func (g KernelGroup) impossibleShapes(chip chips.Chip) map[[3]float64]bool {
+	bad := map[[3]float64]bool{}
+	for _, r := range g.Rows {
+		if g.belowRoofline(r, chip) {
+			bad[g.shapeClass(r)] = true
 		}
 	}
-	return false
+	return bad
 }
 
 // kernelLoss is the typical relative error of rows on chip with figures e: exp of the median
@@ -266,7 +308,7 @@ func kernelLoss(chip chips.Chip, e chips.Efficiency, rows []kernelRow) (float64,
 			}
 			models[dtype] = tm
 		}
-		pred := tm.Kernel(kr.g.kernel(kr.r, dtype)).Time()
+		pred := kr.g.predict(tm, kr.r, dtype)
 		ls = append(ls, math.Abs(math.Log(pred/(kr.r[len(kr.r)-1]*1e-6))))
 	}
 	sort.Float64s(ls)

@@ -40,17 +40,19 @@ type KernelGroup struct {
 	Chip    string `json:"chip"`
 	Engine  string `json:"engine"`
 	Release string `json:"release"`
-	// Family: gemm, context_attention or generation_attention.
+	// Family: gemm, context_attention, generation_attention or moe.
 	Family string `json:"family"`
-	// DType is the GEMM's precision (bf16, fp8, fp8_block, fp4) or attention's; KVDType the KV
-	// cache's (attention only).
+	// DType is the GEMM's or MoE layer's precision (bf16, fp8, fp8_block, fp4; w4a16: 4-bit
+	// weights in 16-bit math) or attention's; KVDType the KV cache's (attention only).
 	DType   string `json:"dtype"`
 	KVDType string `json:"kv_dtype"`
 	Kernel  string `json:"kernel"` // the engine's kernel, as the collector names it
 	GPU     string `json:"gpu"`
 	Source  string `json:"source"`
 	// Cols name the row fields: m, n, k, us (gemm); batch, queries, kv_len, heads, kv_heads,
-	// head_dim, us (attention). us is the measured latency in microseconds.
+	// head_dim, us (attention); tokens, hidden, inter, experts, topk, tp, ep, us (moe: tokens
+	// entering the layer over the EP group, balanced routing). us is the measured latency in
+	// microseconds.
 	Cols []string    `json:"cols"`
 	Rows [][]float64 `json:"rows"`
 }
@@ -75,7 +77,7 @@ func Kernels() (KernelSet, error) {
 	ks.About += " " + torch.About
 	ks.Groups = append(ks.Groups, torch.Groups...)
 	for _, g := range ks.Groups {
-		want := map[string]int{"gemm": 4, "context_attention": 7, "generation_attention": 7}[g.Family]
+		want := map[string]int{"gemm": 4, "context_attention": 7, "generation_attention": 7, "moe": 8}[g.Family]
 		if want == 0 || len(g.Cols) != want {
 			return ks, fmt.Errorf("embedded kernel set: group %s %s %s: family %q with %d columns", g.Chip, g.Engine, g.Kernel, g.Family, len(g.Cols))
 		}
@@ -142,7 +144,7 @@ func CheckKernels(ks KernelSet, db *chips.DB) (KernelReport, error) {
 			return rep, fmt.Errorf("kernel group %s %s %s: %w", g.Chip, g.Engine, g.DType, err)
 		}
 		pool := fmt.Sprintf("%s %s, %s %s", g.Family, g.DType, g.Engine, ChipFamily(g.Chip))
-		if g.Family != "gemm" {
+		if g.Family != "gemm" && g.Family != "moe" {
 			pool = fmt.Sprintf("%s, %s KV, %s %s", g.Family, g.KVDType, g.Engine, ChipFamily(g.Chip))
 		}
 		if pooled[pool] == nil {
@@ -153,8 +155,7 @@ func CheckKernels(ks KernelSet, db *chips.DB) (KernelReport, error) {
 		held := g.heldOut()
 		var heldRatios []float64
 		for i, r := range g.Rows {
-			k := g.kernel(r, dtype)
-			pred := tm.Kernel(k).Time()
+			pred := g.predict(tm, r, dtype)
 			meas := r[len(r)-1] * 1e-6
 			ratios = append(ratios, pred/meas)
 			errs = append(errs, math.Abs(pred/meas-1))
@@ -198,10 +199,10 @@ func CheckKernels(ks KernelSet, db *chips.DB) (KernelReport, error) {
 }
 
 // timingDType is the precision whose peak mrep times the group at: block-scaled FP8 is FP8;
-// attention's matmuls run in 16-bit (analyzer.Scenario.AttnDType).
+// attention's matmuls and a w4a16 MoE layer's run in 16-bit (analyzer.Scenario.AttnDType).
 func (g KernelGroup) timingDType() string {
 	switch {
-	case g.Family != "gemm":
+	case g.Family != "gemm" && g.Family != "moe", g.DType == "w4a16":
 		return "bf16"
 	case g.DType == "fp8_block":
 		return "fp8"
@@ -210,15 +211,11 @@ func (g KernelGroup) timingDType() string {
 }
 
 // heldOut marks the rows of every other shape class: GEMMs by their (N, K), attention by its
-// heads (query heads, KV heads, head size), in sorted order; the rest is the fit half. Holding
-// out by shape, not by row, keeps a row's neighbours of the same weight matrix out of its fit.
+// heads (query heads, KV heads, head size), MoE layers by the model's layer (hidden, expert
+// width, experts), in sorted order; the rest is the fit half. Holding out by shape, not by
+// row, keeps a row's neighbours of the same weight matrix out of its fit.
 func (g KernelGroup) heldOut() []bool {
-	key := func(r []float64) [3]float64 {
-		if g.Family == "gemm" {
-			return [3]float64{r[1], r[2], 0}
-		}
-		return [3]float64{r[3], r[4], r[5]}
-	}
+	key := g.shapeClass
 	var classes [][3]float64
 	seen := map[[3]float64]bool{}
 	for _, r := range g.Rows {
@@ -248,35 +245,69 @@ func (g KernelGroup) heldOut() []bool {
 	return out
 }
 
-// kernel is a row as mrep counts it: a dense linear layer's GEMM (weights once, activations
-// in and out, at the analyzer's bytes for that precision) or a fused attention launch.
-func (g KernelGroup) kernel(r []float64, dtype string) kernels.Kernel {
-	if g.Family == "gemm" {
+// shapeClass is the shape a row belongs to: a GEMM's weight (N, K), attention's heads, a MoE
+// layer's (hidden, expert width, experts).
+func (g KernelGroup) shapeClass(r []float64) [3]float64 {
+	switch g.Family {
+	case "gemm":
+		return [3]float64{r[1], r[2], 0}
+	case "moe":
+		return [3]float64{r[1], r[2], r[3]}
+	}
+	return [3]float64{r[3], r[4], r[5]}
+}
+
+// predict is mrep's time for row r: its kernels' times summed.
+func (g KernelGroup) predict(tm *timing.Model, r []float64, dtype string) float64 {
+	var t float64
+	for _, k := range g.kernels(r, dtype) {
+		t += tm.Kernel(k).Time()
+	}
+	return t
+}
+
+// kernels are a row as mrep counts it: a dense linear layer's GEMM (weights once, activations
+// in and out, at the analyzer's bytes for that precision), a fused attention launch, or a MoE
+// layer's routed experts (analyzer.ExpertsKernels).
+func (g KernelGroup) kernels(r []float64, dtype string) []kernels.Kernel {
+	switch g.Family {
+	case "gemm":
 		m, n, k := r[0], r[1], r[2]
 		b := analyzer.DType(dtype).Bytes() // weights and activations at the GEMM's precision, as --dtype sets them
-		return kernels.Kernel{Name: "linear", Kind: kernels.GEMM, Count: 1, M: m, N: n, K: k, Groups: 1, FLOPs: 2 * m * n * k,
-			DType: dtype, Bytes: n*k*b + m*(k+n)*b, Graphed: true}
+		return []kernels.Kernel{{Name: "linear", Kind: kernels.GEMM, Count: 1, M: m, N: n, K: k, Groups: 1, FLOPs: 2 * m * n * k,
+			DType: dtype, Bytes: n*k*b + m*(k+n)*b, Graphed: true}}
+	case "moe":
+		wb, ab := analyzer.DType(dtype).Bytes(), analyzer.DType(dtype).Bytes()
+		if g.DType == "w4a16" {
+			wb = analyzer.DType("fp4").Bytes()
+		}
+		return analyzer.ExpertsKernels(analyzer.ExpertsShape{Tokens: r[0], Hidden: int64(r[1]), Inter: int64(r[2]), Experts: int64(r[3]),
+			TopK: int64(r[4]), TP: int64(r[5]), EP: int64(r[6]), DType: dtype, WeightBytes: wb, ActBytes: ab})
 	}
 	kv := analyzer.DType(g.KVDType).Bytes()
 	k := analyzer.AttentionKernel(analyzer.AttentionShape{Batch: r[0], Queries: r[1], KVLen: r[2], Heads: int64(r[3]), KVHeads: int64(r[4]),
 		HeadDim: int64(r[5]), Decode: g.Family == "generation_attention", CacheWrite: g.Engine != TorchEngine, ActBytes: 2, KVBytes: kv})
 	k.Graphed = true // a kernel benchmark times the GPU, not the host's launch
-	return k
+	return []kernels.Kernel{k}
 }
 
 // belowRoofline says whether row r was measured faster than its kernel's ideal roofline on
 // chip allows (impossible: a chip figure or the row is wrong).
 func (g KernelGroup) belowRoofline(r []float64, chip chips.Chip) bool {
 	dtype := g.timingDType()
-	return r[len(r)-1]*1e-6 < roofline(g.kernel(r, dtype), chip, dtype)*(1-1e-9)
+	return r[len(r)-1]*1e-6 < roofline(g.kernels(r, dtype), chip, dtype)*(1-1e-9)
 }
 
-// roofline is a kernel's ideal time: its executed FLOPs at the datasheet peak or its bytes at
-// the nominal HBM bandwidth, whichever is longer.
-func roofline(k kernels.Kernel, chip chips.Chip, dtype string) float64 {
+// roofline is kernels' ideal time: each one's executed FLOPs at the datasheet peak or its
+// bytes at the nominal HBM bandwidth, whichever is longer, summed.
+func roofline(ks []kernels.Kernel, chip chips.Chip, dtype string) float64 {
 	peak, err := chip.Peak(dtype)
 	if err != nil || peak <= 0 {
 		return 0
 	}
-	return math.Max(k.FLOPs/peak, k.Bytes/chip.HBMBytesPerSec())
+	var t float64
+	for _, k := range ks {
+		t += math.Max(k.FLOPs/peak, k.Bytes/chip.HBMBytesPerSec())
+	}
+	return t
 }

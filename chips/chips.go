@@ -89,6 +89,20 @@ type Efficiency struct {
 	// shapes of an H100, and meet it on large ones).
 	AttnOverheadUs       float64 `json:"attn_overhead_us,omitempty"`
 	AttnDecodeOverheadUs float64 `json:"attn_decode_overhead_us,omitempty"`
+	// MoEOverheadUs is what a serving engine's fused MoE op costs per grouped expert GEMM (two
+	// per layer) beyond the GEMM itself: routing, top-k, token permutation and the weighted
+	// un-permute, whose kernels no op of the model counts (NVIDIA's timings of the engines' MoE
+	// ops on one token run 10-40 us over the weights' read time). Forward passes only.
+	MoEOverheadUs float64 `json:"moe_overhead_us,omitempty"`
+	// MoEGEMMFrac is the share of the dense GEMM fraction a serving engine's grouped expert
+	// GEMMs reach when compute-bound, by precision (a precision without one: grouped_gemm_frac):
+	// Triton's fused MoE, CUTLASS's grouped GEMM and TensorRT-LLM's MoE kernels differ by
+	// precision and by engine release.
+	MoEGEMMFrac map[string]float64 `json:"moe_gemm_frac,omitempty"`
+	// MoEHBMFrac is the share of the nominal HBM bandwidth the engine's MoE op streams the
+	// touched experts' weights at (0: hbm_frac): a small batch's grouped GEMM is a weight read
+	// split over ragged per-expert tiles.
+	MoEHBMFrac float64 `json:"moe_hbm_frac,omitempty"`
 	// HBMFrac is the achievable share of the nominal memory bandwidth.
 	HBMFrac float64 `json:"hbm_frac,omitempty"`
 	// KernelLatencyUs is the fixed cost of one kernel launch (launch, ramp-up, tail, sync).
@@ -185,6 +199,15 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	if len(o.GEMMTiles) > 0 {
 		out.GEMMTiles = o.GEMMTiles
 	}
+	if len(e.MoEGEMMFrac)+len(o.MoEGEMMFrac) > 0 {
+		out.MoEGEMMFrac = map[string]float64{}
+		for k, v := range e.MoEGEMMFrac {
+			out.MoEGEMMFrac[k] = v
+		}
+		for k, v := range o.MoEGEMMFrac {
+			out.MoEGEMMFrac[k] = v
+		}
+	}
 	setF := func(dst *float64, v float64) {
 		if v != 0 {
 			*dst = v
@@ -197,6 +220,8 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.AttnDecodeHBMFrac8, o.AttnDecodeHBMFrac8)
 	setF(&out.AttnOverheadUs, o.AttnOverheadUs)
 	setF(&out.AttnDecodeOverheadUs, o.AttnDecodeOverheadUs)
+	setF(&out.MoEOverheadUs, o.MoEOverheadUs)
+	setF(&out.MoEHBMFrac, o.MoEHBMFrac)
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)
@@ -246,6 +271,12 @@ func (e Efficiency) validate() error {
 	if e.AttnDecodeHBMFrac8 != 0 {
 		fracs["attn_decode_hbm_frac_8bit"] = e.AttnDecodeHBMFrac8
 	}
+	if e.MoEHBMFrac != 0 {
+		fracs["moe_hbm_frac"] = e.MoEHBMFrac
+	}
+	for d, v := range e.MoEGEMMFrac {
+		fracs["moe_gemm_frac."+d] = v
+	}
 	for _, k := range sortedKeys(fracs) {
 		if v := fracs[k]; !(v > 0 && v <= 1) {
 			return fmt.Errorf("efficiency.%s must be in (0, 1], got %g", k, v)
@@ -253,7 +284,7 @@ func (e Efficiency) validate() error {
 	}
 	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
 		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs, "seq_overhead_us": e.SeqOverheadUs, "request_overhead_us": e.RequestOverheadUs,
-		"attn_overhead_us": e.AttnOverheadUs, "attn_decode_overhead_us": e.AttnDecodeOverheadUs} {
+		"attn_overhead_us": e.AttnOverheadUs, "attn_decode_overhead_us": e.AttnDecodeOverheadUs, "moe_overhead_us": e.MoEOverheadUs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
 		}

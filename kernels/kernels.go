@@ -103,7 +103,7 @@ type Kernel struct {
 	// KVElem is the KV cache's bytes per element a decode kernel reads (1 for an FP8 cache,
 	// which the kernel dequantizes as it streams it; 0: not stated).
 	KVElem   float64
-	Backward bool // the backward pass of a flash kernel, which runs below the forward's efficiency
+	Backward bool // a backward pass: a flash kernel's runs below the forward's efficiency; a grouped expert GEMM's pays no MoE op cost
 
 	// Graphed kernels are replayed from a CUDA graph (engines capture decode steps): no host
 	// launch cost. Others are launched one by one from the host, which bounds short kernels.

@@ -117,8 +117,12 @@ func (m *Model) WaveEfficiency(M, N, K, groups float64) float64 {
 // period of the tallest tile, so the prediction does not jump as the mean crosses a tile edge.
 func (m *Model) GEMMEta(k kernels.Kernel) float64 {
 	frac := m.GEMMFrac(k.DType)
-	if k.Grouped && m.Eff.GroupedGEMMFrac > 0 {
-		frac *= m.Eff.GroupedGEMMFrac
+	if k.Grouped {
+		if f, ok := m.Eff.MoEGEMMFrac[k.DType]; ok {
+			frac *= f
+		} else if m.Eff.GroupedGEMMFrac > 0 {
+			frac *= m.Eff.GroupedGEMMFrac
+		}
 	}
 	if !k.VaryingM || len(m.tiles) == 0 || k.M <= 0 {
 		return frac * m.WaveEfficiency(k.M, k.N, k.K, k.Groups)
@@ -179,6 +183,16 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 			over = m.Eff.AttnDecodeOverheadUs
 		}
 		kt.Latency += k.Count * over * 1e-6
+	}
+	if k.Kind == kernels.GEMM && k.Grouped {
+		// a serving engine's fused MoE op: its weight streaming, and beyond its GEMMs the
+		// routing, permutation and un-permute (forward passes)
+		if m.Eff.MoEHBMFrac > 0 {
+			kt.Memory = k.Bytes / (m.Chip.HBMBytesPerSec() * m.Eff.MoEHBMFrac)
+		}
+		if !k.Backward {
+			kt.Latency += k.Count * m.Eff.MoEOverheadUs * 1e-6
+		}
 	}
 	switch k.Kind {
 	case kernels.GEMM:

@@ -4,8 +4,8 @@ calib/kernels.json.gz, the kernel set `mrep validate --kernels` checks mrep's ti
 
 The package (Apache-2.0) ships, per system, op family, engine and engine release, parquet tables
 of kernels it timed on the GPU: aiconfigurator_core/systems/data/<system>/<op>/<engine>/<version>/
-*.parquet, with a collection_meta.yaml. This script reads the dense GEMM table and the context
-and generation attention tables of the systems mrep has chips for, keeps a fixed grid of shapes
+*.parquet, with a collection_meta.yaml. This script reads the dense GEMM table, the context
+and generation attention tables and the MoE table of the systems mrep has chips for, keeps a fixed grid of shapes
 (the same grid for every chip, engine and dtype, so they compare like for like), and writes each
 group with its provenance: the package and version, the file inside it, the engine release, the
 kernel the engine ran and the GPU it reports. Latencies go in microseconds.
@@ -29,6 +29,9 @@ ENGINES = ["trtllm", "vllm", "sglang"]
 # 128-blocked FP8 scaling, kept apart from per-tensor FP8 since its kernels differ
 GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4"}
 ATTN_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+# MoE precisions: weights and activations alike, except w4a16 (MXFP4 weights read into 16-bit
+# math, gpt-oss's checkpoint format)
+MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4", "w4a16_mxfp4": "w4a16"}
 
 # The grid: tokens from a single decode row to a long prefill chunk; the (N, K) of the linear
 # layers of 7B-400B models (hidden 4096-16384, their MLP and fused QKV widths).
@@ -37,6 +40,14 @@ GEMM_NK = [(n, k) for n in (1024, 4096, 6144, 12288, 16384, 51200) for k in (102
 ATTN_HEADS = [(32, 8, 128), (64, 8, 128), (8, 1, 128), (16, 2, 128), (32, 32, 128), (64, 64, 64), (40, 8, 128)]
 CTX_BATCH, CTX_ISL = [1, 4, 16, 64], [128, 512, 2048, 8192, 16384]
 GEN_BATCH, GEN_STEP = [1, 8, 32, 128, 512], [127, 1023, 4095, 16383]
+# MoE layers (hidden, expert FFN width, routed experts, top-k) of the models people serve:
+# Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3/R1 (or its 6144-wide sibling where a table lacks
+# it), gpt-oss-120b, Mixtral-8x7B; tokens entering the layer over the whole EP group (the
+# collector's num_tokens), balanced routing; expert TP or EP over 1 to 32 GPUs.
+MOE_LAYERS = [(2048, 768, 128, 8), (4096, 1536, 128, 8), (7168, 2048, 256, 8), (6144, 2048, 256, 8),
+              (2880, 2880, 128, 4), (4096, 14336, 8, 2)]
+MOE_PAR = [(1, 1), (1, 4), (1, 8), (1, 32), (4, 1), (8, 1)]
+MOE_TOKENS = [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 
 
 def newest(paths):
@@ -55,7 +66,8 @@ def groups(root, pkg_version):
         for engine in ENGINES:
             for family, table in (("gemm", "gemm/%s/*/gemm_perf.parquet"),
                                   ("context_attention", "attention/%s/*/context_attention_perf.parquet"),
-                                  ("generation_attention", "attention/%s/*/generation_attention_perf.parquet")):
+                                  ("generation_attention", "attention/%s/*/generation_attention_perf.parquet"),
+                                  ("moe", "moe/%s/*/moe_perf.parquet")):
                 path = newest(glob.glob(os.path.join(data, system, table % engine)))
                 if path is None:
                     continue
@@ -73,6 +85,14 @@ def pick(family, d, chip, engine, rel, pkg_version):
                 continue
             key = (dt, "")
             row = [d["m"][i], d["n"][i], d["k"][i]]
+        elif family == "moe":
+            dt = MOE_DTYPES.get(d["moe_dtype"][i])
+            layer = (d["hidden_size"][i], d["inter_size"][i], d["num_experts"][i], d["topk"][i])
+            par = (d["moe_tp_size"][i], d["moe_ep_size"][i])
+            if dt is None or d["distribution"][i] != "balanced" or layer not in MOE_LAYERS or par not in MOE_PAR or d["num_tokens"][i] not in MOE_TOKENS:
+                continue
+            key = (dt, "")
+            row = [d["num_tokens"][i], *layer, *par]
         else:
             dt, kv = ATTN_DTYPES.get(d["attn_dtype"][i]), ATTN_DTYPES.get(d["kv_cache_dtype"][i])
             if dt is None or kv is None or d.get("window_size", [0] * n)[i] != 0 or d.get("beam_width", [1] * n)[i] != 1:
@@ -98,7 +118,9 @@ def pick(family, d, chip, engine, rel, pkg_version):
         if k not in g or lat < g[k]:
             g[k] = lat
     for ((dt, kv), src), rows in sorted(out.items()):
-        cols = ["m", "n", "k", "us"] if family == "gemm" else ["batch", "queries", "kv_len", "heads", "kv_heads", "head_dim", "us"]
+        cols = {"gemm": ["m", "n", "k", "us"],
+                "moe": ["tokens", "hidden", "inter", "experts", "topk", "tp", "ep", "us"]}.get(
+            family, ["batch", "queries", "kv_len", "heads", "kv_heads", "head_dim", "us"])
         yield {"chip": chip, "engine": engine, "release": d["version"][0], "family": family, "dtype": dt, "kv_dtype": kv,
                "kernel": src, "gpu": d["device"][0], "source": "aiconfigurator-core %s: %s" % (pkg_version, rel),
                "cols": cols, "rows": [list(k) + [round(v, 3)] for k, v in sorted(rows.items())]}
@@ -110,8 +132,8 @@ def main():
     root, version = sys.argv[1], sys.argv[2]
     gs = list(groups(root, version))
     json.dump({"about": "Measured kernel latencies resampled from NVIDIA aiconfigurator-core %s (PyPI, Apache-2.0) by "
-                        "calib/sources/aiconfigurator_kernels.py: dense GEMMs and context/generation attention, one "
-                        "fixed grid of shapes per chip, engine and dtype; latency in microseconds." % version,
+                        "calib/sources/aiconfigurator_kernels.py: dense GEMMs, context/generation attention and MoE "
+                        "layers (balanced routing), one fixed grid of shapes per chip, engine and dtype; latency in microseconds." % version,
                "groups": gs}, sys.stdout, separators=(",", ":"))
     sys.stderr.write("%d groups, %d rows\n" % (len(gs), sum(len(g["rows"]) for g in gs)))
 

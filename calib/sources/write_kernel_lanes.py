@@ -28,7 +28,10 @@ import tempfile
 MREP = os.environ.get("MREP", "bin/mrep")
 ENGINES = ("vllm", "sglang")
 # the lane figures of calibrate --kernels, as chips.json spells them
-FIGURES = {"attn_frac", "attn_overhead_us", "attn_decode_hbm_frac", "attn_decode_overhead_us", "attn_decode_hbm_frac_8bit"}
+FIGURES = {"attn_frac", "attn_overhead_us", "attn_decode_hbm_frac", "attn_decode_overhead_us", "attn_decode_hbm_frac_8bit",
+           "moe_hbm_frac", "moe_overhead_us"}
+# figures fitted per precision, written as one map each
+MAPS = ("gemm_frac", "moe_gemm_frac")
 
 
 def run(*args):
@@ -45,9 +48,10 @@ def kernel_lanes():
             if not p["adopted"]:
                 continue
             name = p["name"]
-            if name.startswith("gemm_frac."):
-                lane.setdefault("gemm_frac", collections.OrderedDict())[name.split(".", 1)[1]] = p["after"]
-                src["gemm_frac"] = f["lane"]["sources"][name]  # one source line for the map
+            base = name.split(".", 1)[0]
+            if base in MAPS and "." in name:
+                lane.setdefault(base, collections.OrderedDict())[name.split(".", 1)[1]] = p["after"]
+                src[base] = f["lane"]["sources"][name]  # one source line for the map
             elif name in FIGURES:
                 lane[name] = p["after"]
                 src[name] = f["lane"]["sources"][name]
