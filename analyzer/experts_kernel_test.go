@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/kernels"
 )
 
 // ExpertsKernels against a hand count of Qwen3-235B-A22B's MoE layer (hidden 4096, 128 experts
