@@ -308,7 +308,7 @@ func FromPlan(pl serve.Plan, model string, top int) (ds []Deployment, notes []st
 		maxLen = (maxLen + 1023) / 1024 * 1024
 		reps := max(c.Replicas, 1)
 		d := Deployment{Model: model, TP: c.TP, EP: max(c.EP, 1), PP: max(c.PP, 1), Replicas: reps,
-			MaxSeqs: int64(math.Ceil(math.Max(seqs, 1))), MaxTokens: int64(o.Engine.TokenBudget), KVFraction: o.Engine.KVFraction, MaxLen: maxLen,
+			MaxSeqs: int64(math.Ceil(math.Max(seqs, 1))), MaxTokens: int64(o.Engine.TokenBudget), KVFraction: o.Engine.ForLayout(max(c.TP, c.EP), max(c.PP, 1), max(1, c.EP/max(c.TP, 1))).KVFraction, MaxLen: maxLen,
 			FP8Weights: o.Scenario.WeightBytes == 1, FP8KV: o.Scenario.KVBytes == 1, ISL: o.ISL, OSL: o.OSL,
 			Users: o.Users / float64(reps), Rate: o.Rate / float64(reps)}
 		d.Title = fmt.Sprintf("mrep plan serve, deployment %d: %s %s, %d GPUs in all; predicted per replica: %.0f sequences, TTFT %.3g s, TPOT %.3g ms, %.0f output tok/s",

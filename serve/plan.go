@@ -666,7 +666,7 @@ func (o PlanOptions) searchTarget(m *analyzer.Model, tg Target, mode string) tar
 		if o.MaxGPUs > 0 && size > o.MaxGPUs || o.GPUs > 0 && o.GPUs%size != 0 {
 			continue
 		}
-		e := o.Engine
+		e := o.Engine.ForLayout(max(s.TP, s.EP), lay.pp, max(1, s.EP/s.TP))
 		e.PP, e.PPTier = lay.pp, kernels.ScaleUp
 		if size > tg.MaxTP {
 			e.PPTier = kernels.ScaleOut // the stages span nodes

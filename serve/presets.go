@@ -114,15 +114,15 @@ func Lane(engine string, chip chips.Chip) string {
 //   - vllm: vLLM's V1 engine (0.8.5 to 0.11, `vllm serve`): max_num_seqs 1024 and
 //     max_num_batched_tokens 8192 on GPUs of 70 GiB or more (256 and 2048 below),
 //     gpu_memory_utilization 0.90, block_size 16, chunked prefill always on, decodes first.
-//   - sglang: SGLang 0.5.x (`sglang.launch_server`): chunked_prefill_size 8192 on H100/H200-class
-//     memory, 16384 from 160 GiB (B200, MI300X), max_running_requests bounded by a request pool
-//     of 4096, page_size 1, KV at about 0.88 of memory (mem_fraction_static).
+//   - sglang: SGLang 0.5.x (`sglang.launch_server`; server_args.py _handle_gpu_memory_settings):
+//     chunked_prefill_size 2048 below 35 GiB, 4096 below 60, 8192 below 160 (H100, H200), 16384
+//     from 160 GiB (B200, MI300X); max_running_requests bounded by a request pool of 4096,
+//     page_size 1; mem_fraction_static and cuda_graph_max_bs per layout (ForLayout).
 //
 // SGLang runs prefill-only steps by default (mixed chunks off): the step-by-step simulation
 // models it, the steady state does not. vLLM captures CUDA graphs up to min(2 x max_num_seqs,
-// 512) tokens (max_cudagraph_capture_size): larger decode batches run eagerly. SGLang's
-// cuda_graph_max_bs depends on the GPU's memory and TP and is not modelled (every decode batch
-// counts as graphed).
+// 512) tokens (max_cudagraph_capture_size), SGLang up to cuda_graph_max_bs sequences: larger
+// decode batches run eagerly.
 func EnginePreset(name string, memGiB float64) (Engine, error) {
 	e := DefaultEngine()
 	switch name {
@@ -144,11 +144,64 @@ func EnginePreset(name string, memGiB float64) (Engine, error) {
 		if memGiB >= 160 {
 			e.TokenBudget = 16384
 		}
-		e.KVFraction, e.KVBlock = 0.88, 1
-		e.KVFractionOf = memory.OfStatic // mem_fraction_static: weights and the KV pool inside
-		e.PrefillOnlySteps = true        // --enable-mixed-chunk is off by default
+		if memGiB < 35 {
+			e.TokenBudget = 2048
+		} else if memGiB < 60 {
+			e.TokenBudget = 4096
+		}
+		e.KVFraction, e.KVBlock = 0.88, 1 // until ForLayout derives it for a layout
+		e.KVFractionOf = memory.OfStatic  // mem_fraction_static: weights and the KV pool inside
+		e.PrefillOnlySteps = true         // --enable-mixed-chunk is off by default
+		e.layoutDefaults, e.memGiB, e.AutoKVFraction = "sglang", memGiB, true
 	default:
 		return e, fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
 	}
 	return e, nil
+}
+
+// ForLayout is e for a replica of tp x pp GPUs with attention data-parallel over dp groups
+// (dp > 1: EP spans dp attention groups): the defaults an engine derives from the layout
+// when it starts. SGLang 0.5.x (server_args.py, _handle_gpu_memory_settings) sets
+// cuda_graph_max_bs by memory and TP (below 35 GiB 24, or 80 from TP4; below 60 GiB 32, or
+// 160 from TP4; below 160 GiB 256, or 512 from TP4; from 160 GiB 512), and, unless the user
+// states it (AutoKVFraction), mem_fraction_static = 1 - reserved / memory, reserving in MiB
+// 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + 1024 x tp x pp / 8,
+// with DP attention 3 x cuda_graph_max_bs x dp more (and 1.5 x more again above 300), at
+// least 10 GiB on GPUs over 60 GiB. Other engines' defaults do not depend on the layout.
+func (e Engine) ForLayout(tp, pp, dp int64) Engine {
+	if e.layoutDefaults != "sglang" {
+		return e
+	}
+	tp, pp, dp = max(tp, 1), max(pp, 1), max(dp, 1)
+	mem := e.memGiB * 1024 // MiB, as SGLang reads the device
+	var graphBS float64
+	switch small := tp < 4; {
+	case e.memGiB < 35 && small:
+		graphBS = 24
+	case e.memGiB < 35:
+		graphBS = 80
+	case e.memGiB < 60 && small:
+		graphBS = 32
+	case e.memGiB < 60:
+		graphBS = 160
+	case e.memGiB < 160 && small:
+		graphBS = 256
+	default:
+		graphBS = 512
+	}
+	e.GraphMaxTokens = graphBS
+	if e.AutoKVFraction && mem > 0 {
+		reserved := 512 + 1.5*math.Max(e.TokenBudget, 2048) + 2*graphBS + 1024*float64(tp*pp)/8
+		if dp > 1 {
+			reserved += 3 * graphBS * float64(dp)
+			if graphBS > 300 {
+				reserved += 1.5 * graphBS * float64(dp)
+			}
+		}
+		if mem > 60*1024 {
+			reserved = math.Max(reserved, 10*1024)
+		}
+		e.KVFraction = math.Round((mem-reserved)/mem*1000) / 1000
+	}
+	return e
 }

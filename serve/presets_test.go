@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/chips"
+	memory "github.com/mrep-dev/mrep/layout"
 )
 
 // trtllm-bench's engine limits by hand for Llama-3.1-8B FP8 on one H100: its KV estimate is
@@ -103,5 +104,46 @@ func TestVLLMEagerBeyondCUDAGraphs(t *testing.T) {
 		case d > 512 && !(b.TEst > a.TEst && b.TLatency > a.TLatency):
 			t.Errorf("batch %g beyond the graphs: eager %g (launches %g), graphed %g (%g)", d, b.TEst, b.TLatency, a.TEst, a.TLatency)
 		}
+	}
+}
+
+// SGLang derives its KV share and CUDA-graph size from the layout it starts with
+// (server_args.py _handle_gpu_memory_settings, 0.5.x), by hand: on an 80 GiB H100 at TP8 it
+// reserves 512 + 1.5 x 8192 + 2 x 512 + 1024 x 8/8 = 14,848 MiB, so mem_fraction_static is
+// 1 - 14848/81920 = 0.819; at TP2 the graphs stop at 256 (1 - 13568/81920 = 0.834);
+// a 180 GiB B200 at TP8 chunks 16,384 tokens (1 - 27136/184320 = 0.853); DP attention over 8
+// groups on a 141 GiB H200 adds 3 x 512 x 8 + 1.5 x 512 x 8 MiB (1 - 33280/144384 = 0.770).
+// A stated share is kept; other engines do not change with the layout.
+func TestSGLangDefaultsPerLayout(t *testing.T) {
+	for _, tc := range []struct {
+		mem        float64
+		tp, pp, dp int64
+		kv, graph  float64
+		budget     float64
+	}{
+		{80, 8, 1, 1, 0.819, 512, 8192},
+		{80, 2, 1, 1, 0.834, 256, 8192},
+		{180, 8, 1, 1, 0.853, 512, 16384},
+		{141, 8, 1, 8, 0.770, 512, 8192},
+		{48, 1, 1, 1, 1 - (512+1.5*4096+2*32+128)/(48*1024.0), 32, 4096},
+	} {
+		e, err := EnginePreset("sglang", tc.mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := e.ForLayout(tc.tp, tc.pp, tc.dp)
+		if math.Abs(got.KVFraction-tc.kv) > 0.0006 || got.GraphMaxTokens != tc.graph || got.TokenBudget != tc.budget || got.KVFractionOf != memory.OfStatic {
+			t.Errorf("%g GiB TP%d PP%d DP%d: mem_fraction_static %g, cuda_graph_max_bs %g, chunk %g; want %.3f, %g, %g",
+				tc.mem, tc.tp, tc.pp, tc.dp, got.KVFraction, got.GraphMaxTokens, got.TokenBudget, tc.kv, tc.graph, tc.budget)
+		}
+	}
+	e, _ := EnginePreset("sglang", 80)
+	e.KVFraction, e.AutoKVFraction = 0.7, false
+	if got := e.ForLayout(8, 1, 1); got.KVFraction != 0.7 || got.GraphMaxTokens != 512 {
+		t.Errorf("a stated share must be kept: %g, graphs %g", got.KVFraction, got.GraphMaxTokens)
+	}
+	v, _ := EnginePreset("vllm", 80)
+	if got := v.ForLayout(8, 2, 4); got != v {
+		t.Errorf("vLLM's defaults do not depend on the layout: %+v", got)
 	}
 }

@@ -68,6 +68,13 @@ type Engine struct {
 	// max_cudagraph_capture_size, min(2 x max_num_seqs, 512)); a larger one runs eagerly and
 	// pays the host's launch of every kernel. 0: every decode step is graphed.
 	GraphMaxTokens float64
+	// AutoKVFraction: the KV fraction is the engine's own default for the layout (ForLayout
+	// derives it); a stated fraction clears it.
+	AutoKVFraction bool
+	// layoutDefaults names the preset whose defaults depend on the layout, for ForLayout, and
+	// memGiB the GPU memory the preset was made for.
+	layoutDefaults string
+	memGiB         float64
 	// DecodeOnly is a decode instance of a disaggregated deployment: prompts arrive with their
 	// KV cache from the prefill pool, so steps carry decode tokens only (no TTFT of its own).
 	DecodeOnly bool

@@ -201,7 +201,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		o.Engine.TokenBudget = c.Float64("token-budget")
 	}
 	if c.IsSet("kv-fraction") || o.Engine.Name == "" {
-		o.Engine.KVFraction = c.Float64("kv-fraction")
+		o.Engine.KVFraction, o.Engine.AutoKVFraction = c.Float64("kv-fraction"), false
 	}
 	// the planner states the ranges; its error names the option as the flag is spelled
 	if err := o.Validate(); err != nil {
