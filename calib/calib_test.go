@@ -180,6 +180,8 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 		{"field.json", `[{"id":"a","speed":1}]`, "unknown field"},
 		{"kvf.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"kv_fraction":1.5,"measured":1}]`, "/rows/0 (id \"a\"): kv_fraction 1.5"},
 		{"conc.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"concurrency":-8,"measured":1}]`, "sizes must be >= 0"},
+		{"spec.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"spec_tokens":3,"measured":1}]`, "spec_tokens 3 needs spec_accept"},
+		{"acc.csv", "id,kind,model,chip,dtype,isl,osl,spec_tokens,spec_accept,measured,unit\na,serving,m,c,fp8,1,1,3,1.2,1,tok/s\n", "acc.csv: line 2 (id \"a\"): spec_accept 1.2"},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.name, strings.NewReader(c.text))
@@ -688,6 +690,31 @@ func TestBenchServeRows(t *testing.T) {
 	want := lane.RequestOverheadUs*1e-6 + analyzer.Evaluate(st, tg).Timing.TEst + lane.SeqOverheadUs*1e-6
 	if math.Abs(got-want) > 0.01*want {
 		t.Errorf("single-user TTFT %.4g s, want %.4g s: the request overhead, one prefill step of 610 tokens and one sequence's host time", got, want)
+	}
+}
+
+// A run with speculative decoding is predicted as it ran: MTP's drafts accepted at the row's
+// rate raise a closed loop's output throughput and lower its TPOT, by less than the tokens a
+// step emits (each step verifies the drafts, and drafting costs a layer per token).
+func TestSpeculativeDecodingRows(t *testing.T) {
+	base := Row{ID: "plain", Kind: KindBenchServe, Engine: "sglang", Model: "DeepSeek-V3", Chip: "B200", DType: "fp8",
+		GPUs: 8, TP: 8, ISL: 1000, OSL: 1000, Concurrency: 16, Requests: 64, Metric: "tpot", Stat: "median", Measured: 0.01, Unit: "s"}
+	spec := base
+	spec.ID, spec.SpecTokens, spec.SpecAccept = "mtp", 3, 0.7
+	ps := prepared(t, []Row{base, spec})
+	chip, _ := chips.Default().Lookup("B200")
+	var tpot [2]float64
+	for i, p := range ps {
+		v, _, err := p.Predict(chip.Efficiency)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tpot[i] = v
+	}
+	perStep := (1 - math.Pow(0.7, 4)) / (1 - 0.7) // 2.53 tokens a step
+	t.Logf("median TPOT: %.4g s plain, %.4g s with MTP", tpot[0], tpot[1])
+	if !(tpot[1] < tpot[0]/1.3 && tpot[1] > tpot[0]/perStep) {
+		t.Errorf("median TPOT %.4g s with MTP (3 drafts at 0.7) vs %.4g s without: want faster by more than 1.3x and less than the %.2f tokens a step emits", tpot[1], tpot[0], perStep)
 	}
 }
 

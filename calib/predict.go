@@ -194,14 +194,22 @@ func (p *Prepared) count(m *analyzer.Model) error {
 func rowEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 	if e := engineOf(r, chip); e == "vllm" || e == "sglang" {
 		if eng, err := serve.EnginePreset(e, chip.MemoryGiB); err == nil {
-			return r.limits(eng)
+			tp, ep := max(r.TP, 1), max(r.EP, 1)
+			return r.limits(m, eng).ForLayout(max(tp, ep), r.PP, max(1, ep/tp))
 		}
 	}
 	return benchEngine(m, r, chip)
 }
 
-// limits is e with the limits and KV fraction the row states its run set itself.
-func (r Row) limits(e serve.Engine) serve.Engine {
+// limits is e with the limits, KV fraction and speculative decoding the row states its run
+// set itself.
+func (r Row) limits(m *analyzer.Model, e serve.Engine) serve.Engine {
+	if r.SpecTokens > 0 {
+		e.SpecTokens, e.SpecAccept, e.SpecDraftCost = int(r.SpecTokens), r.SpecAccept, r.SpecDraftCost
+		if e.SpecDraftCost == 0 && m.Fingerprint.Layers > 0 {
+			e.SpecDraftCost = 1 / float64(m.Fingerprint.Layers) // an MTP head of one layer, as plan serve's default
+		}
+	}
 	if r.MaxBatch > 0 {
 		e.MaxBatch = float64(r.MaxBatch)
 	}
@@ -209,7 +217,7 @@ func (r Row) limits(e serve.Engine) serve.Engine {
 		e.TokenBudget = float64(r.MaxNumTokens)
 	}
 	if r.KVFraction > 0 {
-		e.KVFraction = r.KVFraction
+		e.KVFraction, e.AutoKVFraction = r.KVFraction, false
 	}
 	return e
 }
@@ -286,7 +294,7 @@ func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 	s, _ := r.Scenario()
 	e := serve.TRTLLMBench(m, serve.BenchRun{ISL: r.ISL, OSL: r.OSL, TP: r.TP, PP: r.PP,
 		WeightBytes: s.WeightBytes, KVBytes: s.KVBytes, MemBytes: chip.MemoryBytes()})
-	return r.limits(e)
+	return r.limits(m, e)
 }
 
 // Predict times the row's steps with the chip's efficiency replaced by eff: the predicted

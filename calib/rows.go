@@ -151,6 +151,13 @@ type Row struct {
 	RequestRate   float64 `json:"request_rate,omitempty"`
 	LengthSpread  float64 `json:"length_spread,omitempty"`
 	EngineVersion string  `json:"engine_version,omitempty"`
+	// Speculative decoding as the run configured it (MTP heads or a draft model): draft tokens
+	// per step, the acceptance rate per draft token the run reports (or the model card's), and
+	// the cost of drafting one token as a share of a plain decode step (0: an MTP head of one
+	// layer, 1/L, as plan serve's default).
+	SpecTokens    int64   `json:"spec_tokens,omitempty"`
+	SpecAccept    float64 `json:"spec_accept,omitempty"`
+	SpecDraftCost float64 `json:"spec_draft_cost,omitempty"`
 	Measured      float64 `json:"measured"`
 	Unit          string  `json:"unit"`
 	Note          string  `json:"note,omitempty"`
@@ -297,8 +304,16 @@ func (r Row) validate() error {
 	case r.Unit != unit:
 		return fmt.Errorf("unit %q: a %s row is measured in %q", r.Unit, r.Kind, unit)
 	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.ETP < 0 || r.MTP < 0 || r.RecomputeLayers < 0 || r.OffloadActivations < 0 || r.FirstStageLayers < 0 || r.LastStageLayers < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
-		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0:
+		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0 || r.SpecTokens < 0:
 		return errors.New("layout and workload sizes must be >= 0")
+	case r.SpecTokens > 16:
+		return fmt.Errorf("spec_tokens %d: want at most 16 draft tokens a step", r.SpecTokens)
+	case !(r.SpecAccept >= 0 && r.SpecAccept <= 1):
+		return fmt.Errorf("spec_accept %g: want an acceptance rate in [0, 1]", r.SpecAccept)
+	case !(r.SpecDraftCost >= 0 && r.SpecDraftCost <= 10):
+		return fmt.Errorf("spec_draft_cost %g: want a share of a decode step, 0 to 10 (plan serve's range)", r.SpecDraftCost)
+	case r.SpecTokens > 0 && r.SpecAccept == 0:
+		return fmt.Errorf("spec_tokens %d needs spec_accept, the acceptance rate the run saw", r.SpecTokens)
 	case !(r.KVFraction >= 0 && r.KVFraction <= 1):
 		return fmt.Errorf("kv_fraction %g: want a share in (0, 1]", r.KVFraction)
 	case !(r.MemoryGiB >= 0 && r.MemoryGiB < 1e6):
@@ -558,7 +573,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {
@@ -590,7 +605,7 @@ func parseCSV(b []byte) ([]Row, error) {
 					return nil, fmt.Errorf("line %d: %s %q is not true or false", li+2, h, v)
 				}
 				obj[h] = b
-			case "measured", "memory_gib", "request_rate", "length_spread", "kv_fraction":
+			case "measured", "memory_gib", "request_rate", "length_spread", "kv_fraction", "spec_accept", "spec_draft_cost":
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 					return nil, fmt.Errorf("line %d: %s %q is not a finite number", li+2, h, v)
