@@ -180,6 +180,8 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 		{"field.json", `[{"id":"a","speed":1}]`, "unknown field"},
 		{"kvf.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"kv_fraction":1.5,"measured":1}]`, "/rows/0 (id \"a\"): kv_fraction 1.5"},
 		{"conc.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"concurrency":-8,"measured":1}]`, "sizes must be >= 0"},
+		{"pd.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"prefill_replicas":2,"measured":1}]`, "a bench_serve row with a closed loop"},
+		{"pd.csv", "id,kind,model,chip,dtype,isl,osl,prefill_tp,measured,unit\na,serving,m,c,fp8,1,1,4,1,tok/s\n", "pd.csv: line 2 (id \"a\"): a disaggregated run needs prefill_replicas"},
 		{"spec.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"spec_tokens":3,"measured":1}]`, "spec_tokens 3 needs spec_accept"},
 		{"acc.csv", "id,kind,model,chip,dtype,isl,osl,spec_tokens,spec_accept,measured,unit\na,serving,m,c,fp8,1,1,3,1.2,1,tok/s\n", "acc.csv: line 2 (id \"a\"): spec_accept 1.2"},
 	}
@@ -715,6 +717,32 @@ func TestSpeculativeDecodingRows(t *testing.T) {
 	t.Logf("median TPOT: %.4g s plain, %.4g s with MTP", tpot[0], tpot[1])
 	if !(tpot[1] < tpot[0]/1.3 && tpot[1] > tpot[0]/perStep) {
 		t.Errorf("median TPOT %.4g s with MTP (3 drafts at 0.7) vs %.4g s without: want faster by more than 1.3x and less than the %.2f tokens a step emits", tpot[1], tpot[0], perStep)
+	}
+}
+
+// A disaggregated run is predicted as it ran: 16 users of DeepSeek-V3 on B200 with one TP8
+// prefill replica and one TP8 decode replica (16 GPUs) decode with decode-only steps, so their
+// TPOT is below the same users' on one aggregated TP8 replica, whose steps also carry prompt
+// chunks; their TTFT carries the KV cache's transfer.
+func TestDisaggregatedRows(t *testing.T) {
+	agg := Row{ID: "agg", Kind: KindBenchServe, Engine: "sglang", Model: "DeepSeek-V3", Chip: "B200", DType: "fp8",
+		GPUs: 8, TP: 8, ISL: 4000, OSL: 500, Concurrency: 16, Requests: 64, Metric: "tpot", Stat: "mean", Measured: 0.01, Unit: "s"}
+	pd := agg
+	pd.ID, pd.GPUs, pd.PrefillTP, pd.PrefillReplicas, pd.DecodeReplicas = "pd", 16, 8, 1, 1
+	pdTTFT := pd
+	pdTTFT.ID, pdTTFT.Metric = "pd-ttft", "ttft"
+	ps := prepared(t, []Row{agg, pd, pdTTFT})
+	chip, _ := chips.Default().Lookup("B200")
+	var v [3]float64
+	for i, p := range ps {
+		var err error
+		if v[i], _, err = p.Predict(chip.Efficiency); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("TPOT aggregated %.4g s, disaggregated %.4g s; disaggregated TTFT %.4g s", v[0], v[1], v[2])
+	if !(v[1] < v[0]) || !(v[2] > 0) {
+		t.Errorf("disaggregated TPOT %.4g s, aggregated %.4g s; TTFT %.4g s", v[1], v[0], v[2])
 	}
 }
 

@@ -269,6 +269,35 @@ func (p Prepared) bench(rp serve.Replica) (pred, roof float64, err error) {
 	return pred, 0, nil
 }
 
+// disagg predicts a disaggregated run's figure: its closed loop over the two pools in steady
+// state (serve.DisaggUsers), dec the decode replica. A steady state has one value per figure,
+// so every statistic of it is predicted as its mean. Its roofline, for throughput: the decode
+// pool's steady state on ideal kernels.
+func (p Prepared) disagg(dec serve.Replica, chip chips.Chip) (pred, roof float64, err error) {
+	r := p.Row
+	pre := dec
+	pre.Scenario.TP, pre.Scenario.EP = max(r.PrefillTP, 1), max(r.PrefillEP, 1)
+	pre.Scenario.ETP = serve.InferenceETP(pre.Scenario.TP, pre.Scenario.EP)
+	pre.Engine.PP = max(r.PrefillPP, 1)
+	if e := engineOf(r, chip); e == "vllm" || e == "sglang" {
+		pre.Engine = pre.Engine.ForLayout(max(pre.Scenario.TP, pre.Scenario.EP), pre.Engine.PP, max(1, pre.Scenario.EP/pre.Scenario.TP))
+	}
+	node := int64(max(chip.Efficiency.ScaleUpDomain, 1))
+	res, err := serve.DisaggUsers(pre, dec, r.PrefillReplicas, max(r.DecodeReplicas, 1), r.ISL, r.OSL, float64(r.Concurrency), node)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch r.Metric {
+	case "ttft":
+		return res.TTFT, 0, nil
+	case "tpot":
+		return res.TPOT, 0, nil
+	case "e2e":
+		return res.E2E, 0, nil
+	}
+	return res.OutputTokS, res.RooflineTokS, nil
+}
+
 // benchLengths is the benchmark's requests: ISL and OSL about their means, uniform over
 // mean x [1-s, 1+s] (the random dataset of vllm bench serve and sglang.bench_serving with a
 // range ratio), stratified so a few requests still cover the range, in a fixed shuffled order.
@@ -325,6 +354,9 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 			s.ETP = p.Row.ETP
 		}
 		rp := serve.Replica{Model: m, Scenario: s, Pred: tm, MemBytes: chip.MemoryBytes(), Engine: rowEngine(m, p.Row, chip)}
+		if p.Row.Kind == KindBenchServe && p.Row.PrefillReplicas > 0 {
+			return p.disagg(rp, chip)
+		}
 		if p.Row.Kind == KindBenchServe {
 			return p.bench(rp)
 		}

@@ -156,6 +156,14 @@ type Row struct {
 	// the cost of drafting one token as a share of a plain decode step (0: an MTP head of one
 	// layer, 1/L, as plan serve's default).
 	SpecTokens    int64   `json:"spec_tokens,omitempty"`
+	// A disaggregated run (bench_serve, a closed loop): its prefill pool's layout and replica
+	// count beside the decode pool's (the row's tp, ep and pp are the decode replicas').
+	// PrefillReplicas > 0 marks the row disaggregated.
+	PrefillTP       int64 `json:"prefill_tp,omitempty"`
+	PrefillEP       int64 `json:"prefill_ep,omitempty"`
+	PrefillPP       int64 `json:"prefill_pp,omitempty"`
+	PrefillReplicas int64 `json:"prefill_replicas,omitempty"`
+	DecodeReplicas  int64 `json:"decode_replicas,omitempty"`
 	SpecAccept    float64 `json:"spec_accept,omitempty"`
 	SpecDraftCost float64 `json:"spec_draft_cost,omitempty"`
 	Measured      float64 `json:"measured"`
@@ -304,7 +312,8 @@ func (r Row) validate() error {
 	case r.Unit != unit:
 		return fmt.Errorf("unit %q: a %s row is measured in %q", r.Unit, r.Kind, unit)
 	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.ETP < 0 || r.MTP < 0 || r.RecomputeLayers < 0 || r.OffloadActivations < 0 || r.FirstStageLayers < 0 || r.LastStageLayers < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
-		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0 || r.SpecTokens < 0:
+		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0 || r.SpecTokens < 0 ||
+		r.PrefillTP < 0 || r.PrefillEP < 0 || r.PrefillPP < 0 || r.PrefillReplicas < 0 || r.DecodeReplicas < 0:
 		return errors.New("layout and workload sizes must be >= 0")
 	case r.SpecTokens > 16:
 		return fmt.Errorf("spec_tokens %d: want at most 16 draft tokens a step", r.SpecTokens)
@@ -312,6 +321,10 @@ func (r Row) validate() error {
 		return fmt.Errorf("spec_accept %g: want an acceptance rate in [0, 1]", r.SpecAccept)
 	case !(r.SpecDraftCost >= 0 && r.SpecDraftCost <= 10):
 		return fmt.Errorf("spec_draft_cost %g: want a share of a decode step, 0 to 10 (plan serve's range)", r.SpecDraftCost)
+	case (r.PrefillTP > 0 || r.PrefillEP > 0 || r.PrefillPP > 0 || r.DecodeReplicas > 0) && r.PrefillReplicas == 0:
+		return errors.New("a disaggregated run needs prefill_replicas (its prefill pool's replica count)")
+	case r.PrefillReplicas > 0 && (r.Kind != KindBenchServe || r.Concurrency == 0):
+		return errors.New("a disaggregated run is a bench_serve row with a closed loop of users (concurrency)")
 	case r.SpecTokens > 0 && r.SpecAccept == 0:
 		return fmt.Errorf("spec_tokens %d needs spec_accept, the acceptance rate the run saw", r.SpecTokens)
 	case !(r.KVFraction >= 0 && r.KVFraction <= 1):
@@ -573,7 +586,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost prefill_tp prefill_ep prefill_pp prefill_replicas decode_replicas framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {

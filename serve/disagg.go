@@ -34,6 +34,12 @@ type PrefillStat struct {
 // prompts as the token budget takes (one prompt in chunks when it is longer), each held in the
 // KV cache until it is sent (room for two steps' prompts: the one computed and the one leaving).
 func (rp Replica) Prefill(isl int64) (PrefillStat, error) {
+	return rp.prefillUpTo(isl, math.Inf(1))
+}
+
+// prefillUpTo is Prefill with at most most prompts a step (per micro-batch and attention
+// group): a replica under a light load steps with the prompts that are waiting.
+func (rp Replica) prefillUpTo(isl int64, most float64) (PrefillStat, error) {
 	if isl < 1 {
 		return PrefillStat{}, fmt.Errorf("isl must be >= 1 (got %d)", isl)
 	}
@@ -48,6 +54,7 @@ func (rp Replica) Prefill(isl int64) (PrefillStat, error) {
 	n, chunks, tokens := 1.0, 1.0, float64(computed)
 	if float64(computed) <= e.TokenBudget {
 		n = math.Min(math.Floor(e.TokenBudget/float64(computed)), math.Max(1, math.Floor(kvPrompts/pp)))
+		n = math.Max(1, math.Min(n, math.Floor(most)))
 		tokens = n * float64(computed)
 	} else {
 		chunks, tokens = math.Ceil(float64(computed)/e.TokenBudget), e.TokenBudget
@@ -121,13 +128,14 @@ func (d Disagg) Layout() string { return LayoutName(d.PrefillTP, d.PrefillEP, d.
 
 // prefillQueue is the mean wait of a prompt for its prefill at a replica that starts a step of
 // up to n prompts every step seconds, at utilisation rho: half a step until the next step
-// begins, plus the queue ahead of it, M/D/1's rho/(2(1-rho)) services of step/n each (each
+// begins when it arrives at a busy replica (probability rho; an idle one starts at once), plus
+// the queue ahead of it, M/D/1's rho/(2(1-rho)) services of step/n each (each
 // prompt's share of a step; a bulk server's queue is shorter than one serving the whole step).
 func prefillQueue(rho, step, n float64) float64 {
 	if rho >= 1 {
 		return math.Inf(1)
 	}
-	return step/2 + rho/(2*(1-rho))*step/math.Max(n, 1)
+	return rho*step/2 + rho/(2*(1-rho))*step/math.Max(n, 1)
 }
 
 // disaggConfig is the deployment of x prefill and y decode replicas carrying reqRate requests/s
@@ -381,4 +389,102 @@ func (o PlanOptions) prefillPool(tg Target, pre Replica, ps PrefillStat, dec Rep
 		}
 	}
 	return c, true
+}
+
+// DisaggUsers is a closed loop of users (each sending its next request as the last completes)
+// over a disaggregated deployment of x prefill replicas pre and y decode replicas dec, node
+// GPUs to a scale-up domain: the layout of a published disaggregated run, as it ran. A request
+// spends its TTFT on the prefill side (the wait for a prefill step, the prompt's prefill, the
+// API server's request overhead, its KV cache's transfer) and (OSL-1) TPOTs decoding; the
+// decode pool carries the users in their decode phase (decode-only steps) and the prefill pool
+// the request rate. The rate solves users = rate x E2E (Little's law) by damped fixed-point
+// iteration; a pool too small for the users leaves them queueing before it. The Result is the
+// whole deployment's: concurrency is the sequences decoding, GPUs both pools.
+func DisaggUsers(pre, dec Replica, x, y int64, isl, osl int64, users float64, node int64) (Result, error) {
+	switch {
+	case x < 1 || y < 1:
+		return Result{}, fmt.Errorf("disaggregated pools need at least one replica each (prefill %d, decode %d)", x, y)
+	case !(users > 0) || math.IsInf(users, 0):
+		return Result{}, fmt.Errorf("users must be a positive number (got %g)", users)
+	case osl < 2:
+		return Result{}, fmt.Errorf("osl %d: a disaggregated run decodes at least one token after the first", osl)
+	}
+	full, err := pre.Prefill(isl)
+	if err != nil {
+		return Result{}, fmt.Errorf("prefill pool: %w", err)
+	}
+	// a prefill replica steps with the prompts waiting: about its share of the rate over one
+	// step, at least one, at most a full step's
+	group := float64(pre.Engine.stages()) * pre.DP()
+	steps := map[float64]PrefillStat{}
+	stepWith := func(rate float64) (PrefillStat, error) {
+		k := 1.0
+		for {
+			ps, ok := steps[k]
+			if !ok {
+				if ps, err = pre.prefillUpTo(isl, math.Ceil(k/group)); err != nil {
+					return ps, err
+				}
+				steps[k] = ps
+			}
+			want := math.Ceil(rate / float64(x) * ps.StepTime)
+			if want <= k || ps.Prompts >= full.Prompts {
+				return ps, nil
+			}
+			k = math.Min(want, full.Prompts)
+		}
+	}
+	transfer := KVTransfer(dec.Model, dec.Scenario, dec.Pred, isl, pre, dec, node)
+	var reqOH float64
+	if ro, ok := pre.Pred.(interface{ RequestOverhead() float64 }); ok {
+		reqOH = ro.RequestOverhead()
+	}
+	dec.Engine.DecodeOnly = true
+	preRate := float64(x) * full.ReqPerS     // requests/s the prefill pool completes at most
+	held := float64(y) * dec.Limit(isl, osl) // sequences the decode pool holds
+	ps := full
+	var r Result
+	var rate, ttft, wait float64
+	decoding := users / float64(y) // first guess: every user decoding
+	for i := 0; i < 200; i++ {
+		if r, err = dec.At(isl, osl, math.Max(1, math.Min(decoding, held/float64(y)))); err != nil {
+			return r, fmt.Errorf("decode pool: %w", err)
+		}
+		decodeTime := float64(osl-1) * r.TPOT
+		if rate > 0 {
+			if ps, err = stepWith(rate); err != nil {
+				return Result{}, fmt.Errorf("prefill pool: %w", err)
+			}
+		}
+		base := ps.Prefill + reqOH + transfer // a prompt's TTFT without waiting
+		// the loop's pace: the users' own, unless a pool cannot keep it (the prefill pool's
+		// rate, the decode pool's slots); then the users' time beyond the service is waiting
+		// before the first token (Little's law)
+		free := users / (base + wait + decodeTime)
+		limit := math.Min(preRate, held/decodeTime)
+		nextWait := 0.0
+		if rho := math.Min(free, limit) / preRate; rho < 1 {
+			nextWait = prefillQueue(rho, ps.StepTime, ps.Prompts)
+		}
+		if free > limit {
+			nextWait = math.Max(nextWait, users/limit-(base+decodeTime))
+		}
+		rate = users / (base + nextWait + decodeTime)
+		nextDecoding := rate * decodeTime / float64(y)
+		done := i > 0 && math.Abs(nextWait-wait) <= 1e-4*(base+wait) && math.Abs(nextDecoding-decoding) <= 1e-3*decoding
+		wait, decoding = 0.5*(wait+nextWait), 0.5*(decoding+nextDecoding)
+		ttft = base + wait
+		if done {
+			break
+		}
+	}
+	rate = users / (ttft + float64(osl-1)*r.TPOT)
+	r.TTFT, r.QueueWait = ttft, wait
+	r.E2E = r.TTFT + float64(osl-1)*r.TPOT
+	r.Concurrency *= float64(y)
+	r.OutputTokS = rate * float64(osl)
+	r.TotalTokS = rate * float64(isl+osl)
+	r.RooflineTokS *= float64(y)
+	r.GPUs = x*pre.gpus() + y*dec.gpus()
+	return r, nil
 }

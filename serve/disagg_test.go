@@ -123,11 +123,12 @@ func TestPlanDisaggregated(t *testing.T) {
 	}
 }
 
-// The prefill queue: half a step to the next step's start when idle, longer as the pool fills
-// (M/D/1 by hand at 50%: 0.5 + 0.5 x step/4), unbounded at saturation.
+// The prefill queue: nothing at an idle pool (its step starts at once), longer as the pool
+// fills (by hand at 50%: half the time a busy replica, half a step to its end, 0.5 x 0.2; then
+// M/D/1's 0.5 x step/4), unbounded at saturation.
 func TestPrefillQueue(t *testing.T) {
-	testutil.Near(t, "idle", prefillQueue(0, 0.4, 4), 0.2, 1e-12)
-	testutil.Near(t, "half full", prefillQueue(0.5, 0.4, 4), 0.2+0.5*0.1, 1e-12)
+	testutil.Near(t, "idle", prefillQueue(0, 0.4, 4), 0, 1e-12)
+	testutil.Near(t, "half full", prefillQueue(0.5, 0.4, 4), 0.5*0.2+0.5*0.1, 1e-12)
 	prev := 0.0
 	for _, rho := range []float64{0, 0.3, 0.6, 0.9, 0.99} {
 		w := prefillQueue(rho, 0.4, 4)
@@ -170,5 +171,65 @@ func TestDisaggTTFTQuantiles(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no disaggregated deployment among the best")
+	}
+}
+
+// A closed loop over a disaggregated deployment, by its parts: one user's TTFT is its prompt's
+// prefill, the request overhead and the KV transfer, its TPOT the decode-only step of one
+// sequence, and its throughput OSL over its E2E; many users on one small prefill replica are
+// paced by that replica (requests/s = its rate) and wait before it, so TTFT grows with them
+// while the decode pool's TPOT stays that of the sequences it carries.
+func TestDisaggUsers(t *testing.T) {
+	m := model(t, "Llama-3.1-70B-Instruct")
+	pre, dec := replica(t, m, "H100", 2), replica(t, m, "H100", 4)
+	const isl, osl = 2000, 200
+	one, err := DisaggUsers(pre, dec, 1, 1, isl, osl, 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := pre.Prefill(isl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone, err := pre.prefillUpTo(isl, 1) // a step with its one prompt
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dec
+	d.Engine.DecodeOnly = true
+	alone, err := d.At(isl, osl, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqOH float64
+	if ro, ok := pre.Pred.(interface{ RequestOverhead() float64 }); ok {
+		reqOH = ro.RequestOverhead()
+	}
+	base := lone.Prefill + reqOH + KVTransfer(m, dec.Scenario, dec.Pred, isl, pre, dec, 8)
+	// one user: its prompt alone in a step, and the prefill replica idle when it arrives but
+	// for the share of the time it is busy (the wait, rho x half a step and M/D/1's queue of
+	// rho/(2(1-rho)) steps, is a few percent of a step at rho = 7%)
+	if !(one.TTFT >= base && one.TTFT <= base+0.1*lone.StepTime) || !(lone.StepTime < ps.StepTime/2) {
+		t.Errorf("one user's TTFT %.4g s, want its prefill, overhead and transfer %.4g s and a little; a step of one prompt %.3g s, of %g %.3g s",
+			one.TTFT, base, lone.StepTime, ps.Prompts, ps.StepTime)
+	}
+	testutil.Near(t, "one user's TPOT", one.TPOT, alone.TPOT, 1e-9)
+	testutil.Near(t, "one user's throughput", one.OutputTokS, osl/one.E2E, 1e-3)
+	if one.GPUs != 2+4 {
+		t.Errorf("GPUs %d, want both pools' 6", one.GPUs)
+	}
+	// 400 users, one prefill replica: the loop runs at the prefill pool's rate
+	many, err := DisaggUsers(pre, dec, 1, 2, isl, osl, 400, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Near(t, "prefill-paced request rate", many.OutputTokS/osl, ps.ReqPerS, 1e-3)
+	if !(many.TTFT > 10*one.TTFT) || !(many.QueueWait > 0) {
+		t.Errorf("400 users on one prefill replica: TTFT %.3g s (one user %.3g s), wait %.3g s; want them queueing", many.TTFT, one.TTFT, many.QueueWait)
+	}
+	// Little's law holds for the whole loop
+	testutil.Near(t, "users = rate x E2E", many.OutputTokS/osl*many.E2E, 400, 2e-3)
+	if _, err := DisaggUsers(pre, dec, 0, 1, isl, osl, 4, 8); err == nil {
+		t.Error("a pool of no replicas must be refused")
 	}
 }
