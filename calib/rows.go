@@ -155,20 +155,20 @@ type Row struct {
 	// per step, the acceptance rate per draft token the run reports (or the model card's), and
 	// the cost of drafting one token as a share of a plain decode step (0: an MTP head of one
 	// layer, 1/L, as plan serve's default).
-	SpecTokens    int64   `json:"spec_tokens,omitempty"`
+	SpecTokens int64 `json:"spec_tokens,omitempty"`
 	// A disaggregated run (bench_serve, a closed loop): its prefill pool's layout and replica
 	// count beside the decode pool's (the row's tp, ep and pp are the decode replicas').
 	// PrefillReplicas > 0 marks the row disaggregated.
-	PrefillTP       int64 `json:"prefill_tp,omitempty"`
-	PrefillEP       int64 `json:"prefill_ep,omitempty"`
-	PrefillPP       int64 `json:"prefill_pp,omitempty"`
-	PrefillReplicas int64 `json:"prefill_replicas,omitempty"`
-	DecodeReplicas  int64 `json:"decode_replicas,omitempty"`
-	SpecAccept    float64 `json:"spec_accept,omitempty"`
-	SpecDraftCost float64 `json:"spec_draft_cost,omitempty"`
-	Measured      float64 `json:"measured"`
-	Unit          string  `json:"unit"`
-	Note          string  `json:"note,omitempty"`
+	PrefillTP       int64   `json:"prefill_tp,omitempty"`
+	PrefillEP       int64   `json:"prefill_ep,omitempty"`
+	PrefillPP       int64   `json:"prefill_pp,omitempty"`
+	PrefillReplicas int64   `json:"prefill_replicas,omitempty"`
+	DecodeReplicas  int64   `json:"decode_replicas,omitempty"`
+	SpecAccept      float64 `json:"spec_accept,omitempty"`
+	SpecDraftCost   float64 `json:"spec_draft_cost,omitempty"`
+	Measured        float64 `json:"measured"`
+	Unit            string  `json:"unit"`
+	Note            string  `json:"note,omitempty"`
 }
 
 // Phase is the summary group of a row kind.
