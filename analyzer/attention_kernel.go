@@ -16,13 +16,27 @@ type AttentionShape struct {
 	CacheWrite bool
 	// ActBytes and KVBytes per activation and KV-cache element.
 	ActBytes, KVBytes float64
+	// MLA: multi-head latent attention with DeepSeek-V3's dimensions (a 512-element latent and
+	// 64 RoPE elements per token, shared by every head; 128 + 64 query-key and 128 value
+	// elements per head in prefill, the latent's in decode); KVHeads and HeadDim are ignored.
+	MLA bool
 }
+
+// DeepSeekMLA is DeepSeek-V3's (and R1's) latent attention: kv_lora_rank 512, q_lora_rank
+// 1536, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128 (its config.json).
+var DeepSeekMLA = MLAInfo{QLoraRank: 1536, KVLoraRank: 512, QKNope: 128, QKRope: 64, VHead: 128}
 
 // AttentionKernel is the kernel a model's attention op of that shape is timed as: the same
 // costing a step uses (costAttention under the achievable profile, one GPU), so a measured
 // kernel and mrep's model of it compare like for like.
 func AttentionKernel(a AttentionShape) kernels.Kernel {
 	fp := Fingerprint{Transformer: true, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, VHeadDim: a.HeadDim}
+	if a.MLA {
+		mla := DeepSeekMLA
+		fp.MLA, fp.KVHeads = &mla, 1
+		fp.HeadDim, fp.VHeadDim = mla.QKNope+mla.QKRope, mla.VHead
+		fp.CKV = mla.KVLoraRank + mla.QKRope
+	}
 	s := DefaultScenario()
 	s.ActBytes, s.KVBytes = a.ActBytes, a.KVBytes
 	sh := stepShape{tokens: a.Batch * a.Queries, queries: a.Queries, kvLen: a.KVLen, batch: a.Batch, decode: a.Decode, kvWrite: a.CacheWrite || a.Decode}

@@ -494,7 +494,7 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	c.recomputeSelective = Cost{FExecuted: exec * (fTC + fSoftmax), BytesActivations: act, BytesTemporary: tmp}
 	groupM := float64(fp.Heads) / float64(max(fp.KVHeads, 1))
 	if fp.MLA != nil {
-		groupM = float64(fp.Heads)
+		groupM = h // every head on this GPU reads the one latent (it is replicated across TP)
 	}
 	c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Attention, Count: 1,
 		FLOPs: exec * fTC, VectorFLOPs: exec * fSoftmax, DType: s.AttnDType(), Bytes: act + math.Max(kv, floorKV) + tmp,
@@ -502,10 +502,12 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	if sh.decode {
 		c.fwdK.KVElem = s.KVBytes
 	}
+	c.fwdK.Latent = fp.MLA != nil
 	c.bwdK[0] = c.fwdK
 	c.bwdK[0].FLOPs, c.bwdK[0].VectorFLOPs = exec*FlashBwdFactor*fTC, exec*FlashBwdFactor*fSoftmax
 	c.bwdK[0].Bytes, c.bwdK[0].Backward = 2*act+2*tmp, true
 	c.nBwd = 1
+
 	c.recK = c.fwdK
 	c.recK.Bytes = act + tmp
 }

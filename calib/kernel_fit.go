@@ -131,6 +131,26 @@ var kernelParams = []kernelParam{
 			get: func(e chips.Efficiency) float64 { return e.MoEOverheadUs },
 			set: func(e *chips.Efficiency, v float64) { e.MoEOverheadUs = v }}},
 	moeGEMMParam("bf16", "bf16"), moeGEMMParam("fp8", "fp8_block"), moeGEMMParam("fp4", "fp4"),
+	// DeepSeek's latent attention, on 16-bit caches, after the engine's other attention (its op
+	// costs are the attention op's: the same cache write and plan)
+	{name: "mla_frac", lo: 0.02, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "context_mla" && g.KVDType == "bf16" },
+		get: func(e chips.Efficiency) float64 {
+			if e.MLAFrac > 0 {
+				return e.MLAFrac
+			}
+			return e.AttnFrac
+		},
+		set: func(e *chips.Efficiency, v float64) { e.MLAFrac = v }},
+	{name: "mla_decode_frac", lo: 0.02, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "generation_mla" && g.KVDType == "bf16" },
+		get: func(e chips.Efficiency) float64 {
+			if e.MLADecodeFrac > 0 {
+				return e.MLADecodeFrac
+			}
+			return e.AttnFrac
+		},
+		set: func(e *chips.Efficiency, v float64) { e.MLADecodeFrac = v }},
 	{name: "attn_decode_hbm_frac_8bit", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "fp8" },
 		get: func(e chips.Efficiency) float64 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
@@ -40,7 +41,9 @@ type KernelGroup struct {
 	Chip    string `json:"chip"`
 	Engine  string `json:"engine"`
 	Release string `json:"release"`
-	// Family: gemm, context_attention, generation_attention or moe.
+	// Family: gemm, context_attention, generation_attention, moe, or context_mla and
+	// generation_mla (DeepSeek-V3's latent attention: heads are one GPU's, the latent's 576
+	// elements stand as one KV head).
 	Family string `json:"family"`
 	// DType is the GEMM's or MoE layer's precision (bf16, fp8, fp8_block, fp4; w4a16: 4-bit
 	// weights in 16-bit math) or attention's; KVDType the KV cache's (attention only).
@@ -77,7 +80,7 @@ func Kernels() (KernelSet, error) {
 	ks.About += " " + torch.About
 	ks.Groups = append(ks.Groups, torch.Groups...)
 	for _, g := range ks.Groups {
-		want := map[string]int{"gemm": 4, "context_attention": 7, "generation_attention": 7, "moe": 8}[g.Family]
+		want := map[string]int{"gemm": 4, "context_attention": 7, "generation_attention": 7, "moe": 8, "context_mla": 7, "generation_mla": 7}[g.Family]
 		if want == 0 || len(g.Cols) != want {
 			return ks, fmt.Errorf("embedded kernel set: group %s %s %s: family %q with %d columns", g.Chip, g.Engine, g.Kernel, g.Family, len(g.Cols))
 		}
@@ -286,7 +289,8 @@ func (g KernelGroup) kernels(r []float64, dtype string) []kernels.Kernel {
 	}
 	kv := analyzer.DType(g.KVDType).Bytes()
 	k := analyzer.AttentionKernel(analyzer.AttentionShape{Batch: r[0], Queries: r[1], KVLen: r[2], Heads: int64(r[3]), KVHeads: int64(r[4]),
-		HeadDim: int64(r[5]), Decode: g.Family == "generation_attention", CacheWrite: g.Engine != TorchEngine, ActBytes: 2, KVBytes: kv})
+		HeadDim: int64(r[5]), Decode: strings.HasPrefix(g.Family, "generation_"), CacheWrite: g.Engine != TorchEngine, ActBytes: 2, KVBytes: kv,
+		MLA: strings.HasSuffix(g.Family, "_mla")})
 	k.Graphed = true // a kernel benchmark times the GPU, not the host's launch
 	return []kernels.Kernel{k}
 }
@@ -298,8 +302,9 @@ func (g KernelGroup) belowRoofline(r []float64, chip chips.Chip) bool {
 	return r[len(r)-1]*1e-6 < roofline(g.kernels(r, dtype), chip, dtype)*(1-1e-9)
 }
 
-// roofline is kernels' ideal time: each one's executed FLOPs at the datasheet peak or its
-// bytes at the nominal HBM bandwidth, whichever is longer, summed.
+// roofline is kernels' ideal time: each one's executed FLOPs at the datasheet peak of its
+// precision (dtype's unless it states its own) or its bytes at the nominal HBM bandwidth,
+// whichever is longer, summed.
 func roofline(ks []kernels.Kernel, chip chips.Chip, dtype string) float64 {
 	peak, err := chip.Peak(dtype)
 	if err != nil || peak <= 0 {
@@ -307,7 +312,13 @@ func roofline(ks []kernels.Kernel, chip chips.Chip, dtype string) float64 {
 	}
 	var t float64
 	for _, k := range ks {
-		t += math.Max(k.FLOPs/peak, k.Bytes/chip.HBMBytesPerSec())
+		p := peak
+		if k.DType != "" && k.DType != dtype { // a kernel at a precision of its own (FP8 MLA over an 8-bit cache)
+			if q, err := chip.Peak(k.DType); err == nil && q > 0 {
+				p = q
+			}
+		}
+		t += math.Max(k.FLOPs/p, k.Bytes/chip.HBMBytesPerSec())
 	}
 	return t
 }

@@ -34,9 +34,10 @@ func TestKernelSetAgainstTheTimeModel(t *testing.T) {
 		}
 	}
 	// MoE layers: every chip under every engine but A100's TensorRT-LLM and vLLM (their tables
-	// route "balanced" differently and fall outside the grid)
-	if len(covered) != 7*3*4-2 || rows < 45000 {
-		t.Errorf("%d chip x engine x family combinations, %d rows; want 82 and over 45,000", len(covered), rows)
+	// route "balanced" differently and fall outside the grid); DeepSeek's MLA in prefill and
+	// decode under TensorRT-LLM and SGLang (vLLM times whole modules only), but SGLang on A100
+	if len(covered) != 7*3*4-2+7*2*2-2 || rows < 50000 {
+		t.Errorf("%d chip x engine x family combinations, %d rows; want 108 and over 50,000", len(covered), rows)
 	}
 	rep, err := CheckKernels(ks, chips.Default())
 	if err != nil {
@@ -66,7 +67,13 @@ func TestKernelSetAgainstTheTimeModel(t *testing.T) {
 		}
 	}
 	for _, g := range rep.Groups {
-		if n, ok := known[g.Chip+" "+g.Engine+" "+g.Family+" "+g.DType]; ok && g.BelowRoofline == n || g.Family == "moe" {
+		// MLA over an FP8 cache on Blackwell: TensorRT-LLM's MLA kernels (SGLang runs them too)
+		// multiply in FP8, and at 128 heads and 16k tokens they beat the 16-bit roofline mrep
+		// times attention against by up to 20% (1-2 rows a group). mrep does not model FP8 MLA
+		// math yet: doing so moves the B200 TensorRT-LLM lane's end-to-end fit (its DeepSeek-R1
+		// FP8-cache run), which needs that lane refitted with it (issue 32's next step).
+		fp8MLA := strings.HasSuffix(g.Family, "_mla") && g.KVDType == "fp8" && ChipFamily(g.Chip) != "Hopper" && g.BelowRoofline <= 2
+		if n, ok := known[g.Chip+" "+g.Engine+" "+g.Family+" "+g.DType]; ok && g.BelowRoofline == n || g.Family == "moe" || fp8MLA {
 			if !(g.Scale > 0) && g.HeldOutRows > 0 {
 				t.Errorf("%s %s %s %s: no scale fitted", g.Chip, g.Engine, g.Family, g.DType)
 			}

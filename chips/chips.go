@@ -94,6 +94,11 @@ type Efficiency struct {
 	// un-permute, whose kernels no op of the model counts (NVIDIA's timings of the engines' MoE
 	// ops on one token run 10-40 us over the weights' read time). Forward passes only.
 	MoEOverheadUs float64 `json:"moe_overhead_us,omitempty"`
+	// MLAFrac and MLADecodeFrac are latent attention's (DeepSeek's MLA) share of the 16-bit
+	// peak in prefill and in decode at full tensor-core tiles, where its kernels differ from
+	// the engine's other attention (0: attn_frac).
+	MLAFrac       float64 `json:"mla_frac,omitempty"`
+	MLADecodeFrac float64 `json:"mla_decode_frac,omitempty"`
 	// MoEGEMMFrac is the share of the dense GEMM fraction a serving engine's grouped expert
 	// GEMMs reach when compute-bound, by precision (a precision without one: grouped_gemm_frac):
 	// Triton's fused MoE, CUTLASS's grouped GEMM and TensorRT-LLM's MoE kernels differ by
@@ -222,6 +227,8 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.AttnDecodeOverheadUs, o.AttnDecodeOverheadUs)
 	setF(&out.MoEOverheadUs, o.MoEOverheadUs)
 	setF(&out.MoEHBMFrac, o.MoEHBMFrac)
+	setF(&out.MLAFrac, o.MLAFrac)
+	setF(&out.MLADecodeFrac, o.MLADecodeFrac)
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)
@@ -273,6 +280,12 @@ func (e Efficiency) validate() error {
 	}
 	if e.MoEHBMFrac != 0 {
 		fracs["moe_hbm_frac"] = e.MoEHBMFrac
+	}
+	if e.MLAFrac != 0 {
+		fracs["mla_frac"] = e.MLAFrac
+	}
+	if e.MLADecodeFrac != 0 {
+		fracs["mla_decode_frac"] = e.MLADecodeFrac
 	}
 	for d, v := range e.MoEGEMMFrac {
 		fracs["moe_gemm_frac."+d] = v

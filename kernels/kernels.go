@@ -102,7 +102,10 @@ type Kernel struct {
 	GroupM                float64
 	// KVElem is the KV cache's bytes per element a decode kernel reads (1 for an FP8 cache,
 	// which the kernel dequantizes as it streams it; 0: not stated).
-	KVElem   float64
+	KVElem float64
+	// Latent: multi-head latent attention (DeepSeek's MLA), whose kernels are their own
+	// (FlashMLA, TensorRT-LLM's and FlashInfer's MLA paths) with figures of their own.
+	Latent   bool
 	Backward bool // a backward pass: a flash kernel's runs below the forward's efficiency; a grouped expert GEMM's pays no MoE op cost
 
 	// Graphed kernels are replayed from a CUDA graph (engines capture decode steps): no host

@@ -204,13 +204,20 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 			// A decode attention kernel streams the KV cache: its M is the query rows sharing one
 			// KV head, so MHA (M = 1) runs on the vector units and a wide GQA group or MLA's
 			// shared latent fills tensor-core tiles; either way it never falls below the vector rate.
-			kt.Eta = m.Eff.AttnFrac * math.Min(1, k.GroupM/64)
+			frac := m.Eff.AttnFrac
+			if k.Latent && m.Eff.MLADecodeFrac > 0 {
+				frac = m.Eff.MLADecodeFrac
+			}
+			kt.Eta = frac * math.Min(1, k.GroupM/64)
 			rate := math.Max(m.vec, peak*kt.Eta)
 			kt.Eta = rate / peak
 			kt.Compute = (k.FLOPs + k.VectorFLOPs) / rate
 			break
 		}
 		frac := m.Eff.AttnFrac
+		if k.Latent && m.Eff.MLAFrac > 0 {
+			frac = m.Eff.MLAFrac
+		}
 		if k.Backward {
 			frac = m.Eff.AttnBwdFrac
 		}

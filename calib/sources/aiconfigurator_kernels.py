@@ -5,7 +5,7 @@ calib/kernels.json.gz, the kernel set `mrep validate --kernels` checks mrep's ti
 The package (Apache-2.0) ships, per system, op family, engine and engine release, parquet tables
 of kernels it timed on the GPU: aiconfigurator_core/systems/data/<system>/<op>/<engine>/<version>/
 *.parquet, with a collection_meta.yaml. This script reads the dense GEMM table, the context
-and generation attention tables and the MoE table of the systems mrep has chips for, keeps a fixed grid of shapes
+and generation attention tables, the MoE table and the MLA core tables of the systems mrep has chips for, keeps a fixed grid of shapes
 (the same grid for every chip, engine and dtype, so they compare like for like), and writes each
 group with its provenance: the package and version, the file inside it, the engine release, the
 kernel the engine ran and the GPU it reports. Latencies go in microseconds.
@@ -48,6 +48,10 @@ MOE_LAYERS = [(2048, 768, 128, 8), (4096, 1536, 128, 8), (7168, 2048, 256, 8), (
               (2880, 2880, 128, 4), (4096, 14336, 8, 2)]
 MOE_PAR = [(1, 1), (1, 4), (1, 8), (1, 32), (4, 1), (8, 1)]
 MOE_TOKENS = [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+# DeepSeek-V3's multi-head latent attention (TensorRT-LLM's and SGLang's MLA core tables; vLLM
+# publishes whole modules only): its 128 heads split over TP 1, 2, 4 and 8, the 576-element
+# latent (512 + 64 RoPE) per token, on the attention grid's batches and lengths
+MLA_HEADS = [16, 32, 64, 128]
 
 
 def newest(paths):
@@ -67,7 +71,9 @@ def groups(root, pkg_version):
             for family, table in (("gemm", "gemm/%s/*/gemm_perf.parquet"),
                                   ("context_attention", "attention/%s/*/context_attention_perf.parquet"),
                                   ("generation_attention", "attention/%s/*/generation_attention_perf.parquet"),
-                                  ("moe", "moe/%s/*/moe_perf.parquet")):
+                                  ("moe", "moe/%s/*/moe_perf.parquet"),
+                                  ("context_mla", "mla/%s/*/context_mla_perf.parquet"),
+                                  ("generation_mla", "mla/%s/*/generation_mla_perf.parquet")):
                 path = newest(glob.glob(os.path.join(data, system, table % engine)))
                 if path is None:
                     continue
@@ -93,6 +99,21 @@ def pick(family, d, chip, engine, rel, pkg_version):
                 continue
             key = (dt, "")
             row = [d["num_tokens"][i], *layer, *par]
+        elif family in ("context_mla", "generation_mla"):
+            dt, kv = ATTN_DTYPES.get(d["mla_dtype"][i]), ATTN_DTYPES.get(d["kv_cache_dtype"][i])
+            if dt is None or kv is None or d["num_heads"][i] not in MLA_HEADS:
+                continue
+            b = d["batch_size"][i]
+            if family == "context_mla":
+                if b not in CTX_BATCH or d["isl"][i] not in CTX_ISL:
+                    continue
+                queries, kv_len = d["isl"][i], d["isl"][i]
+            else:
+                if b not in GEN_BATCH or d["step"][i] not in GEN_STEP:
+                    continue
+                queries, kv_len = 1, d["isl"][i] + d["step"][i]
+            key = (dt, kv)
+            row = [b, queries, kv_len, d["num_heads"][i], 1, 576]
         else:
             dt, kv = ATTN_DTYPES.get(d["attn_dtype"][i]), ATTN_DTYPES.get(d["kv_cache_dtype"][i])
             if dt is None or kv is None or d.get("window_size", [0] * n)[i] != 0 or d.get("beam_width", [1] * n)[i] != 1:
@@ -132,8 +153,8 @@ def main():
     root, version = sys.argv[1], sys.argv[2]
     gs = list(groups(root, version))
     json.dump({"about": "Measured kernel latencies resampled from NVIDIA aiconfigurator-core %s (PyPI, Apache-2.0) by "
-                        "calib/sources/aiconfigurator_kernels.py: dense GEMMs, context/generation attention and MoE "
-                        "layers (balanced routing), one fixed grid of shapes per chip, engine and dtype; latency in microseconds." % version,
+                        "calib/sources/aiconfigurator_kernels.py: dense GEMMs, context/generation attention, MoE "
+                        "layers (balanced routing) and DeepSeek's MLA, one fixed grid of shapes per chip, engine and dtype; latency in microseconds." % version,
                "groups": gs}, sys.stdout, separators=(",", ":"))
     sys.stderr.write("%d groups, %d rows\n" % (len(gs), sum(len(g["rows"]) for g in gs)))
 

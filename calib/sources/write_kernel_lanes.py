@@ -33,7 +33,7 @@ MREP = os.environ.get("MREP", "bin/mrep")
 ENGINES = ("vllm", "sglang")
 # the lane figures of calibrate --kernels, as chips.json spells them
 FIGURES = {"attn_frac", "attn_overhead_us", "attn_decode_hbm_frac", "attn_decode_overhead_us", "attn_decode_hbm_frac_8bit",
-           "moe_hbm_frac", "moe_overhead_us"}
+           "moe_hbm_frac", "moe_overhead_us", "mla_frac", "mla_decode_frac"}
 # figures fitted per precision, written as one map each
 MAPS = ("gemm_frac", "moe_gemm_frac")
 

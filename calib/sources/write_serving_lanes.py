@@ -26,11 +26,13 @@ Qwen3-235B, leave one model out; A100 (Llama-3.1-70B) and MI300X (Llama-4-Scout)
 each, leave one row out.
 
 Run from the repository root after `make build`: python3 calib/sources/write_serving_lanes.py
+[--only-trtllm] (the TensorRT-LLM lanes alone, a minute: after a change to what their rows count)
 """
 import collections
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 MREP = os.environ.get("MREP", "bin/mrep")
@@ -99,6 +101,8 @@ def main():
     for chip, (figs, src) in lanes.items():
         print(chip, "trtllm", dict(figs))
         print("  ", src)
+    if "--only-trtllm" in sys.argv:
+        return
 
     sg = {}
     for chip, leave in (("B200", "model"), ("A100-SXM", "row"), ("MI300X", "row")):
