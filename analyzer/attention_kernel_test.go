@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"math"
 	"testing"
 
 	"github.com/mrep-dev/mrep/kernels"
@@ -43,5 +44,37 @@ func TestAttentionKernelIsTheStepsKernel(t *testing.T) {
 		if one != want {
 			t.Errorf("%s: the step's attention kernel per layer\n%+v\nAttentionKernel\n%+v", tc.ph, one, want)
 		}
+	}
+}
+
+// DeepSeek-V3's latent attention at TP8 in decode: the step's kernel is AttentionKernel's for
+// one GPU's 16 heads over the 576-element latent, and those 16 heads are all the query rows a
+// tile gets (the latent is replicated on every rank: GroupM is the rank's heads, not the
+// model's 128).
+func TestMLAKernelIsTheStepsKernel(t *testing.T) {
+	m := NewModel(load(t, "DeepSeek-V3"))
+	s := DefaultScenario()
+	s.TP, s.Batch, s.KVLen = 8, 32, 4096
+	st, err := m.Analyze(Decode, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *kernels.Kernel
+	for i, k := range st.Kernels {
+		if k.Kind == kernels.Attention {
+			got = &st.Kernels[i]
+			break
+		}
+	}
+	if got == nil {
+		t.Fatal("no attention kernel in the step")
+	}
+	want := AttentionKernel(AttentionShape{Batch: 32, Queries: 1, KVLen: 4096, Heads: 16, Decode: true, ActBytes: 2, KVBytes: 2, MLA: true})
+	layers := got.Count
+	one := *got
+	one.Count, one.FLOPs, one.VectorFLOPs, one.Bytes = 1, got.FLOPs/layers, got.VectorFLOPs/layers, got.Bytes/layers
+	one.Name, one.Category = want.Name, want.Category
+	if math.Abs(one.FLOPs/want.FLOPs-1) > 1e-9 || math.Abs(one.Bytes/want.Bytes-1) > 1e-9 || one.GroupM != 16 || want.GroupM != 16 || !one.Latent || !want.Latent {
+		t.Errorf("TP8 latent decode per layer\n%+v\nAttentionKernel\n%+v", one, want)
 	}
 }
