@@ -151,6 +151,18 @@ var kernelParams = []kernelParam{
 			return e.AttnFrac
 		},
 		set: func(e *chips.Efficiency, v float64) { e.MLADecodeFrac = v }},
+	{name: "mla_decode_frac_8bit", lo: 0.02, hi: 1,
+		match: func(g KernelGroup) bool { return g.Family == "generation_mla" && g.KVDType == "fp8" },
+		get: func(e chips.Efficiency) float64 {
+			switch {
+			case e.MLADecodeFrac8 > 0:
+				return e.MLADecodeFrac8
+			case e.MLADecodeFrac > 0:
+				return e.MLADecodeFrac
+			}
+			return e.AttnFrac
+		},
+		set: func(e *chips.Efficiency, v float64) { e.MLADecodeFrac8 = v }},
 	{name: "attn_decode_hbm_frac_8bit", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "fp8" },
 		get: func(e chips.Efficiency) float64 {

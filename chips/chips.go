@@ -99,6 +99,9 @@ type Efficiency struct {
 	// the engine's other attention (0: attn_frac).
 	MLAFrac       float64 `json:"mla_frac,omitempty"`
 	MLADecodeFrac float64 `json:"mla_decode_frac,omitempty"`
+	// MLADecodeFrac8 is MLADecodeFrac over an 8-bit (FP8) latent cache (0: as a 16-bit one):
+	// SGLang's Hopper MLA decode dequantizes it at 4x the 16-bit cache's time.
+	MLADecodeFrac8 float64 `json:"mla_decode_frac_8bit,omitempty"`
 	// MoEGEMMFrac is the share of the dense GEMM fraction a serving engine's grouped expert
 	// GEMMs reach when compute-bound, by precision (a precision without one: grouped_gemm_frac):
 	// Triton's fused MoE, CUTLASS's grouped GEMM and TensorRT-LLM's MoE kernels differ by
@@ -229,6 +232,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.MoEHBMFrac, o.MoEHBMFrac)
 	setF(&out.MLAFrac, o.MLAFrac)
 	setF(&out.MLADecodeFrac, o.MLADecodeFrac)
+	setF(&out.MLADecodeFrac8, o.MLADecodeFrac8)
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)
@@ -286,6 +290,9 @@ func (e Efficiency) validate() error {
 	}
 	if e.MLADecodeFrac != 0 {
 		fracs["mla_decode_frac"] = e.MLADecodeFrac
+	}
+	if e.MLADecodeFrac8 != 0 {
+		fracs["mla_decode_frac_8bit"] = e.MLADecodeFrac8
 	}
 	for d, v := range e.MoEGEMMFrac {
 		fracs["moe_gemm_frac."+d] = v

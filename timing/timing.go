@@ -208,6 +208,9 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 			if k.Latent && m.Eff.MLADecodeFrac > 0 {
 				frac = m.Eff.MLADecodeFrac
 			}
+			if k.Latent && k.KVElem > 0 && k.KVElem < 2 && m.Eff.MLADecodeFrac8 > 0 {
+				frac = m.Eff.MLADecodeFrac8
+			}
 			kt.Eta = frac * math.Min(1, k.GroupM/64)
 			rate := math.Max(m.vec, peak*kt.Eta)
 			kt.Eta = rate / peak

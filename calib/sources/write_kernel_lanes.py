@@ -20,7 +20,7 @@ refit SGLang's host overheads on top of them (issue 32).
 
 Every figure keeps the source the fit wrote. Lanes are merged: figures this script does not fit
 stay as they are. Run from the repository root after `make build`:
-    python3 calib/sources/write_kernel_lanes.py [--refit-host]
+    python3 calib/sources/write_kernel_lanes.py [--refit-host] [--only FIG,FIG]
 """
 import collections
 import json
@@ -33,9 +33,12 @@ MREP = os.environ.get("MREP", "bin/mrep")
 ENGINES = ("vllm", "sglang")
 # the lane figures of calibrate --kernels, as chips.json spells them
 FIGURES = {"attn_frac", "attn_overhead_us", "attn_decode_hbm_frac", "attn_decode_overhead_us", "attn_decode_hbm_frac_8bit",
-           "moe_hbm_frac", "moe_overhead_us", "mla_frac", "mla_decode_frac"}
+           "moe_hbm_frac", "moe_overhead_us", "mla_frac", "mla_decode_frac", "mla_decode_frac_8bit"}
 # figures fitted per precision, written as one map each
 MAPS = ("gemm_frac", "moe_gemm_frac")
+# --only FIG,FIG: merge just those figures (each fit runs on top of the lanes as shipped, so a
+# full rerun also refines the figures already there)
+ONLY = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else set()
 
 
 def run(*args):
@@ -52,6 +55,8 @@ def kernel_lanes():
             if not p["adopted"]:
                 continue
             name = p["name"]
+            if ONLY and name.split(".", 1)[0] not in ONLY:
+                continue
             base = name.split(".", 1)[0]
             if base in MAPS and "." in name:
                 lane.setdefault(base, collections.OrderedDict())[name.split(".", 1)[1]] = p["after"]
