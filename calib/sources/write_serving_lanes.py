@@ -105,6 +105,7 @@ def main():
         print("  ", src)
     if "--only-trtllm" in sys.argv:
         return
+    carry_trtllm_lanes()
     if "--carry-sglang-host" in sys.argv:
         carry_sglang_host()
         return
@@ -127,6 +128,27 @@ def main():
     for chip, (figs, src) in sg.items():
         print(chip, "sglang", dict(figs))
         print("  ", src)
+
+
+# Blackwell Ultra has no TensorRT-LLM run in the fit sources: B300 takes B200's lane (an x86
+# host beside an HGX board, the grouped-GEMM kernels of the same architecture) and GB300 takes
+# GB200's (a Grace host in an NVL72 rack), the nearest sibling as the training lanes do.
+CARRY_TRTLLM = {"B300": "B200", "GB300": "GB200"}
+
+
+def carry_trtllm_lanes():
+    p = "chips/chips.json"
+    d = json.load(open(p), object_pairs_hook=collections.OrderedDict)
+    lanes = {}
+    for chip, sib in CARRY_TRTLLM.items():
+        src = next(c for c in d["chips"] if c["name"] == sib)["efficiency"]["lanes"]["trtllm"]
+        figs = collections.OrderedDict((k, v) for k, v in src.items() if k != "sources")
+        lanes[chip] = (figs, f"carried from {sib}'s trtllm lane (its nearest sibling: the same host, a Blackwell GPU's "
+                             f"grouped-GEMM kernels; no TensorRT-LLM run on {chip} is in the fit sources). {sib}'s: "
+                             + src["sources"]["step_overhead_us"])
+    write("trtllm", lanes)
+    for chip in lanes:
+        print(chip, "trtllm (carried)", dict(lanes[chip][0]))
 
 
 # SGLang's host work per step, per running sequence and per request belongs to the engine and
