@@ -460,9 +460,13 @@ func ChipFamily(chip string) string {
 }
 
 // EngineName is the summary group of an inference row: its engine (the measured rows without
-// one are TensorRT-LLM's) and chip family.
+// one are TensorRT-LLM's), dense or MoE, and chip family.
 func EngineName(p Prepared) string {
-	return engineOf(p.Row, p.Chip) + " " + ChipFamily(p.Chip.Name)
+	kind := "dense"
+	if p.moe {
+		kind = "MoE"
+	}
+	return engineOf(p.Row, p.Chip) + " " + kind + " " + ChipFamily(p.Chip.Name)
 }
 
 // engineOf is the serving engine a row ran on chip: the one it names, else the engine plan

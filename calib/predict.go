@@ -29,6 +29,7 @@ type Prepared struct {
 	FitNote string
 
 	steps []weighted
+	moe   bool                    // the model routes tokens to experts
 	value func(t float64) float64 // total step time -> the row's measured quantity
 	train *trainRow               // a training row on a parallel layout
 	serve *analyzer.Model         // a serving row: the engine's offline steady state
@@ -73,7 +74,7 @@ func Prepare(rows []Row, db *chips.DB, models Models) ([]Prepared, error) {
 			m = analyzer.NewModel(d)
 			cache[r.Model] = m
 		}
-		p := Prepared{Row: r, Chip: chip}
+		p := Prepared{Row: r, Chip: chip, moe: m.Fingerprint.MoE != nil}
 		if p.Skip = r.Expressible(); p.Skip != nil {
 			out = append(out, p)
 			continue
@@ -481,7 +482,7 @@ type Report struct {
 	Groups []GroupSummary `json:"groups"`
 	// Lanes summarises the training rows by lane: framework x dense/MoE x chip family.
 	Lanes []GroupSummary `json:"lanes,omitempty"`
-	// Engines summarises the inference rows by serving engine and chip family.
+	// Engines summarises the inference rows by serving engine, chip family and dense or MoE.
 	Engines []GroupSummary `json:"engines,omitempty"`
 	// LeaveOneSourceOut: each training source predicted by lanes fitted without it.
 	LeaveOneSourceOut []SourceError `json:"leave_one_source_out,omitempty"`
