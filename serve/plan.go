@@ -233,12 +233,26 @@ type layout struct{ tp, ep, pp int64 }
 // is served on two 8-GPU nodes); longer pipelines only add latency for serving.
 const maxPPNodes = 2
 
+// maxWideEPDomains bounds wide expert parallelism to eight scale-up domains (64 H100s; DeepSeek's
+// own decode deployment spans 18 nodes, beyond what one replica of a plan is sized for here).
+const maxWideEPDomains = 8
+
 // layouts are the replica layouts of a model on a chip: TP a power of two up to MaxTP; a MoE
 // model also with experts spread over the TP ranks (EP = TP, attention tensor-parallel) and
 // with attention data-parallel beside experts over the node (TP1, EP = DP up to MaxTP); and
-// the TP (and EP = TP) layouts again with PP = 2, 4, 8 stages, at most two nodes in all.
+// the TP (and EP = TP) layouts again with PP = 2, 4, 8 stages, at most two nodes in all; and
+// wide expert parallelism across scale-up domains (attention data-parallel on every GPU, EP
+// over 2, 4 or 8 domains, the experts' all-to-all on the scale-out network: DeepSeek's EP32
+// and EP64 deployments, SGLang's and TensorRT-LLM's wide-EP recipes).
 func layouts(m *analyzer.Model, maxTP int64) []layout {
 	var out []layout
+	if moe := m.Fingerprint.MoE; moe != nil {
+		for ep := 2 * maxTP; ep <= maxWideEPDomains*maxTP && ep <= moe.RoutedExperts; ep *= 2 {
+			if moe.RoutedExperts%ep == 0 {
+				out = append(out, layout{1, ep, 1})
+			}
+		}
+	}
 	for tp := int64(1); tp <= maxTP; tp *= 2 {
 		bases := []layout{{tp, 1, 1}}
 		if m.Fingerprint.MoE != nil && tp > 1 {

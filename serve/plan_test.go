@@ -428,3 +428,43 @@ func TestServingExpertTensorParallel(t *testing.T) {
 		t.Errorf("layout name %q", got)
 	}
 }
+
+// Wide expert parallelism: a MoE model's layouts span two, four and eight scale-up domains with
+// attention data-parallel on every GPU (DeepSeek-V3's 256 experts: EP16, EP32, EP64 on 8-GPU
+// nodes; Mixtral's 8 experts: none), a dense model's none; the EP64 replica's all-to-all leaves
+// the node, so a decode token of it costs more network time than EP8's inside it.
+func TestWideExpertParallel(t *testing.T) {
+	wide := func(m *analyzer.Model) []int64 {
+		var eps []int64
+		for _, l := range layouts(m, 8) {
+			if l.ep > 8 {
+				if l.tp != 1 || l.pp != 1 {
+					t.Errorf("wide EP%d with TP%d PP%d", l.ep, l.tp, l.pp)
+				}
+				eps = append(eps, l.ep)
+			}
+		}
+		return eps
+	}
+	if got := wide(model(t, "DeepSeek-V3")); len(got) != 3 || got[0] != 16 || got[2] != 64 {
+		t.Errorf("DeepSeek-V3's wide EP layouts %v, want 16, 32, 64", got)
+	}
+	for _, name := range []string{"Llama-3.1-70B-Instruct", "Mixtral-8x7B-v0.1"} {
+		if got := wide(model(t, name)); len(got) != 0 {
+			t.Errorf("%s: wide EP layouts %v, want none", name, got)
+		}
+	}
+	m := model(t, "DeepSeek-V3")
+	net := func(ep int64) float64 {
+		r := replica(t, m, "H100", 1)
+		r.Scenario.EP, r.Scenario.Batch, r.Scenario.KVLen = ep, 64, 2048
+		st, err := m.Analyze(analyzer.Decode, r.Scenario, analyzer.Achievable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Pred.Predict(st.Kernels).TComm
+	}
+	if in, out := net(8), net(64); !(out > in) {
+		t.Errorf("EP64's all-to-all %.3g s a step, EP8's %.3g s: want the cross-node one slower", out, in)
+	}
+}
