@@ -744,6 +744,28 @@ func TestDisaggregatedRows(t *testing.T) {
 	if !(v[1] < v[0]) || !(v[2] > 0) {
 		t.Errorf("disaggregated TPOT %.4g s, aggregated %.4g s; TTFT %.4g s", v[1], v[0], v[2])
 	}
+	// the prefill pool on H200s: slower prompts (a third less compute than a B200) and the KV
+	// cache over the scale-out network, so a longer TTFT; the decode pool's TPOT is its own
+	h200 := pdTTFT
+	h200.ID, h200.PrefillChip = "pd-h200-ttft", "H200"
+	h200TPOT := pd
+	h200TPOT.ID, h200TPOT.PrefillChip = "pd-h200-tpot", "H200"
+	var w [2]float64
+	for i, p := range prepared(t, []Row{h200, h200TPOT}) {
+		var err error
+		if w[i], _, err = p.Predict(chip.Efficiency); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("prefill on H200s: TTFT %.4g s, TPOT %.4g s", w[0], w[1])
+	if !(w[0] > v[2]) || math.Abs(w[1]/v[1]-1) > 0.02 {
+		t.Errorf("prefill on H200s: TTFT %.4g s (on B200s %.4g s), TPOT %.4g s (%.4g s)", w[0], v[2], w[1], v[1])
+	}
+	bad := pd
+	bad.PrefillChip = "H900"
+	if _, err := Prepare([]Row{bad}, chips.Default(), bundled.Resolve); err == nil || !strings.Contains(err.Error(), "prefill_chip") {
+		t.Errorf("an unknown prefill chip: %v", err)
+	}
 }
 
 // A hook's measurement faster than the roofline of its own configuration is called impossible

@@ -24,6 +24,8 @@ type Prepared struct {
 	Row  Row
 	Skip error // why the row cannot be predicted (ErrNotExpressible), nil if it can
 	Chip chips.Chip
+	// PrefillChip is a disaggregated run's prefill pool's chip (the row's chip when it names none).
+	PrefillChip chips.Chip
 	// Fits says whether the run's weights and KV cache fit in one GPU at its layout.
 	Fits    bool
 	FitNote string
@@ -74,7 +76,12 @@ func Prepare(rows []Row, db *chips.DB, models Models) ([]Prepared, error) {
 			m = analyzer.NewModel(d)
 			cache[r.Model] = m
 		}
-		p := Prepared{Row: r, Chip: chip, moe: m.Fingerprint.MoE != nil}
+		p := Prepared{Row: r, Chip: chip, PrefillChip: chip, moe: m.Fingerprint.MoE != nil}
+		if r.PrefillChip != "" {
+			if p.PrefillChip, err = db.Lookup(r.PrefillChip); err != nil {
+				return nil, fmt.Errorf("row %s: prefill_chip: %w", r.ID, err)
+			}
+		}
 		if p.Skip = r.Expressible(); p.Skip != nil {
 			out = append(out, p)
 			continue
@@ -277,13 +284,25 @@ func (p Prepared) bench(rp serve.Replica) (pred, roof float64, err error) {
 func (p Prepared) disagg(dec serve.Replica, chip chips.Chip) (pred, roof float64, err error) {
 	r := p.Row
 	pre := dec
+	node := int64(max(chip.Efficiency.ScaleUpDomain, 1))
+	if r.PrefillChip != "" && p.PrefillChip.Name != chip.Name {
+		// the prefill pool on chips of its own, timed with their figures in the engine's lane;
+		// the KV cache crosses the scale-out network (no scale-up link joins two kinds of GPU)
+		pc := p.PrefillChip
+		pc.Efficiency = pc.Efficiency.Lane(engineOf(r, pc))
+		tm, err := timing.New(pc, dec.Scenario.ComputeDType)
+		if err != nil {
+			return 0, 0, fmt.Errorf("prefill chip: %w", err)
+		}
+		pre.Pred, pre.MemBytes, node = tm, pc.MemoryBytes(), 0
+		pre.Engine = rowEngine(dec.Model, r, pc)
+	}
 	pre.Scenario.TP, pre.Scenario.EP = max(r.PrefillTP, 1), max(r.PrefillEP, 1)
 	pre.Scenario.ETP = serve.InferenceETP(pre.Scenario.TP, pre.Scenario.EP)
 	pre.Engine.PP = max(r.PrefillPP, 1)
 	if e := engineOf(r, chip); e == "vllm" || e == "sglang" {
 		pre.Engine = pre.Engine.ForLayout(max(pre.Scenario.TP, pre.Scenario.EP), pre.Engine.PP, max(1, pre.Scenario.EP/pre.Scenario.TP))
 	}
-	node := int64(max(chip.Efficiency.ScaleUpDomain, 1))
 	res, err := serve.DisaggUsers(pre, dec, r.PrefillReplicas, max(r.DecodeReplicas, 1), r.ISL, r.OSL, float64(r.Concurrency), node)
 	if err != nil {
 		return 0, 0, err

@@ -155,20 +155,23 @@ type Row struct {
 	// per step, the acceptance rate per draft token the run reports (or the model card's), and
 	// the cost of drafting one token as a share of a plain decode step (0: an MTP head of one
 	// layer, 1/L, as plan serve's default).
-	SpecTokens int64 `json:"spec_tokens,omitempty"`
+	SpecTokens    int64   `json:"spec_tokens,omitempty"`
+	SpecAccept    float64 `json:"spec_accept,omitempty"`
+	SpecDraftCost float64 `json:"spec_draft_cost,omitempty"`
 	// A disaggregated run (bench_serve, a closed loop): its prefill pool's layout and replica
 	// count beside the decode pool's (the row's tp, ep and pp are the decode replicas').
 	// PrefillReplicas > 0 marks the row disaggregated.
-	PrefillTP       int64   `json:"prefill_tp,omitempty"`
-	PrefillEP       int64   `json:"prefill_ep,omitempty"`
-	PrefillPP       int64   `json:"prefill_pp,omitempty"`
-	PrefillReplicas int64   `json:"prefill_replicas,omitempty"`
-	DecodeReplicas  int64   `json:"decode_replicas,omitempty"`
-	SpecAccept      float64 `json:"spec_accept,omitempty"`
-	SpecDraftCost   float64 `json:"spec_draft_cost,omitempty"`
-	Measured        float64 `json:"measured"`
-	Unit            string  `json:"unit"`
-	Note            string  `json:"note,omitempty"`
+	PrefillTP       int64 `json:"prefill_tp,omitempty"`
+	PrefillEP       int64 `json:"prefill_ep,omitempty"`
+	PrefillPP       int64 `json:"prefill_pp,omitempty"`
+	PrefillReplicas int64 `json:"prefill_replicas,omitempty"`
+	DecodeReplicas  int64 `json:"decode_replicas,omitempty"`
+	// PrefillChip is the prefill pool's chip when it is not the row's (the decode pool's): the
+	// KV cache then crosses the scale-out network.
+	PrefillChip string  `json:"prefill_chip,omitempty"`
+	Measured    float64 `json:"measured"`
+	Unit        string  `json:"unit"`
+	Note        string  `json:"note,omitempty"`
 }
 
 // Phase is the summary group of a row kind.
@@ -321,7 +324,7 @@ func (r Row) validate() error {
 		return fmt.Errorf("spec_accept %g: want an acceptance rate in [0, 1]", r.SpecAccept)
 	case !(r.SpecDraftCost >= 0 && r.SpecDraftCost <= 10):
 		return fmt.Errorf("spec_draft_cost %g: want a share of a decode step, 0 to 10 (plan serve's range)", r.SpecDraftCost)
-	case (r.PrefillTP > 0 || r.PrefillEP > 0 || r.PrefillPP > 0 || r.DecodeReplicas > 0) && r.PrefillReplicas == 0:
+	case (r.PrefillTP > 0 || r.PrefillEP > 0 || r.PrefillPP > 0 || r.DecodeReplicas > 0 || r.PrefillChip != "") && r.PrefillReplicas == 0:
 		return errors.New("a disaggregated run needs prefill_replicas (its prefill pool's replica count)")
 	case r.PrefillReplicas > 0 && (r.Kind != KindBenchServe || r.Concurrency == 0):
 		return errors.New("a disaggregated run is a bench_serve row with a closed loop of users (concurrency)")
@@ -586,7 +589,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost prefill_tp prefill_ep prefill_pp prefill_replicas decode_replicas framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost prefill_tp prefill_ep prefill_pp prefill_replicas decode_replicas prefill_chip framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
 	for _, h := range header {
@@ -610,7 +613,7 @@ func parseCSV(b []byte) ([]Row, error) {
 			}
 			switch h {
 			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note",
-				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap", "engine", "engine_version", "metric", "stat":
+				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap", "engine", "engine_version", "metric", "stat", "prefill_chip":
 				obj[h] = v
 			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads", "tp_overlap", "no_reshard":
 				b, err := strconv.ParseBool(v)
