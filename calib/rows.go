@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/layout"
 )
 
@@ -324,6 +325,8 @@ func (r Row) validate() error {
 		return fmt.Errorf("spec_accept %g: want an acceptance rate in [0, 1]", r.SpecAccept)
 	case !(r.SpecDraftCost >= 0 && r.SpecDraftCost <= 10):
 		return fmt.Errorf("spec_draft_cost %g: want a share of a decode step, 0 to 10 (plan serve's range)", r.SpecDraftCost)
+	case max(r.PrefillTP, r.PrefillEP, r.PrefillPP, r.PrefillReplicas, r.DecodeReplicas) > analyzer.MaxDegree:
+		return fmt.Errorf("a disaggregated pool's layout and replicas must be at most %d each", analyzer.MaxDegree)
 	case (r.PrefillTP > 0 || r.PrefillEP > 0 || r.PrefillPP > 0 || r.DecodeReplicas > 0 || r.PrefillChip != "") && r.PrefillReplicas == 0:
 		return errors.New("a disaggregated run needs prefill_replicas (its prefill pool's replica count)")
 	case r.PrefillReplicas > 0 && (r.Kind != KindBenchServe || r.Concurrency == 0):
