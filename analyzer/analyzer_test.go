@@ -8,6 +8,8 @@ import (
 
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/ingest"
+	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/model"
 )
 
@@ -472,5 +474,50 @@ func TestFusedAndSeparateExpertsCostTheSame(t *testing.T) {
 			within(t, fmt.Sprintf("%s B=%d expert GEMM FLOPs", ph, b), g.FTensorcore, f.FTensorcore, 1e-9)
 			within(t, fmt.Sprintf("%s B=%d expert weight bytes", ph, b), g.BytesWeights, f.BytesWeights, 1e-9)
 		}
+	}
+}
+
+// A later chunk of a chunked prefill attends over the prompt's cached chunks: Llama-3.1-8B's
+// second 8,192-token chunk of a 16,384-token prompt executes, by hand, 8,192 x (8,192 + 8,193/2)
+// query-key pairs per head and layer (the whole prefix, then its own chunk causally), and reads
+// the prefix's K and V from the cache; with the first chunk, the whole prompt's causal work.
+func TestChunkAfterCachedPrefix(t *testing.T) {
+	m := NewModel(load(t, "Llama-3.1-8B"))
+	s := DefaultScenario()
+	s.Batch, s.Seq = 1, 8192
+	first, err := m.AnalyzeTotals(Prefill, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Prefix = 8192
+	second, err := m.AnalyzeTotals(Prefill, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := s
+	whole.Seq, whole.Prefix = 16384, 0
+	all, err := m.AnalyzeTotals(Prefill, whole, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, p := 8192.0, 8192.0
+	testutil.Near(t, "second chunk's causal attention over its prefix", second.FAttnCausal/first.FAttnCausal, (q*(p+(q+1)/2))/(q*(q+1)/2), 1e-9)
+	testutil.Near(t, "two chunks' attention against the whole prompt's", first.FAttnCausal+second.FAttnCausal, all.FAttnCausal, 1e-9)
+	var kv1, kv2 float64
+	for _, k := range first.Kernels {
+		if k.Kind == kernels.Attention {
+			kv1 += k.Bytes
+		}
+	}
+	for _, k := range second.Kernels {
+		if k.Kind == kernels.Attention {
+			kv2 += k.Bytes
+		}
+	}
+	// the prefix's K and V: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes per token
+	testutil.Near(t, "the cached prefix read", kv2-kv1, 8192*32*8*128*2*2, 1e-9)
+	s.Prefix = -1
+	if err := s.Validate(); err == nil {
+		t.Error("a negative prefix must be refused")
 	}
 }

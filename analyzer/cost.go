@@ -25,6 +25,10 @@ type Scenario struct {
 	Batch int64 `json:"batch"`  // B: sequences per GPU step
 	Seq   int64 `json:"seq"`    // S: tokens per sequence in training and prefill
 	KVLen int64 `json:"kv_len"` // L: KV-cache length a decode step attends over
+	// Prefix is the prompt tokens already in the KV cache when a prefill step runs (a later
+	// chunk of a chunked prefill, or a cached prefix): the step's Seq queries attend over
+	// Prefix + Seq keys, reading the prefix's K and V from the cache.
+	Prefix int64 `json:"prefix,omitempty"`
 
 	WeightBytes float64 `json:"weight_bytes"` // bytes per weight element
 	ActBytes    float64 `json:"act_bytes"`    // bytes per activation element
@@ -110,6 +114,8 @@ func (s Scenario) Validate() error {
 	switch {
 	case s.Batch < 1 || s.Seq < 1 || s.KVLen < 1:
 		return fmt.Errorf("batch, seq and kv-len must be >= 1 (got %d, %d, %d)", s.Batch, s.Seq, s.KVLen)
+	case s.Prefix < 0 || s.Prefix > MaxTokens:
+		return fmt.Errorf("prefix %d: want 0 to %d cached tokens", s.Prefix, int64(MaxTokens))
 	case s.WeightBytes <= 0 || s.ActBytes <= 0 || s.KVBytes <= 0 || s.GradBytes <= 0:
 		return fmt.Errorf("dtype byte widths must be positive")
 	case s.CP < 0 || (s.CP > 1 && s.Seq%s.CP != 0):
@@ -173,6 +179,7 @@ type stepShape struct {
 	tokens  float64 // T: new tokens this GPU processes
 	queries float64 // S per sequence (1 in decode)
 	kvLen   float64 // keys each query attends over (full, FlopCounterMode convention)
+	prefix  float64 // keys of each sequence already cached before this prefill step
 	batch   float64
 	decode  bool
 	kvWrite bool // prefill writes the KV cache; training keeps K/V as activations
@@ -184,7 +191,11 @@ func shapeOf(ph Phase, s Scenario) stepShape {
 		return stepShape{tokens: float64(s.Batch), queries: 1, kvLen: float64(s.KVLen), batch: float64(s.Batch), decode: true, kvWrite: true}
 	case Prefill:
 		q := float64(s.Seq) / float64(s.cp())
-		return stepShape{tokens: float64(s.Batch) * q, queries: q, kvLen: float64(s.Seq), batch: float64(s.Batch), kvWrite: true}
+		pre := float64(s.Prefix)
+		if s.cp() > 1 {
+			pre = 0 // context parallel splits a whole prompt, not a chunk of one
+		}
+		return stepShape{tokens: float64(s.Batch) * q, queries: q, kvLen: float64(s.Seq) + pre, batch: float64(s.Batch), kvWrite: true, prefix: pre}
 	}
 	q := float64(s.Seq) / float64(s.cp())
 	return stepShape{tokens: float64(s.Batch) * q, queries: q, kvLen: float64(s.Seq), batch: float64(s.Batch)}
@@ -456,7 +467,17 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	// With context parallel a GPU's S/CP queries are load-balanced chunks of the sequence, so it
 	// executes the same causal share of its queries x S scores as the whole sequence does.
 	exec := 1.0
-	if !sh.decode && sh.queries > 1 {
+	switch {
+	case !sh.decode && sh.prefix > 0:
+		// a chunk after a cached prefix: every query sees the whole prefix and, causally, its
+		// own chunk up to itself (a sliding window caps both)
+		q, p := sh.queries, sh.prefix
+		if w := float64(op.Window); w > 0 && w < q+p {
+			exec = math.Min(w, (q+1)/2+p) / sh.kvLen
+		} else {
+			exec = (p + (q+1)/2) / sh.kvLen
+		}
+	case !sh.decode && sh.queries > 1:
 		q := sh.kvLen
 		if w := float64(op.Window); w > 0 && w < q {
 			exec = (w*(w+1)/2 + (q-w)*w) / (q * q)
@@ -470,7 +491,7 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 		kv = sh.batch*lk*kvTok + sh.batch*kvTok // read the cache, append this token
 		floorKV = kv
 	} else if sh.kvWrite {
-		kv = sh.tokens * kvTok
+		kv = sh.tokens*kvTok + sh.batch*sh.prefix*kvTok // write this chunk's K/V, read the cached prefix's
 		floorKV = kv
 	}
 	// Q and O cross HBM; K and V are read from the cache in decode, from the projections'

@@ -360,6 +360,8 @@ func (m *Model) analyze(ph Phase, s Scenario, p ExecProfile, modules bool) (Step
 	}
 	if sh.decode {
 		st.FAttnCausal = st.FAttnFull
+	} else if sh.prefix > 0 {
+		st.FAttnCausal = st.FAttnFull * (sh.prefix + (sh.queries+1)/2) / sh.kvLen
 	} else if sh.kvLen > 0 {
 		st.FAttnCausal = st.FAttnFull * (sh.kvLen + 1) / (2 * sh.kvLen)
 	}

@@ -351,7 +351,9 @@ func mixedKernels(m *analyzer.Model, s analyzer.Scenario, d, ctx, prefill float6
 		if prefill >= float64(isl) {
 			sp.Batch, sp.Seq = int64(math.Round(prefill/float64(isl))), isl
 		} else {
+			// a chunk of a longer prompt attends over the prompt's earlier chunks in the cache
 			sp.Batch, sp.Seq = 1, int64(math.Round(prefill))
+			sp.Prefix = int64(math.Round(ChunkPrefix(float64(isl), float64(sp.Seq))))
 		}
 		if pre, err = m.AnalyzeTotals(analyzer.Prefill, sp, analyzer.Achievable); err != nil {
 			return nil, err
@@ -366,6 +368,20 @@ func mixedKernels(m *analyzer.Model, s analyzer.Scenario, d, ctx, prefill float6
 		}
 	}
 	return ks, nil
+}
+
+// ChunkPrefix is the mean cached prefix a prompt of isl tokens prefilled in chunks of c tokens
+// attends over, weighted by tokens: chunk j starts after j x c cached tokens, and attention's
+// work is linear in that prefix, so the mean times the chunk prices every chunk.
+func ChunkPrefix(isl, c float64) float64 {
+	if c <= 0 || isl <= c {
+		return 0
+	}
+	var sum float64
+	for start := 0.0; start < isl; start += c {
+		sum += start * math.Min(c, isl-start)
+	}
+	return sum / isl
 }
 
 // merge adds prefill kernels to a decode step's: a GEMM of the same op and shape becomes one

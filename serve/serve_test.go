@@ -115,3 +115,13 @@ func TestMixedStepReadsExpertsOnce(t *testing.T) {
 		t.Errorf("mixed step %.2f ms, decode + separate chunk %.2f ms: the experts' weights are read twice", got*1e3, alone*1e3)
 	}
 }
+
+// The mean cached prefix of a chunked prompt, by hand: 20,000 tokens in chunks of 8,192 start
+// after 0, 8,192 and 16,384 cached tokens, weighing 8,192, 8,192 and 3,616 tokens:
+// (8,192 x 8,192 + 16,384 x 3,616) / 20,000 = 6,317.67; a prompt within one chunk has none.
+func TestChunkPrefix(t *testing.T) {
+	testutil.Near(t, "20k in 8k chunks", ChunkPrefix(20000, 8192), (8192.0*8192+16384*3616)/20000, 1e-12)
+	if ChunkPrefix(4000, 8192) != 0 || ChunkPrefix(100, 0) != 0 {
+		t.Error("a prompt within one chunk has no cached prefix")
+	}
+}

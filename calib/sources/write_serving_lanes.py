@@ -103,9 +103,9 @@ def main():
     for chip, (figs, src) in lanes.items():
         print(chip, "trtllm", dict(figs))
         print("  ", src)
+    carry_trtllm_lanes()
     if "--only-trtllm" in sys.argv:
         return
-    carry_trtllm_lanes()
     if "--carry-sglang-host" in sys.argv:
         carry_sglang_host()
         return
