@@ -520,8 +520,8 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Attention, Count: 1,
 		FLOPs: exec * fTC, VectorFLOPs: exec * fSoftmax, DType: s.AttnDType(), Bytes: act + math.Max(kv, floorKV) + tmp,
 		Batch: sh.batch, Heads: h, Queries: sh.queries, Decode: sh.decode, GroupM: groupM * sh.queries}
-	if sh.decode {
-		c.fwdK.KVElem = s.KVBytes
+	if sh.decode || sh.kvWrite {
+		c.fwdK.KVElem = s.KVBytes // the KV cache's element, which it reads (decode) or writes (prefill)
 	}
 	c.fwdK.Latent = fp.MLA != nil
 	c.bwdK[0] = c.fwdK

@@ -212,7 +212,9 @@ func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
 			if len(gs) == 0 {
 				continue
 			}
-			fit, held := splitRows(chip, gs)
+			laneChip := chip
+			laneChip.Efficiency = eff
+			fit, held := splitRows(laneChip, gs)
 			if len(fit) == 0 || len(held) == 0 {
 				continue
 			}

@@ -313,8 +313,13 @@ func roofline(ks []kernels.Kernel, chip chips.Chip, dtype string) float64 {
 	var t float64
 	for _, k := range ks {
 		p := peak
-		if k.DType != "" && k.DType != dtype { // a kernel at a precision of its own (FP8 MLA over an 8-bit cache)
+		if k.DType != "" && k.DType != dtype { // a kernel at a precision of its own
 			if q, err := chip.Peak(k.DType); err == nil && q > 0 {
+				p = q
+			}
+		}
+		if k.Latent && k.KVElem > 0 && k.KVElem < 2 && chip.Efficiency.MLAFP8Math {
+			if q, err := chip.Peak("fp8"); err == nil && q > p { // the lane's MLA multiplies in FP8
 				p = q
 			}
 		}

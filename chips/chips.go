@@ -102,6 +102,9 @@ type Efficiency struct {
 	// MLADecodeFrac8 is MLADecodeFrac over an 8-bit (FP8) latent cache (0: as a 16-bit one):
 	// SGLang's Hopper MLA decode dequantizes it at 4x the 16-bit cache's time.
 	MLADecodeFrac8 float64 `json:"mla_decode_frac_8bit,omitempty"`
+	// MLAFP8Math: the engine's latent attention over an 8-bit cache multiplies in FP8 on this
+	// chip (TensorRT-LLM's MLA kernels on Blackwell, which SGLang runs too), so its peak is FP8's.
+	MLAFP8Math bool `json:"mla_fp8_math,omitempty"`
 	// MoEGEMMFrac is the share of the dense GEMM fraction a serving engine's grouped expert
 	// GEMMs reach when compute-bound, by precision (a precision without one: grouped_gemm_frac):
 	// Triton's fused MoE, CUTLASS's grouped GEMM and TensorRT-LLM's MoE kernels differ by
@@ -233,6 +236,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.MLAFrac, o.MLAFrac)
 	setF(&out.MLADecodeFrac, o.MLADecodeFrac)
 	setF(&out.MLADecodeFrac8, o.MLADecodeFrac8)
+	out.MLAFP8Math = out.MLAFP8Math || o.MLAFP8Math
 	setF(&out.HBMFrac, o.HBMFrac)
 	setF(&out.KernelLatencyUs, o.KernelLatencyUs)
 	setF(&out.StepOverheadUs, o.StepOverheadUs)

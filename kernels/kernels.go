@@ -100,8 +100,8 @@ type Kernel struct {
 	Batch, Heads, Queries float64
 	Decode                bool
 	GroupM                float64
-	// KVElem is the KV cache's bytes per element a decode kernel reads (1 for an FP8 cache,
-	// which the kernel dequantizes as it streams it; 0: not stated).
+	// KVElem is the KV cache's bytes per element an inference attention kernel reads or writes
+	// (1 for an FP8 cache, which a decode kernel dequantizes as it streams it; 0: not stated).
 	KVElem float64
 	// Latent: multi-head latent attention (DeepSeek's MLA), whose kernels are their own
 	// (FlashMLA, TensorRT-LLM's and FlashInfer's MLA paths) with figures of their own.

@@ -200,6 +200,9 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		kt.Compute = k.FLOPs/(m.Peak(k.DType)*kt.Eta) + k.VectorFLOPs/m.vec
 	case kernels.Attention:
 		peak := m.Peak(k.DType)
+		if k.Latent && k.KVElem > 0 && k.KVElem < 2 && m.Eff.MLAFP8Math {
+			peak = m.Peak("fp8") // latent attention over an FP8 cache, in FP8 (chips.Efficiency.MLAFP8Math)
+		}
 		if k.Decode {
 			// A decode attention kernel streams the KV cache: its M is the query rows sharing one
 			// KV head, so MHA (M = 1) runs on the vector units and a wide GQA group or MLA's
