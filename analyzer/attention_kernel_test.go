@@ -21,27 +21,8 @@ func TestAttentionKernelIsTheStepsKernel(t *testing.T) {
 	} {
 		s := DefaultScenario()
 		tc.s(&s)
-		st, err := m.Analyze(tc.ph, s, Achievable)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got *kernels.Kernel
-		for i, k := range st.Kernels {
-			if k.Kind == kernels.Attention {
-				got = &st.Kernels[i]
-				break
-			}
-		}
-		if got == nil {
-			t.Fatalf("%s: no attention kernel in the step", tc.ph)
-		}
 		want := AttentionKernel(tc.want)
-		// the step's kernel counts every layer's launch; one launch is the benchmark's
-		layers := got.Count
-		one := *got
-		one.Count, one.FLOPs, one.VectorFLOPs, one.Bytes = 1, got.FLOPs/layers, got.VectorFLOPs/layers, got.Bytes/layers
-		one.Name, one.Category = want.Name, want.Category
-		if one != want {
+		if one := stepAttention(t, m, tc.ph, s, want); one != want {
 			t.Errorf("%s: the step's attention kernel per layer\n%+v\nAttentionKernel\n%+v", tc.ph, one, want)
 		}
 	}
@@ -55,26 +36,30 @@ func TestMLAKernelIsTheStepsKernel(t *testing.T) {
 	m := NewModel(load(t, "DeepSeek-V3"))
 	s := DefaultScenario()
 	s.TP, s.Batch, s.KVLen = 8, 32, 4096
-	st, err := m.Analyze(Decode, s, Achievable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got *kernels.Kernel
-	for i, k := range st.Kernels {
-		if k.Kind == kernels.Attention {
-			got = &st.Kernels[i]
-			break
-		}
-	}
-	if got == nil {
-		t.Fatal("no attention kernel in the step")
-	}
 	want := AttentionKernel(AttentionShape{Batch: 32, Queries: 1, KVLen: 4096, Heads: 16, Decode: true, ActBytes: 2, KVBytes: 2, MLA: true})
-	layers := got.Count
-	one := *got
-	one.Count, one.FLOPs, one.VectorFLOPs, one.Bytes = 1, got.FLOPs/layers, got.VectorFLOPs/layers, got.Bytes/layers
-	one.Name, one.Category = want.Name, want.Category
+	one := stepAttention(t, m, Decode, s, want)
 	if math.Abs(one.FLOPs/want.FLOPs-1) > 1e-9 || math.Abs(one.Bytes/want.Bytes-1) > 1e-9 || one.GroupM != 16 || want.GroupM != 16 || !one.Latent || !want.Latent {
 		t.Errorf("TP8 latent decode per layer\n%+v\nAttentionKernel\n%+v", one, want)
 	}
+}
+
+// stepAttention is the attention kernel of a step of m as one launch of one layer (the step's
+// counts every layer's launch; a kernel benchmark times one), named as want for comparison.
+func stepAttention(t *testing.T, m *Model, ph Phase, s Scenario, want kernels.Kernel) kernels.Kernel {
+	t.Helper()
+	st, err := m.Analyze(ph, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range st.Kernels {
+		if k.Kind == kernels.Attention {
+			layers := k.Count
+			one := k
+			one.Count, one.FLOPs, one.VectorFLOPs, one.Bytes = 1, k.FLOPs/layers, k.VectorFLOPs/layers, k.Bytes/layers
+			one.Name, one.Category = want.Name, want.Category
+			return one
+		}
+	}
+	t.Fatalf("%s: no attention kernel in the step", ph)
+	return kernels.Kernel{}
 }

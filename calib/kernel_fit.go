@@ -72,10 +72,7 @@ func moeGEMMParam(dtype, from string) kernelParam {
 			if f, ok := e.MoEGEMMFrac[dtype]; ok {
 				return f
 			}
-			if e.GroupedGEMMFrac > 0 {
-				return e.GroupedGEMMFrac
-			}
-			return 1
+			return firstSet(e.GroupedGEMMFrac, 1)
 		},
 		set: func(e *chips.Efficiency, v float64) {
 			m := map[string]float64{}
@@ -105,13 +102,8 @@ var kernelParams = []kernelParam{
 			set: func(e *chips.Efficiency, v float64) { e.AttnOverheadUs = v }}},
 	{name: "attn_decode_hbm_frac", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "bf16" },
-		get: func(e chips.Efficiency) float64 {
-			if e.AttnDecodeHBMFrac > 0 {
-				return e.AttnDecodeHBMFrac
-			}
-			return e.HBMFrac
-		},
-		set: func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac = v },
+		get:   func(e chips.Efficiency) float64 { return firstSet(e.AttnDecodeHBMFrac, e.HBMFrac) },
+		set:   func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac = v },
 		with: &kernelParam{name: "attn_decode_overhead_us", lo: 0, hi: 100,
 			get: func(e chips.Efficiency) float64 { return e.AttnDecodeOverheadUs },
 			set: func(e *chips.Efficiency, v float64) { e.AttnDecodeOverheadUs = v }}},
@@ -120,13 +112,8 @@ var kernelParams = []kernelParam{
 	// and Qwen3's FP8 checkpoints use 128x128 block scales).
 	{name: "moe_hbm_frac", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "moe" && g.DType == "bf16" },
-		get: func(e chips.Efficiency) float64 {
-			if e.MoEHBMFrac > 0 {
-				return e.MoEHBMFrac
-			}
-			return e.HBMFrac
-		},
-		set: func(e *chips.Efficiency, v float64) { e.MoEHBMFrac = v },
+		get:   func(e chips.Efficiency) float64 { return firstSet(e.MoEHBMFrac, e.HBMFrac) },
+		set:   func(e *chips.Efficiency, v float64) { e.MoEHBMFrac = v },
 		with: &kernelParam{name: "moe_overhead_us", lo: 0, hi: 100,
 			get: func(e chips.Efficiency) float64 { return e.MoEOverheadUs },
 			set: func(e *chips.Efficiency, v float64) { e.MoEOverheadUs = v }}},
@@ -135,44 +122,20 @@ var kernelParams = []kernelParam{
 	// costs are the attention op's: the same cache write and plan)
 	{name: "mla_frac", lo: 0.02, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "context_mla" && g.KVDType == "bf16" },
-		get: func(e chips.Efficiency) float64 {
-			if e.MLAFrac > 0 {
-				return e.MLAFrac
-			}
-			return e.AttnFrac
-		},
-		set: func(e *chips.Efficiency, v float64) { e.MLAFrac = v }},
+		get:   func(e chips.Efficiency) float64 { return firstSet(e.MLAFrac, e.AttnFrac) },
+		set:   func(e *chips.Efficiency, v float64) { e.MLAFrac = v }},
 	{name: "mla_decode_frac", lo: 0.02, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_mla" && g.KVDType == "bf16" },
-		get: func(e chips.Efficiency) float64 {
-			if e.MLADecodeFrac > 0 {
-				return e.MLADecodeFrac
-			}
-			return e.AttnFrac
-		},
-		set: func(e *chips.Efficiency, v float64) { e.MLADecodeFrac = v }},
+		get:   func(e chips.Efficiency) float64 { return firstSet(e.MLADecodeFrac, e.AttnFrac) },
+		set:   func(e *chips.Efficiency, v float64) { e.MLADecodeFrac = v }},
 	{name: "mla_decode_frac_8bit", lo: 0.02, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_mla" && g.KVDType == "fp8" },
-		get: func(e chips.Efficiency) float64 {
-			switch {
-			case e.MLADecodeFrac8 > 0:
-				return e.MLADecodeFrac8
-			case e.MLADecodeFrac > 0:
-				return e.MLADecodeFrac
-			}
-			return e.AttnFrac
-		},
-		set: func(e *chips.Efficiency, v float64) { e.MLADecodeFrac8 = v }},
+		get:   func(e chips.Efficiency) float64 { return firstSet(e.MLADecodeFrac8, e.MLADecodeFrac, e.AttnFrac) },
+		set:   func(e *chips.Efficiency, v float64) { e.MLADecodeFrac8 = v }},
 	{name: "attn_decode_hbm_frac_8bit", lo: 0.05, hi: 1,
 		match: func(g KernelGroup) bool { return g.Family == "generation_attention" && g.KVDType == "fp8" },
 		get: func(e chips.Efficiency) float64 {
-			switch {
-			case e.AttnDecodeHBMFrac8 > 0:
-				return e.AttnDecodeHBMFrac8
-			case e.AttnDecodeHBMFrac > 0:
-				return e.AttnDecodeHBMFrac
-			}
-			return e.HBMFrac
+			return firstSet(e.AttnDecodeHBMFrac8, e.AttnDecodeHBMFrac, e.HBMFrac)
 		},
 		set: func(e *chips.Efficiency, v float64) { e.AttnDecodeHBMFrac8 = v }},
 }
@@ -288,6 +251,16 @@ func FitKernelLanes(ks KernelSet, db *chips.DB) ([]KernelLaneFit, error) {
 		}
 	}
 	return out, nil
+}
+
+// firstSet is the first of a lane figure's fallbacks that is set (> 0), as timing resolves it.
+func firstSet(xs ...float64) float64 {
+	for _, x := range xs {
+		if x > 0 {
+			return x
+		}
+	}
+	return 0
 }
 
 // kernelRow is one measured kernel of a group.

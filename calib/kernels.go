@@ -318,7 +318,7 @@ func roofline(ks []kernels.Kernel, chip chips.Chip, dtype string) float64 {
 				p = q
 			}
 		}
-		if k.Latent && k.KVElem > 0 && k.KVElem < 2 && chip.Efficiency.MLAFP8Math {
+		if k.Latent && k.EightBitKV() && chip.Efficiency.MLAFP8Math {
 			if q, err := chip.Peak("fp8"); err == nil && q > p { // the lane's MLA multiplies in FP8
 				p = q
 			}

@@ -280,23 +280,12 @@ func (e Efficiency) validate() error {
 	for d, v := range e.GEMMFrac {
 		fracs["gemm_frac."+d] = v
 	}
-	if e.AttnDecodeHBMFrac != 0 {
-		fracs["attn_decode_hbm_frac"] = e.AttnDecodeHBMFrac
-	}
-	if e.AttnDecodeHBMFrac8 != 0 {
-		fracs["attn_decode_hbm_frac_8bit"] = e.AttnDecodeHBMFrac8
-	}
-	if e.MoEHBMFrac != 0 {
-		fracs["moe_hbm_frac"] = e.MoEHBMFrac
-	}
-	if e.MLAFrac != 0 {
-		fracs["mla_frac"] = e.MLAFrac
-	}
-	if e.MLADecodeFrac != 0 {
-		fracs["mla_decode_frac"] = e.MLADecodeFrac
-	}
-	if e.MLADecodeFrac8 != 0 {
-		fracs["mla_decode_frac_8bit"] = e.MLADecodeFrac8
+	// the lanes' optional shares (0: not set, the figure they fall back to applies)
+	for k, v := range map[string]float64{"attn_decode_hbm_frac": e.AttnDecodeHBMFrac, "attn_decode_hbm_frac_8bit": e.AttnDecodeHBMFrac8,
+		"moe_hbm_frac": e.MoEHBMFrac, "mla_frac": e.MLAFrac, "mla_decode_frac": e.MLADecodeFrac, "mla_decode_frac_8bit": e.MLADecodeFrac8} {
+		if v != 0 {
+			fracs[k] = v
+		}
 	}
 	for d, v := range e.MoEGEMMFrac {
 		fracs["moe_gemm_frac."+d] = v

@@ -122,6 +122,10 @@ type Kernel struct {
 	Exposed float64
 }
 
+// EightBitKV says the kernel streams an 8-bit (FP8) KV cache, which the engines' kernels
+// dequantize as they read and, for some latent-attention kernels, multiply in FP8.
+func (k Kernel) EightBitKV() bool { return k.KVElem > 0 && k.KVElem < 2 }
+
 // Time is a step's predicted time and where it goes. All times in seconds.
 type Time struct {
 	// T_est: the achievable prediction, the sum over kernels of max(compute, memory) plus

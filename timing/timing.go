@@ -169,7 +169,7 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		// lower still for an 8-bit cache it dequantizes as it reads (lanes fitted to the
 		// engines' measured kernels: mrep calibrate --kernels)
 		frac := m.Eff.AttnDecodeHBMFrac
-		if k.KVElem > 0 && k.KVElem < 2 && m.Eff.AttnDecodeHBMFrac8 > 0 {
+		if k.EightBitKV() && m.Eff.AttnDecodeHBMFrac8 > 0 {
 			frac = m.Eff.AttnDecodeHBMFrac8
 		}
 		if frac > 0 {
@@ -200,7 +200,7 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		kt.Compute = k.FLOPs/(m.Peak(k.DType)*kt.Eta) + k.VectorFLOPs/m.vec
 	case kernels.Attention:
 		peak := m.Peak(k.DType)
-		if k.Latent && k.KVElem > 0 && k.KVElem < 2 && m.Eff.MLAFP8Math {
+		if k.Latent && k.EightBitKV() && m.Eff.MLAFP8Math {
 			peak = m.Peak("fp8") // latent attention over an FP8 cache, in FP8 (chips.Efficiency.MLAFP8Math)
 		}
 		if k.Decode {
@@ -211,7 +211,7 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 			if k.Latent && m.Eff.MLADecodeFrac > 0 {
 				frac = m.Eff.MLADecodeFrac
 			}
-			if k.Latent && k.KVElem > 0 && k.KVElem < 2 && m.Eff.MLADecodeFrac8 > 0 {
+			if k.Latent && k.EightBitKV() && m.Eff.MLADecodeFrac8 > 0 {
 				frac = m.Eff.MLADecodeFrac8
 			}
 			kt.Eta = frac * math.Min(1, k.GroupM/64)
