@@ -81,6 +81,19 @@ def groups(root, pkg_version):
                 yield from pick(family, d, chip, engine, os.path.relpath(path, os.path.dirname(root)), pkg_version)
 
 
+def attention_shape(family, d, i):
+    """Row i's (batch, queries, kv_len) on the grid, or None: a prefill (context_*) of isl
+    tokens, or one decode step (generation_*) over a cache of isl + step tokens."""
+    b = d["batch_size"][i]
+    if family.startswith("context_"):
+        if b not in CTX_BATCH or d["isl"][i] not in CTX_ISL:
+            return None
+        return b, d["isl"][i], d["isl"][i]
+    if b not in GEN_BATCH or d["step"][i] not in GEN_STEP:
+        return None
+    return b, 1, d["isl"][i] + d["step"][i]
+
+
 def pick(family, d, chip, engine, rel, pkg_version):
     n = len(d["latency"])
     out = {}
@@ -103,34 +116,22 @@ def pick(family, d, chip, engine, rel, pkg_version):
             dt, kv = ATTN_DTYPES.get(d["mla_dtype"][i]), ATTN_DTYPES.get(d["kv_cache_dtype"][i])
             if dt is None or kv is None or d["num_heads"][i] not in MLA_HEADS:
                 continue
-            b = d["batch_size"][i]
-            if family == "context_mla":
-                if b not in CTX_BATCH or d["isl"][i] not in CTX_ISL:
-                    continue
-                queries, kv_len = d["isl"][i], d["isl"][i]
-            else:
-                if b not in GEN_BATCH or d["step"][i] not in GEN_STEP:
-                    continue
-                queries, kv_len = 1, d["isl"][i] + d["step"][i]
+            shape = attention_shape(family, d, i)
+            if shape is None:
+                continue
             key = (dt, kv)
-            row = [b, queries, kv_len, d["num_heads"][i], 1, 576]
+            row = [*shape, d["num_heads"][i], 1, 576]
         else:
             dt, kv = ATTN_DTYPES.get(d["attn_dtype"][i]), ATTN_DTYPES.get(d["kv_cache_dtype"][i])
             if dt is None or kv is None or d.get("window_size", [0] * n)[i] != 0 or d.get("beam_width", [1] * n)[i] != 1:
                 continue
             if (d["num_heads"][i], d["num_key_value_heads"][i], d["head_dim"][i]) not in ATTN_HEADS:
                 continue
-            b = d["batch_size"][i]
-            if family == "context_attention":
-                if b not in CTX_BATCH or d["isl"][i] not in CTX_ISL:
-                    continue
-                queries, kv_len = d["isl"][i], d["isl"][i]
-            else:
-                if b not in GEN_BATCH or d["step"][i] not in GEN_STEP:
-                    continue
-                queries, kv_len = 1, d["isl"][i] + d["step"][i]  # the cache: isl + step tokens
+            shape = attention_shape(family, d, i)
+            if shape is None:
+                continue
             key = (dt, kv)
-            row = [b, queries, kv_len, d["num_heads"][i], d["num_key_value_heads"][i], d["head_dim"][i]]
+            row = [*shape, d["num_heads"][i], d["num_key_value_heads"][i], d["head_dim"][i]]
         src = d["kernel_source"][i]
         g = out.setdefault((key, src), {})
         lat = d["latency"][i] * 1e3  # ms -> us
