@@ -340,7 +340,12 @@ func (c *opCost) freeze(op Op, s Scenario, tp float64) {
 	case OpGEMM, OpExperts:
 		c.bwd = c.fwd // dgrad: the forward's FLOPs over the same weights
 		c.nBwd = 1
-		if op.QuantBytes > 0 {
+		if op.QuantBytes > 0 && op.QuantNative {
+			// an FP8/NVFP4 base: each pass reads the orientation it needs, as stored
+			per := float64(op.Numel) / tp
+			c.fwd.FloorWeights = per * op.QuantBytes / 2
+			c.bwd.FloorWeights = per * op.QuantBytes / 2
+		} else if op.QuantBytes > 0 {
 			per := float64(op.Numel) / tp
 			c.fwd.FloorWeights = per * op.QuantBytes
 			c.bwd.FloorWeights = 0

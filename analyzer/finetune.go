@@ -27,6 +27,39 @@ type FineTune struct {
 	// QLoRA keeps the frozen base of the targeted layers in NF4, dequantized to 16 bits for
 	// each forward and backward pass.
 	QLoRA bool `json:"qlora,omitempty"`
+	// BaseDType is how the frozen base of the adapted layers is stored: bf16 (""), fp8 (NeMo's
+	// and Megatron-Bridge's FP8 LoRA recipes keep the base as Transformer Engine FP8 parameters:
+	// the data and its transpose for the input-gradient GEMM, no 16-bit copy), fp4 (NVFP4 with
+	// an E4M3 scale per 16, both orientations) or nf4 (QLoRA).
+	BaseDType string `json:"base_dtype,omitempty"`
+	// LoRADropout > 0 applies dropout to each adapter's input, as PEFT's lora_dropout does: every
+	// adapted layer then saves its own dropped-out copy of the input and the mask.
+	LoRADropout float64 `json:"lora_dropout,omitempty"`
+}
+
+// BaseBytes is a frozen base weight's storage per element under a base dtype (0: the
+// scenario's weight bytes).
+func BaseBytes(dtype string) (float64, error) {
+	switch strings.ToLower(dtype) {
+	case "", "bf16", "fp16":
+		return 0, nil
+	case "fp8":
+		return 2, nil // FP8 data and its transpose (Transformer Engine's Float8Tensor caches both)
+	case "fp4", "nvfp4":
+		return 2 * (0.5 + 1.0/16), nil // row- and column-wise NVFP4 with E4M3 scales per 16
+	case "nf4":
+		return NF4Bytes, nil
+	}
+	return 0, fmt.Errorf("base dtype %q: want bf16, fp8, fp4 or nf4", dtype)
+}
+
+// baseBytes is the storage of an adapted layer's frozen base.
+func (f FineTune) baseBytes() float64 {
+	if f.QLoRA {
+		return NF4Bytes
+	}
+	b, _ := BaseBytes(f.BaseDType)
+	return b
 }
 
 // Flags are the command-line flags that ask for this fine-tune (analyze, plan train), as
@@ -45,11 +78,36 @@ func (f FineTune) Flags() []string {
 	if f.QLoRA {
 		out = append(out, "--qlora")
 	}
+	if f.BaseDType != "" && !f.QLoRA {
+		out = append(out, "--base-dtype", f.BaseDType)
+	}
+	if f.LoRADropout > 0 {
+		out = append(out, "--lora-dropout", fmt.Sprint(f.LoRADropout))
+	}
 	return out
 }
 
 // Active says whether the fine-tune changes anything.
 func (f FineTune) Active() bool { return len(f.Freeze) > 0 || f.LoRARank > 0 || f.QLoRA }
+
+// Quantized says whether the adapted base is stored below 16 bits.
+func (f FineTune) Quantized() bool { return f.baseBytes() > 0 }
+
+// Kind names the fine-tune for plans and reports: "QLoRA r=64", "LoRA r=16 (fp8 base)",
+// "frozen: PATTERNS", or "" for full training.
+func (f FineTune) Kind() string {
+	switch {
+	case f.QLoRA:
+		return fmt.Sprintf("QLoRA r=%d (nf4 base)", f.LoRARank)
+	case f.LoRARank > 0 && f.BaseDType != "":
+		return fmt.Sprintf("LoRA r=%d (%s base)", f.LoRARank, strings.ToLower(f.BaseDType))
+	case f.LoRARank > 0:
+		return fmt.Sprintf("LoRA r=%d", f.LoRARank)
+	case len(f.Freeze) > 0:
+		return "frozen: " + strings.Join(f.Freeze, ", ")
+	}
+	return ""
+}
 
 // Validate checks the patterns and sizes.
 func (f FineTune) Validate() error {
@@ -65,6 +123,17 @@ func (f FineTune) Validate() error {
 		return fmt.Errorf("qlora needs a lora rank (the adapters are what trains)")
 	case len(f.LoRATargets) > 0 && f.LoRARank == 0:
 		return fmt.Errorf("lora targets need a lora rank")
+	case f.LoRADropout < 0 || f.LoRADropout >= 1 || f.LoRADropout != f.LoRADropout:
+		return fmt.Errorf("lora dropout %v: want 0 to <1", f.LoRADropout)
+	case f.LoRADropout > 0 && f.LoRARank == 0:
+		return fmt.Errorf("lora dropout needs a lora rank")
+	case f.BaseDType != "" && f.LoRARank == 0:
+		return fmt.Errorf("a base dtype describes a LoRA's frozen base: it needs a lora rank")
+	case f.QLoRA && f.BaseDType != "" && strings.ToLower(f.BaseDType) != "nf4":
+		return fmt.Errorf("qlora keeps its base in nf4, not %s", f.BaseDType)
+	}
+	if _, err := BaseBytes(f.BaseDType); err != nil {
+		return err
 	}
 	return nil
 }
@@ -115,11 +184,17 @@ func (m *Model) WithFineTune(f FineTune) (*Model, error) {
 		if f.LoRARank > 0 {
 			target := f.loraTarget(op)
 			op.Frozen = true // LoRA trains the adapters only
+			if op.Kind == OpGEMM && !op.Tied && op.Layer >= 0 && f.Quantized() {
+				// a quantized base is every linear layer of the decoder layers, adapted or not
+				// (bitsandbytes' load_in_4bit replaces each nn.Linear but the LM head; NeMo's
+				// FP8 parameters are every Transformer Engine linear)
+				op.QuantBytes = f.baseBytes()
+				op.QuantNative = !f.QLoRA
+			}
 			if target {
 				targets++
-				if f.QLoRA {
-					op.QuantBytes = NF4Bytes
-				}
+				op.Adapter = f.LoRARank
+				op.AdapterDropout = f.LoRADropout
 				out.Ops = append(out.Ops, op,
 					Op{Module: op.Module + ".lora_A", Name: "lora_A", Kind: OpGEMM, Category: op.Category, Layer: op.Layer, Numel: op.In * f.LoRARank, In: op.In, Out: f.LoRARank},
 					Op{Module: op.Module + ".lora_B", Name: "lora_B", Kind: OpGEMM, Category: op.Category, Layer: op.Layer, Numel: f.LoRARank * op.Out, In: f.LoRARank, Out: op.Out})
@@ -134,6 +209,8 @@ func (m *Model) WithFineTune(f FineTune) (*Model, error) {
 	if f.LoRARank > 0 && targets == 0 {
 		return nil, fmt.Errorf("--lora-targets %s matches no linear layer of %s (patterns match module names such as %q)", strings.Join(f.LoRATargets, ","), m.Name, sampleModule(m))
 	}
+	ft := f
+	out.FineTune = &ft
 	out.Params = map[Category]int64{}
 	for c, n := range ParamCategories(nil, out.Ops) {
 		out.Params[c] = n

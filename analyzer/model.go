@@ -23,6 +23,8 @@ type Model struct {
 	Params      map[Category]int64 `json:"params_by_category"`
 	TotalParams int64              `json:"total_params"`
 	Active      float64            `json:"active_params_per_token"`
+	// FineTune is the fine-tune WithFineTune applied (nil: the dump as it is).
+	FineTune *FineTune `json:"fine_tune,omitempty"`
 	layers      float64
 	moeLayers   float64
 	// class numbers ops that cost alike (the same op in every decoder layer): each class is
@@ -39,6 +41,7 @@ type opKey struct {
 	ElemsPerToken, FlopsPerToken, WeightElems, Wd int64
 	Tied, PerAssignment, Residual, Frozen         bool
 	QuantBytes                                    float64
+	QuantNative                                   bool
 }
 
 // opClass is a set of ops that cost alike: one representative and how many there are.
@@ -53,7 +56,7 @@ func classify(ops []Op) ([]int, []opClass) {
 	var classes []opClass
 	for i, op := range ops {
 		k := opKey{string(op.Kind), string(op.Category), op.Numel, op.In, op.Out, op.Experts, op.Rows, op.Width,
-			op.ElemsPerToken, op.FlopsPerToken, op.WeightElems, op.Window, op.Tied, op.PerAssignment, op.Name == "residual_add", op.Frozen, op.QuantBytes}
+			op.ElemsPerToken, op.FlopsPerToken, op.WeightElems, op.Window, op.Tied, op.PerAssignment, op.Name == "residual_add", op.Frozen, op.QuantBytes, op.QuantNative}
 		id, ok := ids[k]
 		if !ok {
 			id = len(classes)

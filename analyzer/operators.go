@@ -263,3 +263,14 @@ func intensity(r OperatorRow) float64 {
 	}
 	return 0
 }
+
+// OutputProjection says whether a linear layer writes a block's result back to the hidden
+// state (attention's o_proj, the MLP's down projection) rather than reading the normed hidden
+// state (q, k, v, gate, up): which of a layer's saved inputs its weight gradient needs.
+func (op Op) OutputProjection() bool {
+	switch operatorOf(op) {
+	case "Attn - O_Proj", "FFN - Down", "MoE - Shared - Down":
+		return true
+	}
+	return false
+}

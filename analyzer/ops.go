@@ -76,6 +76,13 @@ type Op struct {
 	// QuantBytes is a frozen base weight's storage bytes per element when it is kept quantized
 	// (QLoRA's NF4 with double quantization: 0.516); 0 keeps the scenario's weight bytes.
 	QuantBytes float64 `json:"quant_bytes,omitempty"`
+	// Adapter is the rank of the LoRA adapter beside this frozen base (0: none): the layer's
+	// input is still saved, for the adapter's weight gradient. AdapterDropout is its dropout.
+	Adapter        int64   `json:"adapter,omitempty"`
+	AdapterDropout float64 `json:"adapter_dropout,omitempty"`
+	// QuantNative: the quantized base is a format the GEMMs read as stored (FP8, NVFP4: one
+	// orientation per pass, nothing dequantized), not one unpacked to 16 bits first (NF4).
+	QuantNative bool `json:"quant_native,omitempty"`
 }
 
 var digits = regexp.MustCompile(`^\d+$`)

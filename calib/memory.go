@@ -49,21 +49,16 @@ func FitMemory(rows []Row, db *chips.DB, models Models) (MemoryFit, error) {
 	var pts []point
 	cache := map[string]*analyzer.Model{}
 	for _, r := range rows {
-		if r.MemoryGiB <= 0 || r.Kind != KindTrainStep {
+		if r.MemoryGiB <= 0 || (r.Kind != KindTrainStep && r.Kind != KindTrainMemory) {
 			continue
 		}
 		chip, err := db.Lookup(r.Chip)
 		if err != nil {
 			return MemoryFit{}, fmt.Errorf("row %s: %w", r.ID, err)
 		}
-		m, ok := cache[r.Model]
-		if !ok {
-			d, err := models(r.Model)
-			if err != nil {
-				return MemoryFit{}, fmt.Errorf("row %s: model %q: %w", r.ID, r.Model, err)
-			}
-			m = analyzer.NewModel(d)
-			cache[r.Model] = m
+		m, err := rowModel(cache, models, r)
+		if err != nil {
+			return MemoryFit{}, err
 		}
 		l := r.Layout()
 		if err := l.Validate(m.Fingerprint); err != nil {
@@ -71,6 +66,9 @@ func FitMemory(rows []Row, db *chips.DB, models Models) (MemoryFit, error) {
 		}
 		mem := layout.TrainingMemory(m, l)
 		a := mem.Allocated()
+		if r.MemoryStat == "device" {
+			a += mem.Runtime // nvidia-smi counts the CUDA context beside the allocator's pool
+		}
 		pts = append(pts, point{r: r, mem: mem, chip: chip, a: a / (1 << 30), d: mem.Dynamic() / (1 << 30)})
 	}
 	if len(pts) == 0 {
@@ -117,6 +115,19 @@ func FitMemory(rows []Row, db *chips.DB, models Models) (MemoryFit, error) {
 	out.Median, out.Worst = quantile(errs, 0.5), quantile(errs, 1)
 	out.LOOMedian, out.LOOWorst, out.LOOP90 = quantile(loo, 0.5), quantile(loo, 1), quantile(loo, 0.9)
 	return out, nil
+}
+
+// MemoryReading is what a memory reading reports of the model's memory, in bytes: allocated
+// (torch.cuda.max_memory_allocated), reserved (max_memory_reserved: the allocator's pool; the
+// default) or device (nvidia-smi: the pool and the CUDA context beside it).
+func MemoryReading(m layout.Memory, stat string) float64 {
+	switch stat {
+	case "allocated":
+		return m.Allocated()
+	case "device":
+		return m.Total
+	}
+	return m.Reserved()
 }
 
 // quantile is the q-quantile of xs by the nearest rank (q = 1: the largest).

@@ -30,11 +30,12 @@ type Prepared struct {
 	Fits    bool
 	FitNote string
 
-	steps []weighted
-	moe   bool                    // the model routes tokens to experts
-	value func(t float64) float64 // total step time -> the row's measured quantity
-	train *trainRow               // a training row on a parallel layout
-	serve *analyzer.Model         // a serving row: the engine's offline steady state
+	steps  []weighted
+	moe    bool                    // the model routes tokens to experts
+	value  func(t float64) float64 // total step time -> the row's measured quantity
+	train  *trainRow               // a training row on a parallel layout
+	memory *layout.Memory          // a peak-memory row: the memory model's terms
+	serve  *analyzer.Model         // a serving row: the engine's offline steady state
 }
 
 type trainRow struct {
@@ -67,14 +68,9 @@ func Prepare(rows []Row, db *chips.DB, models Models) ([]Prepared, error) {
 		if _, err := chip.Peak(r.DType); err != nil {
 			return nil, fmt.Errorf("row %s: %w", r.ID, err)
 		}
-		m, ok := cache[r.Model]
-		if !ok {
-			d, err := models(r.Model)
-			if err != nil {
-				return nil, fmt.Errorf("row %s: model %q: %w", r.ID, r.Model, err)
-			}
-			m = analyzer.NewModel(d)
-			cache[r.Model] = m
+		m, err := rowModel(cache, models, r)
+		if err != nil {
+			return nil, err
 		}
 		p := Prepared{Row: r, Chip: chip, PrefillChip: chip, moe: m.Fingerprint.MoE != nil}
 		if r.PrefillChip != "" {
@@ -92,6 +88,33 @@ func Prepare(rows []Row, db *chips.DB, models Models) ([]Prepared, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// rowModel is the row's model with its fine-tune applied, built once per model and fine-tune.
+func rowModel(cache map[string]*analyzer.Model, models Models, r Row) (*analyzer.Model, error) {
+	ft := r.FineTune()
+	key := r.Model
+	if ft.Active() {
+		key += "\x00" + strings.Join(ft.Flags(), " ")
+	}
+	if m, ok := cache[key]; ok {
+		return m, nil
+	}
+	base, ok := cache[r.Model]
+	if !ok {
+		d, err := models(r.Model)
+		if err != nil {
+			return nil, fmt.Errorf("row %s: model %q: %w", r.ID, r.Model, err)
+		}
+		base = analyzer.NewModel(d)
+		cache[r.Model] = base
+	}
+	m, err := base.WithFineTune(ft)
+	if err != nil {
+		return nil, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	cache[key] = m
+	return m, nil
 }
 
 // Scenario is the row's precision recipe and layout as an analyzer scenario.
@@ -168,6 +191,16 @@ func (p *Prepared) count(m *analyzer.Model) error {
 		p.serve = m
 		p.Fits = serve.KVTokens(m, s, p.Chip.MemoryBytes(), benchEngine(m, r, p.Chip)) >= float64(r.ISL+r.OSL)
 		p.FitNote = "KV cache holds at least one sequence"
+		return nil
+	case KindTrainMemory:
+		l := r.Layout()
+		if err := l.Validate(m.Fingerprint); err != nil {
+			return err
+		}
+		mem := layout.TrainingMemory(m, l)
+		p.memory = &mem
+		f := layout.CheckTraining("training", mem, p.Chip.MemoryBytes())
+		p.Fits, p.FitNote = f.Fits, f.Verdict()
 		return nil
 	case KindTrainStep, KindTrainTokens:
 		l := r.Layout()
@@ -349,6 +382,11 @@ func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 // Predict times the row's steps with the chip's efficiency replaced by eff: the predicted
 // value and the ideal roofline's value (the bound no run beats).
 func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) {
+	if m := p.memory; m != nil {
+		// a peak memory: the reading the row reports, in GiB; its bound is the parameter
+		// state alone (weights, gradients, master weights, optimizer), which no peak is below
+		return MemoryReading(*m, p.Row.MemoryStat) / (1 << 30), (m.Weights + m.Gradients + m.MasterWeights + m.Optimizer) / (1 << 30), nil
+	}
 	chip := p.Chip
 	chip.Efficiency = eff
 	if p.train != nil {
@@ -481,6 +519,9 @@ func (r Report) CheckPossible() error {
 func impossible(r Row, roof float64) string {
 	if roof <= 0 || math.IsInf(roof, 0) || math.IsNaN(roof) {
 		return ""
+	}
+	if r.Kind == KindTrainMemory && r.Measured < roof*(1-1e-6) {
+		return fmt.Sprintf("measured %.4g GiB is below the parameter state alone, %.4g GiB (weights, gradients, master weights, optimizer): the row's layout, stack, fine-tune or figure is wrong", r.Measured, roof)
 	}
 	if r.TimeLike() && r.Measured < roof*(1-1e-6) {
 		return fmt.Sprintf("measured %.4g %s is below the ideal roofline's %.4g %s (every FLOP at peak, every byte at full bandwidth): no run is that fast, so the row's tokens, GPUs, chip or figure is wrong", r.Measured, r.Unit, roof, r.Unit)

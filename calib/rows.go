@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,9 @@ var heldoutTrainingRows []byte
 //go:embed amd_vllm.json
 var amdVLLMRows []byte
 
+//go:embed finetune.json
+var fineTuneRows []byte
+
 //go:embed bench_serve.json
 var benchServeRows []byte
 
@@ -50,6 +54,9 @@ const (
 	// KindTrainTokens is a training run's throughput as Megatron-Bridge publishes it: tokens
 	// per second per GPU, GBS x Seq / (step time x GPUs).
 	KindTrainTokens = "train_throughput"
+	// KindTrainMemory is a training run's measured peak memory per GPU, in GiB (memory_stat
+	// says which reading): the memory model's check, no time predicted.
+	KindTrainMemory = "train_memory"
 	// An offline wave as vLLM's benchmark scripts run it: B prompts admitted at once, prefilled,
 	// then decoded together for OSL tokens. KindWave is the tokens/s of the whole deployment,
 	// input and output (benchmark_throughput's tokens_per_second); KindBatchLatency the wave's
@@ -69,7 +76,7 @@ const (
 var benchMetrics = map[string]string{"ttft": "s", "tpot": "s", "itl": "s", "e2e": "s", "output_throughput": "tok/s"}
 
 var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s", KindTrainTokens: "tok/s/gpu",
-	KindWave: "tok/s", KindBatchLatency: "s"}
+	KindTrainMemory: "GiB", KindWave: "tok/s", KindBatchLatency: "s"}
 
 // Row is one measured run: what ran, where, and what was measured.
 type Row struct {
@@ -134,12 +141,27 @@ type Row struct {
 	FP8ParamGather     bool   `json:"fp8_param_gather,omitempty"`
 	TPOverlap          bool   `json:"tp_overlap,omitempty"`
 	NoReshard          bool   `json:"no_reshard,omitempty"`
+	OffloadParams      bool   `json:"offload_params,omitempty"`
+	OffloadOptimizer   bool   `json:"offload_optimizer,omitempty"`
 	BF16Grads          bool   `json:"bf16_grads,omitempty"`
 	// MemoryGiB is the measured peak per GPU (the fullest GPU) as the source reports it;
 	// MemoryStat says which reading: reserved (torch.cuda.max_memory_reserved, what torchtitan
 	// logs) or allocated.
 	MemoryGiB  float64 `json:"memory_gib,omitempty"`
-	MemoryStat string  `json:"memory_stat,omitempty"`
+	MemoryStat string  `json:"memory_stat,omitempty"` // reserved (the default), allocated, or device (nvidia-smi: the CUDA context too)
+
+	// A fine-tune (analyzer.FineTune) and the stack that ran it (layout.Stacks): its defaults
+	// apply where the row's own fields are empty.
+	Stack              string   `json:"stack,omitempty"`
+	LoRARank           int64    `json:"lora_rank,omitempty"`
+	LoRATargets        []string `json:"lora_targets,omitempty"`
+	LoRADropout        float64  `json:"lora_dropout,omitempty"`
+	QLoRA              bool     `json:"qlora,omitempty"`
+	BaseDType          string   `json:"base_dtype,omitempty"`
+	Freeze             []string `json:"freeze,omitempty"`
+	ParamDType         string   `json:"param_dtype,omitempty"` // mixed, bf16 or fp32
+	Loss               string   `json:"loss,omitempty"`
+	OffloadCheckpoints *bool    `json:"offload_checkpoints,omitempty"` // unset: the stack's
 	// Measured value, in the kind's unit.
 	// Engine and EngineVersion name the serving engine and release the run used (trtllm,
 	// vllm, sglang), for the per-engine summary.
@@ -180,6 +202,8 @@ func (r Row) Phase() string {
 	switch r.Kind {
 	case KindTrainStep, KindTrainTokens:
 		return "training"
+	case KindTrainMemory:
+		return "training_memory"
 	case KindTTFT:
 		return "ttft"
 	case KindStatic:
@@ -197,7 +221,7 @@ func (r Row) Phase() string {
 }
 
 // TimeLike says whether the value is a time (lower is faster) or a throughput.
-func (r Row) TimeLike() bool { return r.Unit == "s" }
+func (r Row) TimeLike() bool { return r.Unit == "s" || r.Unit == "GiB" }
 
 // ErrNotExpressible marks rows that need layouts or serving features mrep does not model yet.
 var ErrNotExpressible = errors.New("not expressible yet")
@@ -216,12 +240,21 @@ func (r Row) Expressible() error {
 }
 
 // Training says whether the row measures a training run (a step time or its throughput).
-func (r Row) Training() bool { return r.Kind == KindTrainStep || r.Kind == KindTrainTokens }
+func (r Row) Training() bool {
+	return r.Kind == KindTrainStep || r.Kind == KindTrainTokens || r.Kind == KindTrainMemory
+}
 
 // Layout is a training row's parallel layout: DP from the GPU count, the distributed
 // optimizer on (Megatron/NeMo recipes shard optimizer state over DP by default).
 func (r Row) Layout() layout.Layout {
 	fw, zero := r.Framework, r.ZeRO
+	st, stack := layout.Stacks[strings.ToLower(r.Stack)]
+	if stack && fw == "" {
+		fw = st.Framework
+		if r.ZeRO == 0 {
+			zero = st.ZeRO
+		}
+	}
 	if fw == "" {
 		fw = layout.Megatron
 	}
@@ -232,12 +265,47 @@ func (r Row) Layout() layout.Layout {
 	if prec == "" && (r.DType == "fp8" || r.DType == "mxfp8") {
 		prec = r.DType
 	}
-	return layout.Layout{TP: max(r.TP, 1), PP: max(r.PP, 1), VP: max(r.VP, 1), CP: max(r.CP, 1), DP: r.dp(), EP: max(r.EP, 1),
+	l := layout.Layout{TP: max(r.TP, 1), PP: max(r.PP, 1), VP: max(r.VP, 1), CP: max(r.CP, 1), DP: r.dp(), EP: max(r.EP, 1),
 		ETP: r.ETP, MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true, ZeRO: zero, Framework: fw, Recompute: r.Recompute,
 		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec, MTP: r.MTP, RecomputeLayers: r.RecomputeLayers,
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
 		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads,
 		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard}
+	if stack {
+		l.Stack, l.ParamDType, l.Loss, l.UpcastUnquantized = st.Name, st.ParamDType, st.Loss, st.UpcastUnquantized
+		l.OffloadCheckpoints = st.OffloadCheckpoints
+		l.Compile = l.Compile || st.Compile
+		if l.Optimizer == "" {
+			l.Optimizer = st.Optimizer
+		}
+		if l.Recompute == "" {
+			l.Recompute = st.DefaultRecompute(r.FineTune().Quantized())
+		}
+	}
+	switch strings.ToLower(r.ParamDType) {
+	case "mixed":
+		l.ParamDType = ""
+	case "bf16", "fp32":
+		l.ParamDType = strings.ToLower(r.ParamDType)
+	}
+	if r.Loss != "" {
+		l.Loss = strings.ToLower(r.Loss)
+	}
+	if r.OffloadCheckpoints != nil {
+		l.OffloadCheckpoints = *r.OffloadCheckpoints
+	}
+	l.OffloadParams, l.OffloadOptimizer = r.OffloadParams, r.OffloadOptimizer
+	return l
+}
+
+// FineTune is the fine-tune the row trained (the zero value: every parameter).
+func (r Row) FineTune() analyzer.FineTune {
+	f := analyzer.FineTune{Freeze: r.Freeze, LoRARank: r.LoRARank, LoRATargets: r.LoRATargets, LoRADropout: r.LoRADropout,
+		QLoRA: r.QLoRA, BaseDType: strings.ToLower(r.BaseDType)}
+	if f.BaseDType == "nf4" {
+		f.QLoRA, f.BaseDType = true, ""
+	}
+	return f
 }
 
 func (r Row) dp() int64 {
@@ -255,6 +323,7 @@ var kindAliases = map[string]string{
 	"decode_step": KindDecodeStep, "tpot": KindDecodeStep, "itl": KindDecodeStep, "decode_latency": KindDecodeStep,
 	"train_step": KindTrainStep, "training": KindTrainStep, "train_step_time": KindTrainStep, "step_time": KindTrainStep,
 	"train_throughput": KindTrainTokens, "training_throughput": KindTrainTokens, "train_tokens": KindTrainTokens,
+	"train_memory": KindTrainMemory, "peak_memory": KindTrainMemory, "training_memory": KindTrainMemory,
 	"serving_throughput": KindServing, "serving": KindServing, "throughput": KindServing,
 	"wave_throughput": KindWave, "batch_latency": KindBatchLatency, "bench_serve": KindBenchServe,
 }
@@ -276,6 +345,9 @@ func (r *Row) normalize() {
 		r.Unit = "tok/s/gpu"
 	case "tok/s", "tokens/s":
 		r.Unit = "tok/s"
+	}
+	if r.Kind == KindTrainMemory && r.MemoryGiB == 0 {
+		r.MemoryGiB = r.Measured // the measured figure is the peak
 	}
 	if r.Kind == KindBenchServe {
 		r.Metric, r.Stat = strings.ToLower(strings.TrimSpace(r.Metric)), strings.ToLower(strings.TrimSpace(r.Stat))
@@ -337,8 +409,17 @@ func (r Row) validate() error {
 		return fmt.Errorf("kv_fraction %g: want a share in (0, 1]", r.KVFraction)
 	case !(r.MemoryGiB >= 0 && r.MemoryGiB < 1e6):
 		return fmt.Errorf("memory_gib %g: want a peak in GiB", r.MemoryGiB)
-	case r.MemoryStat != "" && r.MemoryStat != "reserved" && r.MemoryStat != "allocated":
-		return fmt.Errorf("memory_stat %q: want reserved or allocated", r.MemoryStat)
+	case r.MemoryStat != "" && r.MemoryStat != "reserved" && r.MemoryStat != "allocated" && r.MemoryStat != "device":
+		return fmt.Errorf("memory_stat %q: want reserved, allocated or device (nvidia-smi)", r.MemoryStat)
+	case r.Stack != "" && layout.Stacks[strings.ToLower(r.Stack)].Name == "":
+		return fmt.Errorf("stack %q: want one of %s", r.Stack, strings.Join(layout.StackNames(), ", "))
+	case r.ParamDType != "" && !slices.Contains([]string{"mixed", "bf16", "fp32"}, strings.ToLower(r.ParamDType)):
+		return fmt.Errorf("param_dtype %q: want mixed, bf16 or fp32", r.ParamDType)
+	case r.Loss != "" && !slices.Contains(layout.Losses, strings.ToLower(r.Loss)):
+		return fmt.Errorf("loss %q: want one of %s", r.Loss, strings.Join(layout.Losses, ", "))
+	}
+	if err := r.FineTune().Validate(); err != nil {
+		return fmt.Errorf("fine-tune: %w", err)
 	}
 	switch r.Kind {
 	case KindTTFT, KindDecodeStep:
@@ -369,9 +450,12 @@ func (r Row) validate() error {
 		case !(r.LengthSpread >= 0 && r.LengthSpread <= 1):
 			return fmt.Errorf("length_spread %g: want a share from 0 to 1", r.LengthSpread)
 		}
-	case KindTrainStep, KindTrainTokens:
+	case KindTrainStep, KindTrainTokens, KindTrainMemory:
 		if r.Seq < 1 || r.GBS < 1 {
 			return fmt.Errorf("%s needs seq and gbs >= 1", r.Kind)
+		}
+		if r.Kind == KindTrainMemory && r.MemoryGiB > 0 && r.MemoryGiB != r.Measured {
+			return fmt.Errorf("train_memory: measured %g GiB and memory_gib %g disagree (give one)", r.Measured, r.MemoryGiB)
 		}
 		if r.Kind == KindTrainTokens && r.GPUs < 1 {
 			return errors.New("train_throughput needs gpus >= 1 (it is per GPU)")
@@ -408,7 +492,19 @@ func AMDvLLM() []Row {
 }
 
 // Sets are the row sets shipped with mrep, by the name `mrep validate --set` takes.
-var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "bench-serve": BenchServe}
+var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "bench-serve": BenchServe,
+	"finetune": FineTuneSet}
+
+// FineTuneSet returns the measured peak memory of published fine-tunes (finetune.json: LoRA,
+// QLoRA and full fine-tunes under the Hugging Face Trainer, Unsloth, axolotl's FSDP2), the
+// check of the fine-tuning stacks' memory.
+func FineTuneSet() []Row {
+	rows, err := Parse("finetune.json", bytes.NewReader(fineTuneRows))
+	if err != nil {
+		panic(fmt.Sprintf("embedded fine-tune set: %v", err)) // a build defect, caught by tests
+	}
+	return rows
+}
 
 // RowSource is where a command's rows come from: a set shipped with mrep (Set, a Sets key) or
 // a file (Path, which the caller reads: calib does no I/O). The zero value is the shipped

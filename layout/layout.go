@@ -78,6 +78,26 @@ type Layout struct {
 	// all-reduced across the Replicas groups (torchtitan's dp_replicate; TPU slices with
 	// data parallel over the data-center network). 0 or 1: one shard group.
 	Replicas int64
+
+	// Fine-tuning stacks' memory mechanisms (stacks.go). ParamDType is what trainable parameters
+	// are kept in: "" the framework's mixed precision (16-bit weights with fp32 master weights),
+	// bf16 (pure bf16: weights, gradients and the optimizer's moments in bf16, no master copy;
+	// torchtune's dtype bf16, LitGPT's bf16-true), fp32 (fp32 parameters and gradients under
+	// autocast, no separate master: the Hugging Face Trainer's AMP, PEFT's fp32 adapters).
+	ParamDType string
+	// Loss is how the logits and loss are held: "" the framework's (Megatron fused, else an
+	// eager fp32 loss over bf16 logits), eager, chunked (the LM head and an fp32 upcast a chunk
+	// at a time: torchtune, LitGPT) or fused (logits in 16 bits, their gradient written in
+	// place: Unsloth's cross-entropy kernel).
+	Loss string
+	// OffloadCheckpoints: with full recompute, each layer's saved input waits in host memory
+	// (Unsloth's "unsloth" gradient checkpointing): the GPU holds one layer's worth in flight.
+	OffloadCheckpoints bool
+	// UpcastUnquantized: with a quantized base, the parameters left unquantized (embedding, LM
+	// head, norms) are cast to fp32 (PEFT's prepare_model_for_kbit_training).
+	UpcastUnquantized bool
+	// Stack names the fine-tuning stack whose defaults these are ("" none), for labels.
+	Stack string
 }
 
 // String is the layout's shape as tables, charts and notes name it: "TP4 PP4 VP5 CP2 DP2
@@ -96,7 +116,9 @@ func (l Layout) String() string {
 	if l.Replicas > 1 {
 		s += fmt.Sprintf(" HSDP×%d", l.Replicas)
 	}
-	if l.Framework != "" && l.Framework != Megatron {
+	if l.Stack != "" {
+		s += " " + l.Stack
+	} else if l.Framework != "" && l.Framework != Megatron {
 		s += " " + l.Framework
 	}
 	if l.EP > 1 && l.A2AOverlap != "" && l.A2AOverlap != OverlapNone {
@@ -596,6 +618,23 @@ func (l Layout) AnalyzeFlags() []string {
 		if b.on {
 			f = append(f, "--"+b.name)
 		}
+	}
+	if l.Stack != "" {
+		f = append(f, "--stack", l.Stack)
+	}
+	switch l.ParamDType {
+	case "bf16", "fp32":
+		f = append(f, "--param-dtype", l.ParamDType)
+	default:
+		if l.Stack != "" && Stacks[l.Stack].ParamDType != "" {
+			f = append(f, "--param-dtype", "mixed")
+		}
+	}
+	if l.Loss != "" {
+		f = append(f, "--loss", l.Loss)
+	}
+	if l.OffloadCheckpoints {
+		f = append(f, "--offload", "checkpoints")
 	}
 	if l.OffloadOptimizer {
 		f = append(f, "--offload", "optimizer")

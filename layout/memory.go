@@ -170,6 +170,9 @@ type Fit struct {
 	// total, either side) or does not fit.
 	Status string `json:"verdict"`
 	Fits   bool   `json:"fits"` // fits or tight: worth running
+	// Over: the predicted total is above the capacity (a tight verdict from above): it may run,
+	// but a planner ranks it after every layout under the capacity unless asked not to.
+	Over bool `json:"over_capacity,omitempty"`
 	// Uncertainty is the relative error the tight band spans.
 	Uncertainty float64 `json:"uncertainty"`
 }
@@ -198,6 +201,7 @@ func CheckWithin(what string, mem Memory, capacity, uncertainty float64) Fit {
 		f.Status = NoFit
 	}
 	f.Fits = f.Status != NoFit
+	f.Over = mem.Total > capacity
 	return f
 }
 
@@ -226,6 +230,9 @@ func (f Fit) Verdict() string {
 	case Fits:
 		return fmt.Sprintf("%s fits, %s GiB of %s GiB per GPU (%s GiB; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, gib(f.Headroom()), host)
 	case Tight:
+		if f.Over {
+			return fmt.Sprintf("%s is tight and over the capacity, %s GiB of %s GiB per GPU, "+tightFmt+": it may run (%s GiB; %s GiB over%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), 100*f.Uncertainty, parts, gib(-f.Headroom()), host)
+		}
 		return fmt.Sprintf("%s is tight, %s GiB of %s GiB per GPU, "+tightFmt+" (%s GiB; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), 100*f.Uncertainty, parts, gib(f.Headroom()), host)
 	}
 	return fmt.Sprintf("%s does NOT fit, %s GiB of %s GiB per GPU (%s GiB; %.2fx the memory%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, f.Memory.Total/f.Capacity, host)

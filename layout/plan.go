@@ -27,6 +27,12 @@ type PlanOptions struct {
 	// MoEOverlaps are the expert all-to-all schedules tried for MoE models (nil: the knobs'
 	// alone; none, 1f1b, dualpipe), and Dispatchers the token dispatchers (alltoall, deepep).
 	MoEOverlaps, Dispatchers []string
+	// AllowTight ranks layouts over the capacity but within the memory model's uncertainty as
+	// tight ones under it; by default they rank after every layout under the capacity.
+	AllowTight bool
+	// FineTune names the fine-tune the plan trains ("LoRA r=16", "QLoRA r=64 (nf4 base)"; ""
+	// for full training), for the plan's pages.
+	FineTune string
 }
 
 // Knobs are a training job's settings that change memory (and some the time) but not the
@@ -43,6 +49,9 @@ type Knobs struct {
 	FP8ParamGather, BF16Grads bool
 	Replicas                  int64
 	TPOverlap, NoReshard      bool
+	// Fine-tuning stacks' mechanisms (stacks.go).
+	ParamDType, Loss, Stack               string
+	OffloadCheckpoints, UpcastUnquantized bool
 }
 
 // Apply sets the knobs on a layout.
@@ -53,6 +62,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
 	l.NoReshard = k.NoReshard
+	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }
 
@@ -79,7 +89,10 @@ type Plan struct {
 	Top       []Candidate `json:"top"`
 	NoFit     string      `json:"no_fit,omitempty"` // when nothing fits: what is short
 	// Traded says what ranking a comfortable layout before a faster tight one gave up.
-	Traded     string      `json:"traded,omitempty"`
+	Traded string `json:"traded,omitempty"`
+	// OverOnly says that every feasible layout is over the capacity (within the uncertainty),
+	// and names the nearest change that brings one under it.
+	OverOnly   string      `json:"over_capacity_only,omitempty"`
 	Considered []Candidate `json:"-"`
 	// Pareto is the front of Considered: no layout is both faster and smaller.
 	Pareto []Candidate `json:"-"`
@@ -92,7 +105,7 @@ type zeroRC struct {
 
 // zeroRecompute are the memory-saving knobs a planner tries: the ZeRO stages with each
 // recompute mode.
-func zeroRecompute(stages []int, framework string) []zeroRC {
+func zeroRecompute(stages []int, framework, stack string) []zeroRC {
 	modes := []string{"none", "selective", "full"}
 	if len(stages) == 0 {
 		stages = []int{1, 2, 3}
@@ -102,6 +115,9 @@ func zeroRecompute(stages []int, framework string) []zeroRC {
 			stages = []int{3}
 		}
 		modes = []string{"none", "op", "full"}
+	}
+	if st, ok := Stacks[stack]; ok && st.Framework != Megatron {
+		modes = []string{"none", "full"} // a fine-tuning stack checkpoints whole layers or nothing
 	}
 	var out []zeroRC
 	for _, z := range stages {
@@ -226,11 +242,11 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	}
 	for _, fw := range frameworks {
 		knobs.Framework = fw
-		zrc := zeroRecompute(o.ZeRO, fw)
+		zrc := zeroRecompute(o.ZeRO, fw, knobs.Stack)
 		if fp.MoE != nil && fw != FSDP && len(o.ZeRO) == 0 {
 			// MoE in Megatron runs the distributed optimizer (ZeRO-1); sharding the experts'
 			// weights per micro-batch is not its schedule
-			zrc = zeroRecompute([]int{1}, fw)
+			zrc = zeroRecompute([]int{1}, fw, knobs.Stack)
 		}
 		for _, tp := range divisors(fp.Heads, min(o.Domain, 8)) {
 			for _, pp := range pps {
@@ -297,22 +313,18 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 		plan.NoFit = fmt.Sprintf("nothing fits in %.1f GiB: the smallest layout (TP%d PP%d CP%d DP%d ZeRO-%d, MBS %d, recompute %s) needs %.1f GiB per GPU (%s GiB), %.1f GiB too much",
 			o.MemoryBytes/(1<<30), sl.TP, sl.PP, sl.CP, sl.DP, sl.Stage(), sl.MBS, sl.Recompute, m.Total/(1<<30), terms, (m.Total-o.MemoryBytes)/(1<<30))
 		// every ZeRO stage, recompute and micro-batch was tried: the nearest change is more GPUs
-		for k := int64(2); k <= 16 && o.GPUs*k <= 1<<20; k *= 2 {
-			more := o
-			more.GPUs, more.Top = o.GPUs*k, 1
-			if next, err := tr.PlanTrain(more); err == nil && next.Feasible > 0 {
-				b := next.Top[0]
-				plan.NoFit += fmt.Sprintf("; the nearest change that fits: %d GPUs (%dx), e.g. %s at %.1f GiB and %.2f s per step",
-					more.GPUs, k, describe(b.Step.Layout), b.Memory.Total/(1<<30), b.Step.StepTime)
-				break
-			}
+		if alt := tr.nearestUnder(o); alt != "" {
+			plan.NoFit += "; the nearest change that fits: " + alt
 		}
 		return plan, nil
 	}
 	// Rank by step time, a tight layout as if NearEqual slower: a comfortable layout of
 	// near-equal speed goes first (ties: less memory).
 	key := func(c Candidate) float64 {
-		if c.Fit.Status == Tight {
+		switch {
+		case c.Fit.Over && !o.AllowTight:
+			return c.Step.StepTime + 1e12 // after every layout under the capacity
+		case c.Fit.Status == Tight:
 			return c.Step.StepTime * (1 + NearEqual)
 		}
 		return c.Step.StepTime
@@ -326,9 +338,20 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	})
 	for _, c := range all {
 		if c.Step.StepTime < all[0].Step.StepTime && c.Fit.Status == Tight {
-			plan.Traded = fmt.Sprintf("ranked first over a %.1f%% faster tight layout (%s at %.1f of %.1f GiB, within the memory model's ±%.0f%%)",
-				100*(all[0].Step.StepTime/c.Step.StepTime-1), describe(c.Step.Layout), c.Memory.Total/(1<<30), o.MemoryBytes/(1<<30), 100*MemoryUncertainty)
+			over := ""
+			if c.Fit.Over {
+				over = ", over the capacity: --allow-tight ranks such layouts by speed"
+			}
+			plan.Traded = fmt.Sprintf("ranked first over a %.1f%% faster tight layout (%s at %.1f of %.1f GiB, within the memory model's ±%.0f%%%s)",
+				100*(all[0].Step.StepTime/c.Step.StepTime-1), describe(c.Step.Layout), c.Memory.Total/(1<<30), o.MemoryBytes/(1<<30), 100*MemoryUncertainty, over)
 			break
+		}
+	}
+	if all[0].Fit.Over && !o.AllowTight {
+		plan.OverOnly = fmt.Sprintf("every layout that may fit is over the %.1f GiB capacity, within the memory model's ±%.0f%%: the first needs %.1f GiB",
+			o.MemoryBytes/(1<<30), 100*MemoryUncertainty, all[0].Memory.Total/(1<<30))
+		if alt := tr.nearestUnder(o); alt != "" {
+			plan.OverOnly += "; the nearest change under the capacity: " + alt
 		}
 	}
 	top := max(o.Top, 1)
@@ -389,4 +412,18 @@ func Pareto(cs []Candidate) []Candidate {
 		}
 	}
 	return front
+}
+
+// nearestUnder is the nearest change that brings a layout under the capacity: twice, four
+// times ... as many GPUs, as "N GPUs (kx), e.g. LAYOUT at M GiB and T s per step".
+func (tr *Trainer) nearestUnder(o PlanOptions) string {
+	for k := int64(2); k <= 16 && o.GPUs*k <= analyzer.MaxDegree; k *= 2 {
+		more := o
+		more.GPUs, more.Top = o.GPUs*k, 1
+		if next, err := tr.PlanTrain(more); err == nil && next.Feasible > 0 && !next.Top[0].Fit.Over {
+			b := next.Top[0]
+			return fmt.Sprintf("%d GPUs (%dx), e.g. %s at %.1f GiB and %.2f s per step", more.GPUs, k, describe(b.Step.Layout), b.Memory.Total/(1<<30), b.Step.StepTime)
+		}
+	}
+	return ""
 }

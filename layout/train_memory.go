@@ -215,7 +215,27 @@ type paramCount struct{ trainable, frozen, quantized, quantBytes, linear float64
 // experts by EP x ETP.
 type paramGroup [2]paramCount
 
-type paramSummary struct{ layers, embedding, head, tiedHead, final paramGroup }
+type paramSummary struct {
+	layers, embedding, head, tiedHead, final paramGroup
+	grads                                    gradNeeds
+}
+
+// gradNeeds is which saved tensors a fine-tune's backward still needs, as shares of the decoder
+// layers. Autograd saves a linear layer's input only for its weight gradient (PyTorch saves a
+// matmul operand only when the other one requires grad; Transformer Engine's linear saves its
+// input only when the weight does), so a frozen layer without an adapter keeps only what the
+// input gradient needs; layers below the first trainable parameter run no backward at all.
+type gradNeeds struct {
+	backward float64 // layers that run a backward (all of them when the embedding trains)
+	// layers whose attention-input (q, k, v), attention-output, MLP-input and MLP-output (down)
+	// projections need their input saved: trainable, or an adapter beside a frozen base
+	attnIn, attnOut, mlpIn, mlpOut float64
+	// per token per layer, averaged over the layers: the adapters' rank-r intermediates (their
+	// B's input) and, with dropout, each adapter's dropped-out input and mask (3 bytes a value)
+	adapterRanks, dropoutIn float64
+}
+
+func fullGrads() gradNeeds { return gradNeeds{backward: 1, attnIn: 1, attnOut: 1, mlpIn: 1, mlpOut: 1} }
 
 var summaries sync.Map // *analyzer.Model -> paramSummary: a model is not changed once built
 
@@ -254,8 +274,8 @@ func summarize(m *analyzer.Model) paramSummary {
 			e = 1
 		}
 		c := &g[e]
-		if op.Kind == analyzer.OpGEMM || op.Kind == analyzer.OpExperts {
-			c.linear += n
+		if (op.Kind == analyzer.OpGEMM || op.Kind == analyzer.OpExperts) && op.QuantBytes == 0 {
+			c.linear += n // a quantized base keeps no 16-bit copy (and no FP8 cache of one)
 		}
 		switch {
 		case !op.Frozen:
@@ -267,8 +287,75 @@ func summarize(m *analyzer.Model) paramSummary {
 			c.frozen += n
 		}
 	}
+	s.grads = backwardNeeds(m)
 	summaries.Store(m, s)
 	return s
+}
+
+// backwardNeeds works out gradNeeds from the model's ops. A projection reads the layer's
+// hidden state when its input is the model width (q, k, v, gate, up), writes it when its output
+// is (o, down); the share counts the layers where any projection of the group needs its input.
+func backwardNeeds(m *analyzer.Model) gradNeeds {
+	L := max(m.Fingerprint.Layers, 1)
+	if m.FineTune == nil && !anyFrozen(m) {
+		return fullGrads()
+	}
+	type layerNeed struct{ any, attnIn, attnOut, mlpIn, mlpOut bool }
+	nl := int(L)
+	need := make([]layerNeed, nl)
+	first := nl // the first layer with a trainable parameter or an adapter
+	var ranks, dropout float64
+	for _, op := range m.Ops {
+		trains := !op.Frozen || op.Adapter > 0
+		if op.Category == analyzer.CatEmbedding && !op.Frozen && !op.Tied {
+			first = 0
+		}
+		if op.Layer < 0 || op.Layer >= nl || !trains || op.Name == "lora_A" || op.Name == "lora_B" {
+			continue
+		}
+		n := &need[op.Layer]
+		n.any = true
+		first = min(first, op.Layer)
+		if op.Adapter > 0 {
+			ranks += 2 * float64(op.Adapter)
+			if op.AdapterDropout > 0 {
+				dropout += 3 * float64(op.In)
+			}
+		}
+		if op.Kind != analyzer.OpGEMM {
+			continue
+		}
+		in := !op.OutputProjection()
+		switch op.Category {
+		case analyzer.CatAttention:
+			n.attnIn = n.attnIn || in
+			n.attnOut = n.attnOut || !in
+		case analyzer.CatDenseFFN, analyzer.CatSharedExperts:
+			n.mlpIn = n.mlpIn || in
+			n.mlpOut = n.mlpOut || !in
+		}
+	}
+	g := gradNeeds{backward: float64(nl-first) / float64(L), adapterRanks: ranks / float64(L), dropoutIn: dropout / float64(L)}
+	for _, n := range need {
+		for _, x := range []struct {
+			on  bool
+			sum *float64
+		}{{n.attnIn, &g.attnIn}, {n.attnOut, &g.attnOut}, {n.mlpIn, &g.mlpIn}, {n.mlpOut, &g.mlpOut}} {
+			if x.on {
+				*x.sum += 1 / float64(L)
+			}
+		}
+	}
+	return g
+}
+
+func anyFrozen(m *analyzer.Model) bool {
+	for _, op := range m.Ops {
+		if op.Frozen {
+			return true
+		}
+	}
+	return false
 }
 
 // TrainingMemory is one GPU's resident bytes on a training layout, the fuller of the first
@@ -300,27 +387,45 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 	if fw == FSDP && stage < 2 {
 		stage = 2 // FSDP shards at least gradients and optimizer state (SHARD_GRAD_OP)
 	}
-	all := sp.Trainable + sp.Frozen
+	// Bytes per trainable parameter: the compute copy, its gradient and the fp32 master copy.
 	var wBytes, gBytes, masterBytes float64
-	if fw == DeepSpeed {
+	stateScale := 1.0 // the optimizer's moments at their fp32 size
+	switch {
+	case l.ParamDType == "bf16":
+		// pure bf16: the optimizer's moments are allocated like the parameters (torch.optim's
+		// zeros_like), so they are bf16 too; there is no master copy
+		wBytes, gBytes, masterBytes, stateScale = 2, 2, 0, 0.5
+	case l.ParamDType == "fp32":
+		wBytes, gBytes, masterBytes = 4, 4, 0 // the fp32 parameter is its own master copy
+	case fw == DeepSpeed:
 		wBytes, gBytes, masterBytes = 2, 2, 4
-	} else {
+	default:
 		wBytes, gBytes, masterBytes = 2, 4, 4
 		if l.BF16Grads {
 			gBytes = 2
 		}
 	}
+	// Frozen weights keep the checkpoint's 16 bits, or fp32 where a quantized base's
+	// preparation upcasts everything it left unquantized (prepare_model_for_kbit_training).
+	frozenBytes := 2.0
+	if l.UpcastUnquantized && sp.Quantized > 0 {
+		frozenBytes = 4
+	}
+	frozenShard := 1.0 // a frozen base is sharded like any parameter under ZeRO-3/FSDP
+	if stage == 3 {
+		frozenShard = shard
+	}
 	// Weights: the compute copy, and FP8 recipes' cached low-precision copies of the linear
 	// weights (Transformer Engine keeps an FP8 weight and its transpose between micro-batches;
 	// MXFP8 keeps row- and column-wise copies with a scale per 32 elements).
-	mem.Weights = wBytes*all + sp.FrozenQuantBytes
+	mem.Weights = wBytes*sp.Trainable + (frozenBytes*sp.Frozen+sp.FrozenQuantBytes)/frozenShard
 	switch {
-	case fw == FSDP && stage == 3:
+	case fw == FSDP && stage == 3 && masterBytes > 0:
 		// FSDP2 keeps no 16-bit copy: a trainable weight is its fp32 shard (the master weights
-		// below); frozen weights keep their dtype, sharded
-		mem.Weights = wBytes*sp.Frozen/shard + sp.FrozenQuantBytes
+		// below)
+		mem.Weights -= wBytes * sp.Trainable
 	case stage == 3:
-		mem.Weights = wBytes*all/shard + sp.FrozenQuantBytes
+		mem.Weights -= wBytes * sp.Trainable * (1 - 1/shard)
 	}
 	if fw != FSDP {
 		// the low-precision copies: sharded with the weights under ZeRO-3 (Megatron FSDP gathers
@@ -347,9 +452,12 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 	mem.Gradients = gBytes * sp.Trainable
 	mem.MasterWeights = masterBytes * sp.Trainable
 	if opt.Factored {
-		mem.Optimizer = factoredState(m, l)
+		mem.Optimizer = factoredState(m, l) * stateScale
 	} else {
 		mem.Optimizer = opt.StateBytes * sp.Trainable
+		if opt.Name == "adamw" || opt.Name == "sgd" { // fp32 moments become the parameters' dtype
+			mem.Optimizer *= stateScale
+		}
 	}
 	if stage >= 1 {
 		mem.MasterWeights /= shard
@@ -372,6 +480,8 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 	}
 	// Communication buffers.
 	switch {
+	case fw == FSDP && shard <= 1 && !l.OffloadParams:
+		// one GPU: nothing is gathered or reduced
 	case fw == FSDP && stage == 3:
 		// bf16 (fp8 with float8 all-gather) parameters of the layer computing and the one
 		// prefetched, and one layer's unsharded fp32 gradients for the reduce-scatter
@@ -388,10 +498,18 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 			mem.CommBuffers = (sp.Trainable+sp.Frozen)*gather + sp.Trainable*4
 		}
 	case fw == DeepSpeed && stage >= 1 && shard > 1:
-		// DeepSpeed's reduce and all-gather buckets, 5e8 elements each by default
-		mem.CommBuffers = 2 * math.Min(5e8, all) * wBytes
+		// DeepSpeed's gradient reduce bucket and the parameter all-gather bucket, 5e8 elements
+		// each by default, of the trainable parameters; ZeRO-3 gathers a layer at a time
+		mem.CommBuffers = 2 * math.Min(5e8, sp.Trainable) * wBytes
+		if stage == 3 {
+			mem.CommBuffers = math.Min(5e8, sp.Trainable)*gBytes + sp.layer*2*2
+		}
 	case stage == 3 || l.OffloadParams:
 		mem.CommBuffers = sp.layer * 2 * wBytes
+	case stage == 0 && l.DP > 1 && fw != Megatron:
+		// PyTorch DDP copies the gradients into its all-reduce buckets (gradient_as_bucket_view
+		// is off by default): a second copy of the trainable gradients
+		mem.CommBuffers = gBytes * sp.Trainable
 	}
 	if l.OffloadParams && mem.CommBuffers == 0 {
 		mem.CommBuffers = sp.layer * 2 * wBytes
@@ -449,7 +567,7 @@ type perToken struct{ sp, tp, moe float64 }
 //	eager activation     2f                  eager PyTorch SwiGLU also keeps silu(gate)
 //
 // lin is the linear inputs' saved bytes: 1 with Transformer Engine FP8, 2 otherwise.
-func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, moeLayer bool) perToken {
+func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, moeLayer bool, g gradNeeds) perToken {
 	h := float64(fp.Hidden)
 	if fp.Heads == 0 { // no attention shape known: Korthikanti's 34·h per token (flash, SP)
 		return perToken{sp: 34 * h}
@@ -485,13 +603,21 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		eager = 2 * f
 	}
 	var t perToken
-	normIn, normOut := 2*h+2*h, 2*lin*h
+	// the norms' inputs (their backward needs them); eager RMSNorms that upcast keep an fp32
+	// copy of each input instead (Hugging Face's, torchtune's and LitGPT's modules)
+	normIn := 2*h + 2*h
+	if l.fp32Norms() {
+		normIn = 4*h + 4*h
+	}
+	// the norm outputs are the q/k/v and gate/up inputs: kept only for those weight gradients
+	normOut := lin*h*g.attnIn + lin*h*g.mlpIn
 	qkv := 2*(q+k+v) + latents
 	attnOut := 2*qo + 4*float64(fp.Heads)
 	if lin < 2 {
-		attnOut += lin * qo
+		attnOut += lin * qo * g.attnOut
 	}
-	mlp := 2*width*f + lin*f + eager
+	mlp := 2*width*f + lin*f*g.mlpOut + eager
+	adapters := g.adapterRanks + g.dropoutIn
 	var moe float64
 	if moeLayer && fp.MoE != nil {
 		e := float64(max(fp.MoE.ExpertFFN, 1))
@@ -532,7 +658,7 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		mlp = 0 // the MLP keeps its input (the norm output, counted above)
 	}
 	t.sp = normIn + normOut
-	t.tp = qkv + attnOut + mlp
+	t.tp = qkv + attnOut + mlp + adapters
 	t.moe = moe
 	return t
 }
@@ -584,8 +710,12 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 	if fp.MoE != nil && fp.MoE.MoELayers > 0 {
 		moeShare = float64(fp.MoE.MoELayers) / float64(L)
 	}
+	g := fullGrads()
+	if len(m.Ops) > 0 {
+		g = summarize(m).grads
+	}
 	perLayer := func(mode analyzer.Recompute, moeLayer bool) (saved, moe float64) {
-		t := layerActivations(fp, l, mode, moeLayer)
+		t := layerActivations(fp, l, mode, moeLayer, g)
 		if fp.Heads == 0 && l.NoSP && l.TP > 1 { // Korthikanti Table 2, TP without SP
 			return tokens * float64(fp.Hidden) * (10 + 24/tp), 0
 		}
@@ -605,10 +735,21 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 		part := l.partialRecompute(L)
 		saved = part*saved + (1-part)*none
 	}
+	// layers below the first trainable parameter run no backward and save nothing
+	saved, moe = saved*g.backward, moe*g.backward
+	if g.backward == 0 {
+		none = 0
+	}
 	var a activations
 	inFlight := l.inFlight(first)
 	a.saved = saved * stageLayers * inFlight
 	a.moe = moe * stageLayers * inFlight
+	if l.OffloadCheckpoints && rc.Mode == "full" {
+		// each checkpointed layer input is copied to host memory as the forward passes it and
+		// back before its layer's backward: two in flight on the GPU
+		a.offloaded += a.saved
+		a.saved = 2 * saved
+	}
 	if n := float64(min(l.OffloadActivations, l.StageLayers(L))); n > 0 {
 		// Transformer Engine's CPU offload: those layers' activations wait in host memory; the
 		// GPU keeps a double buffer of one layer
@@ -639,9 +780,16 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 	// holds the bf16 logits, their fp32 copy and log-softmax output: 10 B per vocab entry.
 	if !first || l.PP == 1 {
 		V := float64(fp.Vocab)
-		if l.framework() == Megatron {
+		switch {
+		case l.Loss == LossChunked:
+			// the 16-bit logits of every chunk, and one chunk's fp32 upcast and log-softmax
+			// (torchtune's CEWithChunkedOutputLoss: 8 chunks; LitGPT's 128-token chunks)
+			a.logits = (2 + 8.0/8) * tokens * V / tp
+		case l.Loss == LossFused:
+			a.logits = 2 * tokens * V / tp // 16-bit logits, the gradient written over them
+		case l.Loss == "" && l.framework() == Megatron:
 			a.logits = 4 * tokens * (float64(fp.Hidden) + V) / tp
-		} else {
+		default:
 			a.logits = 10 * tokens * V / tp
 		}
 	}
@@ -665,6 +813,12 @@ func (l Layout) validateMemoryOptions() error {
 		return fmt.Errorf("parameter offload streams ZeRO-3 shards: it needs zero stage 3 (or fsdp)")
 	case l.OffloadActivations < 0:
 		return fmt.Errorf("activation offload layers %d: want >= 0", l.OffloadActivations)
+	case l.ParamDType != "" && l.ParamDType != "bf16" && l.ParamDType != "fp32":
+		return fmt.Errorf("param dtype %q: want mixed (\"\"), bf16 or fp32", l.ParamDType)
+	case l.Loss != "" && !slices.Contains(Losses, l.Loss):
+		return fmt.Errorf("loss %q: want one of %s", l.Loss, strings.Join(Losses, ", "))
+	case l.Stack != "" && Stacks[l.Stack].Name == "":
+		return fmt.Errorf("stack %q: want one of %s", l.Stack, strings.Join(StackNames(), ", "))
 	case l.Compile && l.Framework != FSDP && l.Framework != DeepSpeed:
 		return fmt.Errorf("compile describes eager PyTorch (fsdp, deepspeed); Megatron's kernels are fused already")
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 
 	gochart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
@@ -17,7 +18,18 @@ import (
 func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	w := &errWriter{w: out}
 	o := p.Options
-	w.printf("# Training layouts: %s on %d x %s\n\n", model, o.GPUs, target)
+	what := model
+	if o.FineTune != "" || o.Knobs.Stack != "" {
+		var parts []string
+		if o.FineTune != "" {
+			parts = append(parts, o.FineTune)
+		}
+		if o.Knobs.Stack != "" {
+			parts = append(parts, o.Knobs.Stack+" stack")
+		}
+		what += " (" + strings.Join(parts, ", ") + ")"
+	}
+	w.printf("# Training layouts: %s on %d x %s\n\n", what, o.GPUs, target)
 	w.printf("Global batch %d sequences of %d tokens; %d layouts evaluated, %d fit in %.0f GiB per GPU. Step time is the achievable model: GA micro-batches on the slowest pipeline stage, the pipeline bubble (interleaved 1F1B's `(PP-1)/VP`, or DualPipe's `(PP/2-1)(F&B+B-3W)`), the exposed expert all-to-all, exposed data-parallel traffic and the (distributed) optimizer step. MFU counts `F_theory` (full-S² attention).\n\n",
 		o.GBS, o.Seq, p.Evaluated, p.Feasible, o.MemoryBytes/(1<<30))
 	if p.Feasible == 0 {
@@ -36,13 +48,16 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	if p.Traded != "" {
 		w.printf("\nThe winner was %s.\n", p.Traded)
 	}
+	if p.OverOnly != "" {
+		w.printf("\n**Over the capacity:** %s.\n", p.OverOnly)
+	}
 	if best := p.Top[0]; best.Analyze != "" {
 		w.printf("\nThe winner alone, step by step (the same step time, every term and the memory per GPU; `--json` gives each row's command):\n\n```sh\n%s\n```\n", Visible(best.Analyze))
 	}
 	best := p.Top[0]
 	k := best.Step.Layout
 	w.printf("\nMemory per GPU of the winner, term by term (%s framework, %s optimizer; the %s pipeline stage; tight means within the memory model's ±%.0f%% measured uncertainty; the allocator's share, %.0f%% of the memory a step allocates and frees, is fitted to measured peaks):\n\n",
-		orDefault(k.Framework, layout.Megatron), orDefault(k.Optimizer, "adamw"), best.Memory.Stage, 100*layout.MemoryUncertainty, 100*layout.AllocatorShare)
+		frameworkLabel(k), orDefault(k.Optimizer, "adamw"), best.Memory.Stage, 100*layout.MemoryUncertainty, 100*layout.AllocatorShare)
 	memoryTable(w, best.Memory)
 	writeMechanisms(w, best.Step)
 	return w.err
@@ -140,6 +155,17 @@ type LayoutResult struct {
 	Target string      `json:"target"`
 	Step   layout.Step `json:"step"`
 	Fit    layout.Fit  `json:"memory"` // the memory model's verdict (layout.CheckTraining)
+	// FineTune names the fine-tune trained ("LoRA r=16"; "" for full training).
+	FineTune string `json:"fine_tune,omitempty"`
+}
+
+// frameworkLabel is the framework a layout's memory and time follow, with its stack.
+func frameworkLabel(l layout.Layout) string {
+	fw := orDefault(l.Framework, layout.Megatron)
+	if l.Stack != "" {
+		return l.Stack + " stack, " + fw
+	}
+	return fw
 }
 
 // WriteLayouts puts the training layout's verdict first: does it fit, how long is a step,
@@ -148,8 +174,12 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 	w := &errWriter{w: out}
 	for _, r := range rs {
 		l, s := r.Step.Layout, r.Step
-		w.printf("**Training on %d GPUs of %s (%s, MBS %d, GBS %d, GA %d, recompute %s, %s framework, %s optimizer):** %s. Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms, offload %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
-			l.GPUs(), r.Target, l.String(), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), orDefault(l.Framework, layout.Megatron), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
+		ft := ""
+		if r.FineTune != "" {
+			ft = r.FineTune + ", "
+		}
+		w.printf("**Training on %d GPUs of %s (%s%s, MBS %d, GBS %d, GA %d, recompute %s, %s framework, %s optimizer):** %s. Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms, offload %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
+			l.GPUs(), r.Target, ft, l.String(), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), frameworkLabel(l), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
 			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 		memoryTable(w, r.Fit.Memory)

@@ -26,7 +26,11 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 			return nil, cli.Exit("layout: "+err.Error(), exitFailure)
 		}
 		f := layout.CheckTraining("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
-		out = append(out, render.LayoutResult{Target: t.Label(), Step: st, Fit: f})
+		r := render.LayoutResult{Target: t.Label(), Step: st, Fit: f}
+		if m.FineTune != nil {
+			r.FineTune = m.FineTune.Kind()
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

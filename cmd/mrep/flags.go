@@ -83,13 +83,18 @@ func trainingFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "framework", Value: "megatron", Usage: "training framework, for what each GPU holds: megatron (bf16 weights, fp32 main grads, distributed optimizer), fsdp (PyTorch FSDP2 as torchtitan: fp32 shards over DP x CP), deepspeed (ZeRO's 2 + 2 + 12 bytes)"},
 		&cli.StringFlag{Name: "optimizer", Value: "adamw", Usage: "optimizer: adamw, adamw-bf16 (bf16 moments), adam8bit, adafactor, sgd (momentum)"},
-		&cli.StringSliceFlag{Name: "offload", Usage: "offload to host memory: optimizer (ZeRO-Offload: master weights and moments, updated by the CPU), params (ZeRO-Infinity, with ZeRO-3)"},
+		&cli.StringSliceFlag{Name: "offload", Usage: "offload to host memory: optimizer (ZeRO-Offload: master weights and moments, updated by the CPU), params (ZeRO-Infinity, with ZeRO-3), checkpoints (with --recompute full: each layer's saved input, as Unsloth's gradient checkpointing)"},
 		&cli.Int64Flag{Name: "offload-activations", Usage: "layers per pipeline stage whose activations go to host memory (Megatron/Transformer Engine --cpu-offloading-num-layers)"},
 		&cli.BoolFlag{Name: "compile", Usage: "torch.compile (fsdp, deepspeed): fused elementwise ops keep no intermediates"},
 		&cli.StringSliceFlag{Name: "freeze", Usage: "freeze parameters whose module (or module.param) name matches the glob `PATTERN` (e.g. 'model.embed_tokens', 'model.layers.[0-9].*'): no gradients, no optimizer state, no weight-gradient GEMMs"},
 		&cli.Int64Flag{Name: "lora-rank", Usage: "LoRA: adapters of rank `R` beside the targeted linear layers; everything else is frozen"},
 		&cli.StringSliceFlag{Name: "lora-targets", Usage: "LoRA: glob `PATTERN`s of the module names that get adapters (default: every attention and MLP linear layer)"},
 		&cli.BoolFlag{Name: "qlora", Usage: "QLoRA: the LoRA base in 4-bit NF4 with double quantization (0.52 B per weight), dequantized for each pass"},
+		&cli.StringFlag{Name: "base-dtype", Usage: "LoRA: the frozen base's storage: bf16, fp8 (Transformer Engine FP8 parameters with their transpose: NeMo's FP8 LoRA recipes), fp4 (NVFP4), nf4 (as --qlora)"},
+		&cli.Float64Flag{Name: "lora-dropout", Usage: "LoRA: dropout on the adapters' input (PEFT lora_dropout): each adapted layer saves its own dropped-out input and mask"},
+		&cli.StringFlag{Name: "stack", Usage: "fine-tuning `STACK` whose defaults apply (flags given win): " + strings.Join(layout.StackNames(), ", ") + " (`mrep stacks` lists what each holds and its sources)"},
+		&cli.StringFlag{Name: "param-dtype", Usage: "trainable parameters: mixed (16-bit weights, fp32 master and gradients: the framework's), bf16 (pure bf16, moments in bf16 too: torchtune, LitGPT bf16-true), fp32 (fp32 parameters under autocast: the Hugging Face Trainer, PEFT's adapters)"},
+		&cli.StringFlag{Name: "loss", Usage: "how the loss holds the logits: eager (16-bit logits, an fp32 copy and log-softmax), chunked (torchtune, LitGPT), fused (Unsloth: 16-bit logits, gradient in place); default the framework's"},
 		&cli.StringFlag{Name: "recipe", Usage: "low-precision recipe with --dtype fp8/fp4: fp8-ds (delayed scaling), fp8-cs (current scaling), fp8-blockwise (DeepSeek-V3's blocks), mxfp8, nvfp4"},
 		&cli.StringFlag{Name: "a2a-overlap", Usage: "MoE expert all-to-all schedule: none, 1f1b (Megatron's --overlap-moe-expert-parallel-comm), dualpipe (DeepSeek-V3's bidirectional pipeline)"},
 		&cli.StringFlag{Name: "dispatcher", Usage: "MoE token dispatcher: alltoall (NCCL), deepep (DeepEP: one copy per node, FP8 dispatch), hybridep (NVL72)"},
@@ -111,6 +116,41 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 	if strings.Contains(k.Framework, ",") || k.Framework == "all" {
 		k.Framework = layout.Megatron // plan train searches the list (planFrameworks)
 	}
+	if name := c.String("stack"); name != "" {
+		st, err := layout.LookupStack(name)
+		if err != nil {
+			return k, fmt.Errorf("--%w", err)
+		}
+		def := st.Knobs()
+		for _, f := range []struct {
+			flag     string
+			dst, src *string
+		}{{"framework", &k.Framework, &def.Framework}, {"optimizer", &k.Optimizer, &def.Optimizer}} {
+			if !c.IsSet(f.flag) {
+				*f.dst = *f.src
+			}
+		}
+		if !c.IsSet("compile") {
+			k.Compile = def.Compile
+		}
+		k.ParamDType, k.Loss, k.Stack, k.UpcastUnquantized = def.ParamDType, def.Loss, def.Stack, def.UpcastUnquantized
+		if !c.IsSet("offload") {
+			k.OffloadCheckpoints = def.OffloadCheckpoints
+		}
+	}
+	if c.IsSet("param-dtype") {
+		switch v := strings.ToLower(c.String("param-dtype")); v {
+		case "mixed":
+			k.ParamDType = ""
+		case "bf16", "fp32":
+			k.ParamDType = v
+		default:
+			return k, fmt.Errorf("--param-dtype %q: want mixed, bf16 or fp32", c.String("param-dtype"))
+		}
+	}
+	if c.IsSet("loss") {
+		k.Loss = strings.ToLower(c.String("loss"))
+	}
 	if dtype == "fp8" || dtype == "mxfp8" {
 		k.Precision = dtype
 	}
@@ -127,9 +167,11 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 				k.OffloadOptimizer = true
 			case "params":
 				k.OffloadParams = true
+			case "checkpoints":
+				k.OffloadCheckpoints = true
 			case "":
 			default:
-				return k, fmt.Errorf("--offload %q: want optimizer or params", part)
+				return k, fmt.Errorf("--offload %q: want optimizer, params or checkpoints", part)
 			}
 		}
 	}
@@ -156,7 +198,11 @@ func planFrameworks(c *cli.Context) []string {
 
 // readFineTune reads the fine-tune flags.
 func readFineTune(c *cli.Context) (analyzer.FineTune, error) {
-	f := analyzer.FineTune{Freeze: c.StringSlice("freeze"), LoRARank: c.Int64("lora-rank"), LoRATargets: c.StringSlice("lora-targets"), QLoRA: c.Bool("qlora")}
+	f := analyzer.FineTune{Freeze: c.StringSlice("freeze"), LoRARank: c.Int64("lora-rank"), LoRATargets: c.StringSlice("lora-targets"), QLoRA: c.Bool("qlora"),
+		BaseDType: strings.ToLower(c.String("base-dtype")), LoRADropout: c.Float64("lora-dropout")}
+	if f.BaseDType == "nf4" {
+		f.QLoRA, f.BaseDType = true, ""
+	}
 	if err := f.Validate(); err != nil {
 		return f, fmt.Errorf("fine-tune: %w", err)
 	}
@@ -203,7 +249,8 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers") ||
 		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile") ||
 		c.IsSet("recipe") || c.IsSet("a2a-overlap") || c.IsSet("dispatcher") || c.IsSet("mtp") || c.IsSet("pipeline-account") ||
-		c.IsSet("fp8-param-gather") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap") || c.IsSet("no-reshard")) {
+		c.IsSet("fp8-param-gather") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap") || c.IsSet("no-reshard") ||
+		c.IsSet("stack") || c.IsSet("param-dtype") || c.IsSet("loss")) {
 		return nil, nil
 	}
 	if fw := c.String("framework"); strings.Contains(fw, ",") || strings.EqualFold(fw, "all") {
@@ -213,9 +260,13 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	if err != nil {
 		return nil, err
 	}
+	zero, zeroSet := c.Int("zero"), c.IsSet("zero")
+	if st, ok := layout.Stacks[k.Stack]; ok && !zeroSet {
+		zero, zeroSet = st.ZeRO, true
+	}
 	l, err := layout.Spec{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
 		GPUs: c.Int64("gpus"), MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Batch: s.Batch, GradAccum: s.GradAccum, Seq: s.Seq,
-		ZeRO: c.Int("zero"), ZeROSet: c.IsSet("zero"), Recompute: s.Recompute, RecomputeLayers: c.Int64("recompute-layers"),
+		ZeRO: zero, ZeROSet: zeroSet, Recompute: s.Recompute, RecomputeLayers: c.Int64("recompute-layers"),
 		NoSP: c.Bool("no-sp")}.Layout(k)
 	if err != nil {
 		return nil, err
@@ -236,6 +287,12 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 	}
 	s.TP, s.EP, s.ETP = c.Int64("tp"), c.Int64("ep"), c.Int64("etp")
 	s.Recompute, s.GradAccum, s.SeedTraining = c.String("recompute"), c.Int64("grad-accum"), c.Bool("seed-training")
+	if name := c.String("stack"); name != "" && !c.IsSet("recompute") {
+		// the stack's checkpointing (on for a quantized base where its preparation turns it on)
+		if st, err := layout.LookupStack(name); err == nil {
+			s.Recompute = st.DefaultRecompute(c.Bool("qlora") || (c.String("base-dtype") != "" && !strings.EqualFold(c.String("base-dtype"), "bf16")))
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return o, cli.Exit("scenario: "+err.Error(), exitFailure)
 	}

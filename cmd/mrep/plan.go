@@ -49,6 +49,7 @@ func planCommand(env Env) *cli.Command {
 				&cli.IntSliceFlag{Name: "zero", Usage: "ZeRO stages to try (default 1, 2 and 3; NeMo's Megatron has 1, the distributed optimizer)"},
 				&cli.StringSliceFlag{Name: "try-a2a-overlap", Usage: "MoE: all-to-all schedules to search (none, 1f1b, dualpipe)"},
 				&cli.StringSliceFlag{Name: "try-dispatcher", Usage: "MoE: token dispatchers to search (alltoall, deepep)"},
+				&cli.BoolFlag{Name: "allow-tight", Usage: "rank layouts whose predicted memory is over the GPU's but within the memory model's measured uncertainty among those that fit (by default they rank after every layout under the capacity)"},
 			}, trainingFlags()...),
 			Action: func(c *cli.Context) error {
 				s := analyzer.DefaultScenario()
@@ -100,9 +101,13 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
+				zero := c.IntSlice("zero")
+				if st, ok := layout.Stacks[knobs.Stack]; ok && len(zero) == 0 {
+					zero = []int{st.ZeRO} // the stack's sharding (DDP replicas for the Trainer and Unsloth)
+				}
 				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),
 					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top"),
-					ZeRO: c.IntSlice("zero"), Knobs: knobs, Frameworks: planFrameworks(c),
+					ZeRO: zero, Knobs: knobs, AllowTight: c.Bool("allow-tight"), FineTune: ft.Kind(), Frameworks: planFrameworks(c),
 					MoEOverlaps: c.StringSlice("try-a2a-overlap"), Dispatchers: c.StringSlice("try-dispatcher")})
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
