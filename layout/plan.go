@@ -216,6 +216,9 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 		if l.Validate(fp) != nil {
 			return nil
 		}
+		if st, ok := Stacks[l.Stack]; ok && st.DataParallelOnly && l.TP*l.PP*l.CP > 1 {
+			return nil // the stack has no such layout
+		}
 		plan.Evaluated++
 		mem := TrainingMemory(tr.m, l)
 		c := Candidate{Memory: mem, Step: Step{Layout: l}, Fit: CheckTraining("training", mem, o.MemoryBytes)}

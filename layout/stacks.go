@@ -41,6 +41,9 @@ type Stack struct {
 	FP32Norms bool
 	// OffloadCheckpoints and UpcastUnquantized as on Layout.
 	OffloadCheckpoints, UpcastUnquantized bool
+	// DataParallelOnly: the stack splits a model over GPUs only by sharding (DDP, ZeRO, FSDP);
+	// it has no tensor, pipeline or context parallel a planner could choose.
+	DataParallelOnly bool
 }
 
 // Stacks are the fine-tuning stacks mrep knows.
@@ -51,7 +54,7 @@ var Stacks = map[string]Stack{
 			"peft utils/other.py prepare_model_for_kbit_training (unquantized parameters to fp32, gradient checkpointing on), " +
 			"transformers loss_utils ForCausalLMLoss (logits upcast to fp32), modeling_llama LlamaRMSNorm (fp32 upcast); DDP on several GPUs",
 		Framework: DeepSpeed, ZeRO: 0, ParamDType: "fp32", Optimizer: "adamw", Loss: LossEager,
-		Recompute: "none", QuantRecompute: "full", FP32Norms: true, UpcastUnquantized: true},
+		Recompute: "none", QuantRecompute: "full", FP32Norms: true, UpcastUnquantized: true, DataParallelOnly: true},
 	"torchtune": {Name: "torchtune", Title: "torchtune (single-device and FSDP2 recipes)",
 		Source: "torchtune recipes/configs/*/*_lora*.yaml and *_full*.yaml (dtype bf16, enable_activation_checkpointing True, " +
 			"loss CEWithChunkedOutputLoss, optimizer AdamW), torchtune/modules/rms_norm.py (fp32 upcast), recipes/lora_finetune_distributed.py (FSDP2)",
@@ -61,20 +64,20 @@ var Stacks = map[string]Stack{
 		Source: "litgpt/finetune/lora.py and full.py (precision bf16-true, lm_head_chunk_size 128 with chunked_cross_entropy, " +
 			"FSDPStrategy on several devices), litgpt/model.py RMSNorm (fp32 upcast)",
 		Framework: FSDP, ZeRO: 3, ParamDType: "bf16", Optimizer: "adamw", Loss: LossChunked,
-		Recompute: "none", QuantRecompute: "none", FP32Norms: true},
+		Recompute: "none", QuantRecompute: "none", FP32Norms: true, DataParallelOnly: true},
 	"unsloth": {Name: "unsloth", Title: "Unsloth",
 		Source: "unsloth models/_utils.py Unsloth_Offloaded_Gradient_Checkpointer (use_gradient_checkpointing=\"unsloth\": layer inputs to host), " +
 			"kernels/cross_entropy_loss.py (fused, gradient in place), kernels/rms_layernorm.py, swiglu.py, rope_embedding.py (Triton), " +
 			"its notebooks' optim adamw_8bit and PEFT's fp32 adapters",
 		Framework: DeepSpeed, ZeRO: 0, ParamDType: "fp32", Optimizer: "adam8bit", Loss: LossFused,
-		Recompute: "full", QuantRecompute: "full", Compile: true, OffloadCheckpoints: true},
+		Recompute: "full", QuantRecompute: "full", Compile: true, OffloadCheckpoints: true, DataParallelOnly: true},
 	"nemo": {Name: "nemo", Title: "NeMo / Megatron-Bridge (SFT, LoRA)",
 		Source: "Megatron-Core mixed precision (bf16 weights, fp32 main grads, distributed optimizer), fused vocab-parallel cross entropy; " +
 			"megatron/bridge/peft/lora.py (adapters beside frozen linear_qkv, linear_proj, linear_fc1, linear_fc2)",
 		Framework: Megatron, ZeRO: 1, Recompute: "none", QuantRecompute: "none"},
 	"deepspeed": {Name: "deepspeed", Title: "DeepSpeed ZeRO (with the Hugging Face Trainer)",
-		Source: "DeepSpeed ZeRO (Rajbhandari et al. 2019: 2 + 2 + 12 bytes per parameter), its default 5e8-element buckets",
-		Framework: DeepSpeed, ZeRO: 3, Optimizer: "adamw", Loss: LossEager, Recompute: "none", QuantRecompute: "full", FP32Norms: true},
+		Source:    "DeepSpeed ZeRO (Rajbhandari et al. 2019: 2 + 2 + 12 bytes per parameter), its default 5e8-element buckets",
+		Framework: DeepSpeed, ZeRO: 3, Optimizer: "adamw", Loss: LossEager, Recompute: "none", QuantRecompute: "full", FP32Norms: true, DataParallelOnly: true},
 }
 
 // StackNames lists the stacks, sorted.

@@ -335,14 +335,20 @@ func backwardNeeds(m *analyzer.Model) gradNeeds {
 			n.mlpOut = n.mlpOut || !in
 		}
 	}
-	g := gradNeeds{backward: float64(nl-first) / float64(L), adapterRanks: ranks / float64(L), dropoutIn: dropout / float64(L)}
-	for _, n := range need {
+	g := gradNeeds{backward: float64(nl-first) / float64(L)}
+	if first >= nl {
+		return g // nothing below the LM head trains: no layer runs a backward
+	}
+	// the shares are of the layers that run a backward (activations scale by backward too)
+	per := 1 / float64(nl-first)
+	g.adapterRanks, g.dropoutIn = ranks*per, dropout*per
+	for _, n := range need[first:] {
 		for _, x := range []struct {
 			on  bool
 			sum *float64
 		}{{n.attnIn, &g.attnIn}, {n.attnOut, &g.attnOut}, {n.mlpIn, &g.mlpIn}, {n.mlpOut, &g.mlpOut}} {
 			if x.on {
-				*x.sum += 1 / float64(L)
+				*x.sum += per
 			}
 		}
 	}

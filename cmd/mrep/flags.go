@@ -92,7 +92,7 @@ func trainingFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "qlora", Usage: "QLoRA: the LoRA base in 4-bit NF4 with double quantization (0.52 B per weight), dequantized for each pass"},
 		&cli.StringFlag{Name: "base-dtype", Usage: "LoRA: the frozen base's storage: bf16, fp8 (Transformer Engine FP8 parameters with their transpose: NeMo's FP8 LoRA recipes), fp4 (NVFP4), nf4 (as --qlora)"},
 		&cli.Float64Flag{Name: "lora-dropout", Usage: "LoRA: dropout on the adapters' input (PEFT lora_dropout): each adapted layer saves its own dropped-out input and mask"},
-		&cli.StringFlag{Name: "stack", Usage: "fine-tuning `STACK` whose defaults apply (flags given win): " + strings.Join(layout.StackNames(), ", ") + " (`mrep stacks` lists what each holds and its sources)"},
+		&cli.StringFlag{Name: "stack", Usage: "fine-tuning `STACK` whose defaults apply (flags given win): " + strings.Join(layout.StackNames(), ", ") + " (each preset's defaults and sources: layout/stacks.go and the README)"},
 		&cli.StringFlag{Name: "param-dtype", Usage: "trainable parameters: mixed (16-bit weights, fp32 master and gradients: the framework's), bf16 (pure bf16, moments in bf16 too: torchtune, LitGPT bf16-true), fp32 (fp32 parameters under autocast: the Hugging Face Trainer, PEFT's adapters)"},
 		&cli.StringFlag{Name: "loss", Usage: "how the loss holds the logits: eager (16-bit logits, an fp32 copy and log-softmax), chunked (torchtune, LitGPT), fused (Unsloth: 16-bit logits, gradient in place); default the framework's"},
 		&cli.StringFlag{Name: "recipe", Usage: "low-precision recipe with --dtype fp8/fp4: fp8-ds (delayed scaling), fp8-cs (current scaling), fp8-blockwise (DeepSeek-V3's blocks), mxfp8, nvfp4"},
