@@ -24,9 +24,9 @@ type Model struct {
 	TotalParams int64              `json:"total_params"`
 	Active      float64            `json:"active_params_per_token"`
 	// FineTune is the fine-tune WithFineTune applied (nil: the dump as it is).
-	FineTune *FineTune `json:"fine_tune,omitempty"`
-	layers      float64
-	moeLayers   float64
+	FineTune  *FineTune `json:"fine_tune,omitempty"`
+	layers    float64
+	moeLayers float64
 	// class numbers ops that cost alike (the same op in every decoder layer): each class is
 	// costed once and becomes one kernel with a launch count, so timing sees tens of kernels.
 	class   []int
