@@ -120,6 +120,13 @@ type Kernel struct {
 	Ranks   float64
 	Message float64
 	Exposed float64
+	// DomainRanks is how many of the group's ranks share one scale-up domain when a ring
+	// collective (all-reduce, reduce-scatter, all-gather) crosses the scale-out network. NCCL
+	// runs one ring per NIC and keeps each domain's ranks contiguous on it, so a domain's
+	// share of every ring step leaves through DomainRanks NICs at once: the ring moves at
+	// DomainRanks x one NIC's bandwidth (capped by the scale-up link), not one NIC's. 0 or 1:
+	// one rank per domain (e.g. data parallel across TP-8 nodes).
+	DomainRanks float64
 }
 
 // EightBitKV says the kernel streams an 8-bit (FP8) KV cache, which the engines' kernels

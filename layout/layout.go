@@ -428,12 +428,11 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 	if float64(l.TP)*shardN > float64(tr.domain) {
 		tier = kernels.ScaleOut
 	}
+	// ranks of the group inside one domain: the domain's GPUs over the TP x CP ranks between
+	// two of the group's (HSDP's replicas and PP stages sit outside it)
+	perDomain := math.Max(1, math.Min(shardN, math.Floor(float64(tr.domain)/float64(l.TP))))
 	coll := func(c kernels.Coll, msg, ranks float64, tier kernels.Tier) float64 {
-		if ranks <= 1 {
-			return 0
-		}
-		return p.Predict([]kernels.Kernel{{Name: "dp", Category: "network", Kind: kernels.Collective, Coll: c, Count: 1,
-			Ranks: ranks, Message: msg, Tier: tier, Exposed: 1}}).TEst
+		return tr.dpCollective(p, c, msg, ranks, tier, perDomain)
 	}
 	var exposed float64
 	rs, ag := coll(kernels.ReduceScatter, params*2, shardN, tier), coll(kernels.AllGather, gathered*2, shardN, tier)
@@ -454,9 +453,20 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 	if r := float64(l.Replicas); r > 1 {
 		// HSDP: each shard's gradients all-reduced across the replicas, over the scale-out
 		// network (across nodes, or TPU slices over the data-center network)
-		exposed += math.Max(0, coll(kernels.AllReduce, params*2/shardN, r, kernels.ScaleOut)-2.0/3*microbatch)
+		// (one rank of each replica group per domain: each all-reduces its own shard on its NIC)
+		exposed += math.Max(0, tr.dpCollective(p, kernels.AllReduce, params*2/shardN, r, kernels.ScaleOut, 1)-2.0/3*microbatch)
 	}
 	return exposed
+}
+
+// dpCollective is one data-parallel collective's time: msg bytes over ranks GPUs on tier, with
+// perDomain of them in each scale-up domain (multi-rail rings across domains).
+func (tr *Trainer) dpCollective(p kernels.Predictor, c kernels.Coll, msg, ranks float64, tier kernels.Tier, perDomain float64) float64 {
+	if ranks <= 1 {
+		return 0
+	}
+	return p.Predict([]kernels.Kernel{{Name: "dp", Category: "network", Kind: kernels.Collective, Coll: c, Count: 1,
+		Ranks: ranks, Message: msg, Tier: tier, Exposed: 1, DomainRanks: perDomain}}).TEst
 }
 
 // eager is the elementwise byte multiplier of the layout's framework: eager PyTorch (fsdp or

@@ -7,6 +7,7 @@ import (
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/internal/testutil"
 	"github.com/mrep-dev/mrep/internal/testutil/bundled"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -165,4 +166,30 @@ func TestPartialRecompute(t *testing.T) {
 		t.Errorf("half the stage's layers recomputed: activations %v, micro-batch %v", mem, tm)
 	}
 	testutil.Near(t, "time halfway", tm[1], (tm[0]+tm[2])/2, 1e-9)
+}
+
+// Data parallel across nodes runs NCCL's rings over every NIC of a node at once: 16 ranks on
+// two 8-GPU nodes reduce-scatter about 8x faster than 16 ranks one per node (the latency aside),
+// and a layout whose DP group has eight ranks per node exposes less than one with one per node.
+func TestDataParallelRingsUseEveryRail(t *testing.T) {
+	m, k := llama70b(t)
+	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+	grads := 2 * tr.split(Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 16, EP: 1, MBS: 1, GBS: 64, Seq: 4096}).Trainable
+	one := tr.dpCollective(k.p, kernels.ReduceScatter, grads, 16, kernels.ScaleOut, 1)
+	eight := tr.dpCollective(k.p, kernels.ReduceScatter, grads, 16, kernels.ScaleOut, 8)
+	if r := one / eight; r < 7 || r > 8.01 {
+		t.Errorf("16 ranks on 2 nodes: a ring per NIC is %.2fx faster than one rail, want about 8x", r)
+	}
+	// the same job, TP 8 x DP 4 (one DP rank per node) vs TP 2 x DP 16 (four per node)
+	exposed := func(tp int64) float64 {
+		l := Layout{TP: tp, PP: 1, VP: 1, CP: 1, DP: 32 / tp, EP: 1, MBS: 1, GBS: 64, Seq: 4096, DistOptimizer: true}
+		st, err := tr.Train(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.DPExposed / (2 * tr.split(l).Trainable)
+	}
+	if tp2, tp8 := exposed(2), exposed(8); !(tp2 < tp8) {
+		t.Errorf("exposed DP seconds per gradient byte: TP2 (4 ranks per node) %g, TP8 (1 per node) %g", tp2, tp8)
+	}
 }

@@ -249,6 +249,10 @@ func (m *Model) collective(k kernels.Kernel) float64 {
 	bw, lat := m.upBW, m.upLat
 	if m.scaleOut(k) {
 		bw, lat = m.outBW, m.outLat
+		if g := k.DomainRanks; g > 1 && k.Coll != kernels.AllToAll && k.Coll != kernels.P2P {
+			// multi-rail rings: the domain's g ranks each drive their own NIC
+			bw = math.Min(g*m.outBW, math.Max(m.upBW, m.outBW))
+		}
 	}
 	if bw <= 0 {
 		return math.Inf(1)
@@ -267,7 +271,11 @@ func (m *Model) idealNet(k kernels.Kernel) float64 {
 	factor := kernels.RingFactor(k.Coll, k.Ranks)
 	bw := m.Chip.NetBytesPerSec()
 	if m.scaleOut(k) {
+		up := bw
 		bw = m.Chip.ScaleOutGBps * 1e9
+		if g := k.DomainRanks; g > 1 && k.Coll != kernels.AllToAll && k.Coll != kernels.P2P {
+			bw = math.Min(g*bw, math.Max(up, bw))
+		}
 	}
 	if bw <= 0 {
 		return math.Inf(1)

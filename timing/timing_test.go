@@ -117,6 +117,21 @@ func TestCollectiveRing(t *testing.T) {
 	k.Ranks = 16 // beyond the 8-GPU NVLink domain: scale-out
 	want = 10e-6 + 2*15.0/16*64e6/(50e9*0.83)
 	near(t, "16-rank all-reduce over InfiniBand", m.Kernel(k).Comm, want)
+
+	// Two nodes of eight ranks each: NCCL's rings leave each node through its eight NICs at
+	// once, so the ring runs at 8 x 50 GB/s (x 0.83), below NVLink's 450 GB/s.
+	k.DomainRanks = 8
+	want = 10e-6 + 2*15.0/16*64e6/(8*50e9*0.83)
+	near(t, "16-rank all-reduce, 8 ranks per node", m.Kernel(k).Comm, want)
+	k.DomainRanks = 16 // more rails than NVLink carries: NVLink caps the ring
+	want = 10e-6 + 2*15.0/16*64e6/(450e9*0.83)
+	near(t, "16-rank all-reduce, 16 ranks per domain", m.Kernel(k).Comm, want)
+	k.DomainRanks = 4 // TP 2: four of the group's ranks per node, on four NICs
+	want = 10e-6 + 2*15.0/16*64e6/(4*50e9*0.83)
+	near(t, "16-rank all-reduce, 4 ranks per node", m.Kernel(k).Comm, want)
+	k.Coll = kernels.AllToAll // an all-to-all sends each peer its own bytes: no rail sharing
+	want = 10e-6 + 15.0/16*64e6/(50e9*0.83)
+	near(t, "16-rank all-to-all, 4 ranks per node", m.Kernel(k).Comm, want)
 }
 
 // Eager kernels are bounded by the host's launch rate; graphed (decode) ones are not.
