@@ -74,3 +74,44 @@ func TestFineTuneMemoryAgainstPublishedPeaks(t *testing.T) {
 		}
 	}
 }
+
+// The fine-tuning lanes' time against published SFT and LoRA runs (calib/finetune_time.json:
+// NeMo 24.07, Megatron-Bridge 26.06, dgxc-benchmarking v25.04, NeMo AutoModel), none of them
+// fitted: the pre-training lanes and the stacks' mechanisms alone. Issue 33's goal: median
+// |error| <= 15% per lane (framework x chip family), every row predicted, none faster than its
+// roofline, and no run that ran called "does not fit" but the one known below.
+func TestFineTuneTimeAgainstPublishedRuns(t *testing.T) {
+	rep, err := Validate(prepared(t, FineTuneTimeSet()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NeMo 1.0's Llama-2-70B SFT on TP4 PP4 (DP 1: nothing to shard the optimizer over) counts
+	// 1.31x the H100's memory: Megatron's 18 bytes per parameter on 4.3 B parameters alone are
+	// 72 GiB. NeMo 1.0 ran Apex's DistributedFusedAdam (16-bit parameter remainders instead of
+	// fp32 masters), which mrep does not model, and that still leaves it over.
+	misfit := map[string]bool{"FT-nemo-24.07-llama-2-70b-sft-h100x16-fp8": true}
+	s := rep.Summary["training"]
+	if s.Rows != len(FineTuneTimeSet()) {
+		t.Errorf("%d of %d rows predicted", s.Rows, len(FineTuneTimeSet()))
+	}
+	for _, r := range rep.Rows {
+		if r.Skipped != "" {
+			t.Errorf("%s skipped: %s", r.ID, r.Skipped)
+		}
+		if r.FasterThanPhysics {
+			t.Errorf("%s: predicted %g beyond the roofline %g", r.ID, r.Predicted, r.Roofline)
+		}
+		if !r.Fits != misfit[r.ID] {
+			t.Errorf("%s: fits %v, want %v", r.ID, r.Fits, !misfit[r.ID])
+		}
+	}
+	for _, l := range rep.Lanes {
+		t.Logf("%-32s %2d rows: median ratio %.3f, median |err| %.1f%%, worst %.1f%%", l.Group, l.Rows, l.MedianRatio, 100*l.MedianAbsErr, 100*l.WorstAbsErr)
+		if l.MedianAbsErr > 0.15 {
+			t.Errorf("lane %s: median |err| %.1f%% over 15%%", l.Group, 100*l.MedianAbsErr)
+		}
+	}
+	if s.MedianAbsErr > 0.15 || s.WorstAbsErr > 0.25 {
+		t.Errorf("fine-tune step times: median |err| %.1f%%, worst %.1f%%: over 15%% / 25%%", 100*s.MedianAbsErr, 100*s.WorstAbsErr)
+	}
+}

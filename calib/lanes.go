@@ -23,13 +23,20 @@ type LaneKey struct{ Framework, Chip string }
 
 func (k LaneKey) String() string { return k.Framework + " on " + k.Chip }
 
-// laneOf is a training row's lane.
+// laneOf is a training row's lane: the framework its layout runs on (the row's, or its stack's).
 func laneOf(p Prepared) LaneKey {
-	fw := p.Row.Framework
-	if fw == "" {
-		fw = layout.Megatron
+	return LaneKey{rowFramework(p), p.Chip.Name}
+}
+
+// rowFramework is the framework a training row's layout runs on.
+func rowFramework(p Prepared) string {
+	if p.train != nil && p.train.l.Framework != "" {
+		return p.train.l.Framework
 	}
-	return LaneKey{fw, p.Chip.Name}
+	if fw := p.Row.Layout().Framework; fw != "" {
+		return fw
+	}
+	return layout.Megatron
 }
 
 // Where a lane figure carries to a chip without rows of its own, nearest first. Kernel figures
@@ -433,10 +440,7 @@ func laneEff(p Prepared, fits []LaneFit) (chips.Efficiency, error) {
 
 // LaneName is the lane a training row reports under: framework x dense/MoE x chip family.
 func LaneName(p Prepared) string {
-	fw := p.Row.Framework
-	if fw == "" {
-		fw = layout.Megatron
-	}
+	fw := rowFramework(p)
 	kind := "dense"
 	if p.train != nil && p.train.m.Fingerprint.MoE != nil {
 		kind = "MoE"

@@ -41,6 +41,9 @@ var amdVLLMRows []byte
 //go:embed finetune.json
 var fineTuneRows []byte
 
+//go:embed finetune_time.json
+var fineTuneTimeRows []byte
+
 //go:embed bench_serve.json
 var benchServeRows []byte
 
@@ -493,7 +496,7 @@ func AMDvLLM() []Row {
 
 // Sets are the row sets shipped with mrep, by the name `mrep validate --set` takes.
 var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "bench-serve": BenchServe,
-	"finetune": FineTuneSet}
+	"finetune": FineTuneSet, "finetune-time": FineTuneTimeSet}
 
 // FineTuneSet returns the measured peak memory of published fine-tunes (finetune.json: LoRA,
 // QLoRA and full fine-tunes under the Hugging Face Trainer, Unsloth, axolotl's FSDP2), the
@@ -502,6 +505,17 @@ func FineTuneSet() []Row {
 	rows, err := Parse("finetune.json", bytes.NewReader(fineTuneRows))
 	if err != nil {
 		panic(fmt.Sprintf("embedded fine-tune set: %v", err)) // a build defect, caught by tests
+	}
+	return rows
+}
+
+// FineTuneTimeSet returns the measured step times and throughputs of published SFT and LoRA
+// runs (finetune_time.json: NeMo, Megatron-Bridge, dgxc-benchmarking, NeMo AutoModel), the check
+// and fit set of the fine-tuning lanes' time.
+func FineTuneTimeSet() []Row {
+	rows, err := Parse("finetune_time.json", bytes.NewReader(fineTuneTimeRows))
+	if err != nil {
+		panic(fmt.Sprintf("embedded fine-tune time set: %v", err)) // a build defect, caught by tests
 	}
 	return rows
 }
@@ -517,7 +531,7 @@ type RowSource struct {
 // ShippedSet is the shipped set of that name.
 func ShippedSet(name string) (RowSource, error) {
 	if _, ok := Sets[name]; !ok {
-		return RowSource{}, fmt.Errorf("set %q: want calibration, extended, heldout, amd-vllm or bench-serve", name)
+		return RowSource{}, fmt.Errorf("set %q: want calibration, extended, heldout, amd-vllm, bench-serve, finetune or finetune-time", name)
 	}
 	return RowSource{Set: name}, nil
 }
@@ -657,6 +671,9 @@ func parseJSON(b []byte) ([]Row, error) {
 		var f struct {
 			About string            `json:"about,omitempty"`
 			Rows  []json.RawMessage `json:"rows"`
+			// Skipped is what a source published that the rows leave out, each with why:
+			// kept beside the rows for the reader, never predicted.
+			Skipped []json.RawMessage `json:"skipped,omitempty"`
 		}
 		if err := dec.Decode(&f); err != nil {
 			return nil, err

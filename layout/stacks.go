@@ -75,6 +75,11 @@ var Stacks = map[string]Stack{
 		Source: "Megatron-Core mixed precision (bf16 weights, fp32 main grads, distributed optimizer), fused vocab-parallel cross entropy; " +
 			"megatron/bridge/peft/lora.py (adapters beside frozen linear_qkv, linear_proj, linear_fc1, linear_fc2)",
 		Framework: Megatron, ZeRO: 1, Recompute: "none", QuantRecompute: "none"},
+	"automodel": {Name: "automodel", Title: "NeMo AutoModel (PyTorch-native SFT and LoRA)",
+		Source: "NVIDIA-NeMo/Automodel examples/llm_finetune/*_peft_benchmark.yaml @2013a4dd6 (FSDP2 over the data-parallel ranks, TP with " +
+			"sequence parallel for the large models, activation checkpointing off on one GPU) and docs/performance-summary " +
+			"('TE + triton' kernels: Transformer Engine linear, norm and RoPE kernels and Triton LoRA kernels, which fuse the elementwise ops eager PyTorch runs one by one)",
+		Framework: FSDP, ZeRO: 3, Optimizer: "adamw", Recompute: "none", QuantRecompute: "full", Compile: true},
 	"deepspeed": {Name: "deepspeed", Title: "DeepSpeed ZeRO (with the Hugging Face Trainer)",
 		Source:    "DeepSpeed ZeRO (Rajbhandari et al. 2019: 2 + 2 + 12 bytes per parameter), its default 5e8-element buckets",
 		Framework: DeepSpeed, ZeRO: 3, Optimizer: "adamw", Loss: LossEager, Recompute: "none", QuantRecompute: "full", FP32Norms: true, DataParallelOnly: true},
