@@ -435,10 +435,19 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 		return tr.dpCollective(p, c, msg, ranks, tier, perDomain)
 	}
 	var exposed float64
-	rs, ag := coll(kernels.ReduceScatter, params*2, shardN, tier), coll(kernels.AllGather, gathered*2, shardN, tier)
+	gradB, paramB := l.dpBytes()
+	// Stage 0-2 overlap bucket by bucket: a bucket's collective starts when the backward has
+	// produced its gradients (or, gathering, before the forward reaches its layers), so the
+	// last bucket's reduction and the first bucket's gather are exposed however long the
+	// micro-batch, and the rest hides behind the backward (2/3 of it) and the forward (1/3).
+	nb := math.Max(1, math.Ceil(params/l.bucketParams(shardN)))
+	overlap := func(comm, window float64) float64 {
+		return math.Max(comm/nb, comm-(1-1/nb)*window)
+	}
+	rs, ag := coll(kernels.ReduceScatter, params*gradB, shardN, tier), coll(kernels.AllGather, gathered*paramB, shardN, tier)
 	switch l.Stage() {
 	case 0:
-		exposed = math.Max(0, coll(kernels.AllReduce, params*2, float64(l.DP*l.CP), tier)-2.0/3*microbatch)
+		exposed = overlap(coll(kernels.AllReduce, params*gradB, float64(l.DP*l.CP), tier), 2.0/3*microbatch)
 	case 3:
 		gathers := 2.0
 		if l.keepGathered() {
@@ -448,7 +457,7 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 		perMB := gathers*ag + rs
 		exposed = ga * (math.Max(0, perMB-microbatch) + (ag+rs)/layers)
 	default:
-		exposed = math.Max(0, rs-2.0/3*microbatch) + math.Max(0, ag-1.0/3*microbatch)
+		exposed = overlap(rs, 2.0/3*microbatch) + overlap(ag, 1.0/3*microbatch)
 	}
 	if r := float64(l.Replicas); r > 1 {
 		// HSDP: each shard's gradients all-reduced across the replicas, over the scale-out
@@ -457,6 +466,38 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 		exposed += math.Max(0, tr.dpCollective(p, kernels.AllReduce, params*2/shardN, r, kernels.ScaleOut, 1)-2.0/3*microbatch)
 	}
 	return exposed
+}
+
+// dpBytes are the bytes per parameter of the data-parallel gradient reduction and parameter
+// gather. Megatron reduces gradients in fp32 unless grad_reduce_in_fp32 is off (BF16Grads:
+// arguments.py turns accumulate_allreduce_grads_in_fp32 on with --bf16; Megatron-Bridge's
+// performance configs turn it off) and gathers FP8 parameters in one byte (FP8ParamGather);
+// the others communicate in the 16-bit training dtype (DDP and DeepSpeed by default; FSDP's
+// stage-3 traffic is ShardTraffic's).
+func (l Layout) dpBytes() (grad, param float64) {
+	grad, param = 2, 2
+	if l.framework() == Megatron {
+		if !l.BF16Grads {
+			grad = 4
+		}
+		if l.FP8ParamGather {
+			param = 1
+		}
+	}
+	return grad, param
+}
+
+// bucketParams is how many parameters one data-parallel bucket holds: Megatron's
+// max(40M, 1M x DP) (megatron/training/training.py, ddp_bucket_size unset), DeepSpeed's
+// reduce_bucket_size of 5e8 elements, PyTorch DDP's 25 MiB of 16-bit gradients.
+func (l Layout) bucketParams(dp float64) float64 {
+	switch {
+	case l.framework() == Megatron:
+		return math.Max(40e6, 1e6*dp)
+	case l.Stage() >= 1:
+		return 5e8
+	}
+	return 25 << 20 / 2
 }
 
 // dpCollective is one data-parallel collective's time: msg bytes over ranks GPUs on tier, with

@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"math"
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -192,4 +193,37 @@ func TestDataParallelRingsUseEveryRail(t *testing.T) {
 	if tp2, tp8 := exposed(2), exposed(8); !(tp2 < tp8) {
 		t.Errorf("exposed DP seconds per gradient byte: TP2 (4 ranks per node) %g, TP8 (1 per node) %g", tp2, tp8)
 	}
+}
+
+// Megatron's buckets: a model that fits one bucket (max(40M, 1M x DP) parameters) cannot start
+// reducing before its backward ends, so its whole reduce-scatter and gather are exposed; with
+// many buckets only the last one's is, when the backward is long enough. Gradients travel in
+// fp32 unless grad_reduce_in_fp32 is off, parameters in one byte with FP8 parameter gather.
+func TestMegatronBucketedOverlap(t *testing.T) {
+	_, k := llama70b(t)
+	m := zooModel(t, "Llama-3.2-1B-Instruct")
+	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 8)
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 2048, EP: 1, MBS: 1, GBS: 2048, Seq: 4096, DistOptimizer: true, ZeRO: 1}
+	params := tr.split(l).Trainable
+	if params > l.bucketParams(2048) {
+		t.Fatalf("%g parameters: want one bucket of %g", params, l.bucketParams(2048))
+	}
+	g := math.Floor(8 / float64(l.TP))
+	whole := tr.dpCollective(k.p, kernels.ReduceScatter, 4*params, 2048, kernels.ScaleOut, g) +
+		tr.dpCollective(k.p, kernels.AllGather, 2*params, 2048, kernels.ScaleOut, g)
+	testutil.Near(t, "one bucket: all of it exposed", tr.dataParallel(l, k.p, 10, 1), whole, 1e-9)
+
+	bf16 := l
+	bf16.BF16Grads, bf16.FP8ParamGather = true, true
+	half := tr.dpCollective(k.p, kernels.ReduceScatter, 2*params, 2048, kernels.ScaleOut, g) +
+		tr.dpCollective(k.p, kernels.AllGather, params, 2048, kernels.ScaleOut, g)
+	testutil.Near(t, "bf16 gradients, FP8 parameters", tr.dataParallel(bf16, k.p, 10, 1), half, 1e-9)
+
+	// 64 ranks: buckets of 64M parameters, about 20 of them; a long micro-batch hides all but
+	// the last bucket of each collective
+	l.DP, l.GBS = 64, 64
+	nb := math.Ceil(params / 64e6)
+	rs := tr.dpCollective(k.p, kernels.ReduceScatter, 4*params, 64, kernels.ScaleOut, g)
+	ag := tr.dpCollective(k.p, kernels.AllGather, 2*params, 64, kernels.ScaleOut, g)
+	testutil.Near(t, "many buckets, long backward", tr.dataParallel(l, k.p, 100, 1), (rs+ag)/nb, 1e-9)
 }

@@ -72,7 +72,8 @@ func TestPlanTrainSaysWhyNothingFits(t *testing.T) {
 
 // A 1B model on 8 GPUs of 80 GiB, by hand: it fits on one GPU, so any TP, PP or CP only adds
 // collectives, bubble or exchanges: the best layout is pure data parallel with the largest
-// micro-batch (fewest launches, best GEMM shapes), its gradient traffic hidden behind compute.
+// micro-batch (fewest launches, best GEMM shapes), its gradient traffic hidden behind compute
+// but for the last bucket.
 func TestPlanTrainSmallModelIsPureDataParallel(t *testing.T) {
 	_, k := llama70b(t)
 	tr := NewTrainer(zooModel(t, "Llama-3.2-1B-Instruct"), analyzer.DefaultScenario(), k.p, k.peak, 8)
@@ -84,8 +85,9 @@ func TestPlanTrainSmallModelIsPureDataParallel(t *testing.T) {
 	if l.TP != 1 || l.PP != 1 || l.CP != 1 || l.DP != 8 || l.MBS != 8 { // GBS 64 / DP 8: the whole per-rank batch in one micro-batch
 		t.Errorf("best layout %+v, want TP1 PP1 CP1 DP8 MBS8", l)
 	}
-	if plan.Top[0].Step.DPExposed != 0 {
-		t.Errorf("a 1B model's gradients hide behind its backward; exposed %g s", plan.Top[0].Step.DPExposed)
+	// all but the last of Megatron's 40M-parameter buckets hide behind the backward
+	if st := plan.Top[0].Step; st.DPExposed <= 0 || st.DPExposed > 0.01*st.StepTime {
+		t.Errorf("a 1B model's gradients hide behind its backward but for the last bucket; exposed %g s of %g", st.DPExposed, st.StepTime)
 	}
 }
 
