@@ -275,12 +275,10 @@ func (r Row) Layout() layout.Layout {
 		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads,
 		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard}
 	if stack {
-		l.Stack, l.ParamDType, l.Loss, l.UpcastUnquantized = st.Name, st.ParamDType, st.Loss, st.UpcastUnquantized
-		l.OffloadCheckpoints = st.OffloadCheckpoints
-		l.Compile = l.Compile || st.Compile
-		if l.Optimizer == "" {
-			l.Optimizer = st.Optimizer
-		}
+		k := layout.Knobs{Framework: l.Framework, Optimizer: l.Optimizer, Compile: l.Compile}
+		st.Fill(&k, layout.Given{Framework: true, Optimizer: r.Optimizer != "", Compile: r.Compile})
+		l.Optimizer, l.Compile, l.OffloadCheckpoints = k.Optimizer, k.Compile, k.OffloadCheckpoints
+		l.Stack, l.ParamDType, l.Loss, l.UpcastUnquantized = k.Stack, k.ParamDType, k.Loss, k.UpcastUnquantized
 		if l.Recompute == "" {
 			l.Recompute = st.DefaultRecompute(r.FineTune().Quantized())
 		}

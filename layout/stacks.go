@@ -110,6 +110,32 @@ func (s Stack) Knobs() Knobs {
 		Stack: s.Name, OffloadCheckpoints: s.OffloadCheckpoints, UpcastUnquantized: s.UpcastUnquantized}
 }
 
+// Given says which of a job's settings its user (a flag, a row's field) stated; a stack fills
+// in the others.
+type Given struct{ Framework, Optimizer, Compile, OffloadCheckpoints bool }
+
+// Fill puts the stack's defaults into k where g says the job left them unstated, and its
+// precision policy (parameter dtype, loss, upcasting) always: the caller's --param-dtype and
+// --loss override after. The one place a stack's knobs are applied (commands and rows alike);
+// its ZeRO stage and checkpointing (DefaultRecompute) are the caller's to take, as they live
+// in the plan's search and the scenario.
+func (s Stack) Fill(k *Knobs, g Given) {
+	def := s.Knobs()
+	if !g.Framework {
+		k.Framework = def.Framework
+	}
+	if !g.Optimizer {
+		k.Optimizer = def.Optimizer
+	}
+	if !g.Compile {
+		k.Compile = def.Compile
+	}
+	if !g.OffloadCheckpoints {
+		k.OffloadCheckpoints = def.OffloadCheckpoints
+	}
+	k.ParamDType, k.Loss, k.Stack, k.UpcastUnquantized = def.ParamDType, def.Loss, def.Stack, def.UpcastUnquantized
+}
+
 // DefaultRecompute is the stack's checkpointing for a base that is quantized or not.
 func (s Stack) DefaultRecompute(quantized bool) string {
 	if quantized {

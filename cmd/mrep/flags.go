@@ -121,22 +121,8 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 		if err != nil {
 			return k, fmt.Errorf("--%w", err)
 		}
-		def := st.Knobs()
-		for _, f := range []struct {
-			flag     string
-			dst, src *string
-		}{{"framework", &k.Framework, &def.Framework}, {"optimizer", &k.Optimizer, &def.Optimizer}} {
-			if !c.IsSet(f.flag) {
-				*f.dst = *f.src
-			}
-		}
-		if !c.IsSet("compile") {
-			k.Compile = def.Compile
-		}
-		k.ParamDType, k.Loss, k.Stack, k.UpcastUnquantized = def.ParamDType, def.Loss, def.Stack, def.UpcastUnquantized
-		if !c.IsSet("offload") {
-			k.OffloadCheckpoints = def.OffloadCheckpoints
-		}
+		st.Fill(&k, layout.Given{Framework: c.IsSet("framework"), Optimizer: c.IsSet("optimizer"), Compile: c.IsSet("compile"),
+			OffloadCheckpoints: c.IsSet("offload")})
 	}
 	if c.IsSet("param-dtype") {
 		switch v := strings.ToLower(c.String("param-dtype")); v {
