@@ -32,6 +32,9 @@ var memoryRows []byte
 //go:embed training.json
 var trainingRows []byte
 
+//go:embed fsdp_training.json
+var fsdpTrainingRows []byte
+
 //go:embed heldout_training.json
 var heldoutTrainingRows []byte
 
@@ -145,8 +148,11 @@ type Row struct {
 	TPOverlap          bool   `json:"tp_overlap,omitempty"`
 	NoReshard          bool   `json:"no_reshard,omitempty"`
 	OffloadParams      bool   `json:"offload_params,omitempty"`
-	OffloadOptimizer   bool   `json:"offload_optimizer,omitempty"`
-	BF16Grads          bool   `json:"bf16_grads,omitempty"`
+	// HSDPReplicas: HSDP, sharding within GPUs / (TP x PP x HSDPReplicas) ranks and
+	// replicating across HSDPReplicas groups (FSDP1 HYBRID_SHARD, torchtitan dp_replicate).
+	HSDPReplicas     int64 `json:"hsdp_replicas,omitempty"`
+	OffloadOptimizer bool  `json:"offload_optimizer,omitempty"`
+	BF16Grads        bool  `json:"bf16_grads,omitempty"`
 	// MemoryGiB is the measured peak per GPU (the fullest GPU) as the source reports it;
 	// MemoryStat says which reading: reserved (torch.cuda.max_memory_reserved, what torchtitan
 	// logs) or allocated.
@@ -273,7 +279,8 @@ func (r Row) Layout() layout.Layout {
 		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec, MTP: r.MTP, RecomputeLayers: r.RecomputeLayers,
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
 		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads,
-		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard}
+		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard,
+		Replicas: r.HSDPReplicas}
 	if stack {
 		k := layout.Knobs{Framework: l.Framework, Optimizer: l.Optimizer, Compile: l.Compile}
 		st.Fill(&k, layout.Given{Framework: true, Optimizer: r.Optimizer != "", Compile: r.Compile})
@@ -472,7 +479,7 @@ func Default() []Row {
 	for _, f := range []struct {
 		name string
 		b    []byte
-	}{{"measured.json", measured}, {"training.json", trainingRows}, {"memory.json", memoryRows}} {
+	}{{"measured.json", measured}, {"training.json", trainingRows}, {"memory.json", memoryRows}, {"fsdp_training.json", fsdpTrainingRows}} {
 		rows, err := Parse(f.name, bytes.NewReader(f.b))
 		if err != nil {
 			panic(fmt.Sprintf("embedded calibration set: %v", err)) // a build defect, caught by tests
