@@ -138,6 +138,12 @@ def main(path, commit):
                 r["etp"] = 1  # the performance recipes set expert_tensor_parallel_size=1 for every MoE model
             if release == "25.11":
                 r.update(SETTINGS.get((base, sysname.strip()), {}))
+            # the performance configs' settings for every model and layout, in 25.11's r0.2.x
+            # scripts and still at the archive's commit (src/megatron/bridge/perf_recipes/
+            # _common.py _benchmark_common and _perf_precision: grad_reduce_in_fp32=False;
+            # training/mixed_precision.py: FP8-CS and MXFP8 gather parameters in FP8), so the
+            # later releases between them ran them too; per-layout settings (SETTINGS) are 25.11's only
+            if tuple(int(x) for x in release.split(".")[:2]) >= (25, 11):
                 if recipe in ("fp8-cs", "mxfp8"):
                     r["fp8_param_gather"] = True  # the FP8-CS and MXFP8 perf configs gather parameters in FP8
                 if base in ("LLAMA3_70B", "LLAMA3.1_405B") and r["tp"] > 1 and not (base == "Qwen3_235B_a22B"):
