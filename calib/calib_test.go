@@ -794,3 +794,37 @@ func TestCompareNamesAnImpossibleMeasurement(t *testing.T) {
 		}
 	}
 }
+
+// The FSDP lanes rest on four sources (torchtitan's Dec-2024 and June-2025 benchmarks and its
+// 2024 performance page, IBM's fms-fsdp README): each held out in turn is predicted by lanes
+// fitted without it. Issue 34's goal for held-out lanes is a 10% median; torchtitan's Dec-2024
+// file, whose long-context CP rows no other source covers, is held to 30%. A refit per source
+// (about half a minute on 2 cores): behind MREP_STRESS.
+func TestFSDPLeaveOneSourceOut(t *testing.T) {
+	if !testutil.Stress() {
+		t.Skip("four FSDP lane refits: MREP_STRESS=1")
+	}
+	var rows []Row
+	for _, r := range Default() {
+		if r.Training() && r.Kind != KindTrainMemory && r.Layout().Framework == "fsdp" {
+			rows = append(rows, r)
+		}
+	}
+	loo, err := LeaveOneSourceOut(prepared(t, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loo) != 4 {
+		t.Fatalf("%d FSDP sources, want 4: %+v", len(loo), loo)
+	}
+	for _, s := range loo {
+		t.Logf("%-40s %2d rows held out: median %.1f%%, worst %.1f%% (in sample %.1f%%)", s.Source, s.Rows, 100*s.MedianAbsErr, 100*s.WorstAbsErr, 100*s.InSample)
+		bound := 0.10
+		if s.Source == "torchtitan llama3_h100_202412" {
+			bound = 0.30
+		}
+		if s.MedianAbsErr > bound {
+			t.Errorf("%s held out: median |err| %.1f%% over %.0f%%", s.Source, 100*s.MedianAbsErr, 100*bound)
+		}
+	}
+}
