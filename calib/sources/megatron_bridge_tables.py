@@ -138,12 +138,20 @@ def main(path, commit):
                 r["etp"] = 1  # the performance recipes set expert_tensor_parallel_size=1 for every MoE model
             if release == "25.11":
                 r.update(SETTINGS.get((base, sysname.strip()), {}))
+            matched = None
+            if tuple(int(x) for x in release.split(".")[:2]) >= RECIPES_FROM and RECIPES:
+                prec = {"FP8": "FP8-CS", "MXFP8": "FP8-MX"}.get(p.strip(), p.strip())
+                key = (base, sysname.strip(), r["gpus"], prec, r["tp"], r["pp"], r["cp"], r["vp"] or 1, r["ep"] or 1, r["mbs"], r["gbs"])
+                if len(RECIPES.get(key, [])) == 1:
+                    matched = RECIPES[key][0]
+                    r.update({k: v for k, v in recipe_settings(matched).items() if v not in (False, None)})
             # the performance configs' settings for every model and layout, in 25.11's r0.2.x
             # scripts and still at the archive's commit (src/megatron/bridge/perf_recipes/
             # _common.py _benchmark_common and _perf_precision: grad_reduce_in_fp32=False;
             # training/mixed_precision.py: FP8-CS and MXFP8 gather parameters in FP8), so the
-            # later releases between them ran them too; per-layout settings (SETTINGS) are 25.11's only
-            if tuple(int(x) for x in release.split(".")[:2]) >= (25, 11):
+            # later releases between them ran them too; per-layout settings are 25.11's
+            # (SETTINGS) or a matching recipe's
+            if matched is None and tuple(int(x) for x in release.split(".")[:2]) >= (25, 11):
                 if recipe in ("fp8-cs", "mxfp8"):
                     r["fp8_param_gather"] = True  # the FP8-CS and MXFP8 perf configs gather parameters in FP8
                 if base in ("LLAMA3_70B", "LLAMA3.1_405B") and r["tp"] > 1 and not (base == "Qwen3_235B_a22B"):
@@ -153,7 +161,8 @@ def main(path, commit):
                 r["bf16_grads"] = True
             ga = num(row.get("ga", "")) if "ga" in row else None
             r["note"] = f"{p.strip()}; GA {ga}; Model TFLOP/s/GPU as published: {alts(row['model tflop / sec / gpu'])[precs.index(p)]}" + (
-                "; Megatron FSDP (sharding over #GPUs / (TP x PP))" if fsdp else "")
+                "; Megatron FSDP (sharding over #GPUs / (TP x PP))" if fsdp else "") + (
+                f"; settings of the perf recipe {matched['function']} ({matched['file']}:{matched['line']})" if matched else "")
             r = {k: v for k, v in r.items() if v is not None}
             layers = {"LLAMA3.1_405B": 126, "Qwen3_235B_a22B": 94}.get(base)
             if layers and (base == "Qwen3_235B_a22B" or r["pp"] * r.get("vp", 1) > layers):
@@ -170,8 +179,72 @@ def main(path, commit):
     return fit, held, skipped
 
 
+# The performance recipes at the archive's commit (src/megatron/bridge/perf_recipes, every
+# pretrain config function with the effective value of each setting after its helpers and base
+# recipe; transcribed/megatron_bridge_perf_recipes.json). A held-out row of a later release
+# takes a recipe's per-layout settings (checkpointing, activation offload, the MoE dispatcher
+# and all-to-all overlap, Megatron FSDP, the pipeline split) only where one recipe has its
+# model, system, GPU count, precision and the identical layout (TP, PP, CP, VP, EP, MBS, GBS):
+# the same recipe, run at that release. Only the newest releases (26.06 and its point release):
+# the recipes at the archive's commit are theirs, and the same layouts in 26.02-26.04 ran with
+# other settings (their MoE rows run 1.4-1.8x slower than these settings would allow).
+RECIPES_FROM = (26, 6)
+RECIPE_MODELS = {"Llama 3 8B": "LLAMA3_8B", "Llama 3 70B": "LLAMA3_70B", "Llama 3.1 405B": "LLAMA3.1_405B",
+                 "DeepSeek-V3": "DeepSeekV3", "GPT-OSS-120B": "GPT OSS 120B", "Qwen3-30B-A3B": "Qwen3_30B_a3B",
+                 "Qwen3-235B-A22B": "Qwen3_235B_a22B"}
+RECIPE_PRECISIONS = {"bf16": "BF16", "fp8_cs": "FP8-CS", "fp8_mx": "FP8-MX", "nvfp4": "NVFP4", "fp8_ds": "FP8-DS"}
+
+
+def load_recipes(path):
+    out = {}
+    for f in json.load(open(path)):
+        if f.get("alias_of"):
+            continue
+        prec = RECIPE_PRECISIONS.get(f["precision"])
+        model = RECIPE_MODELS.get(f["model"])
+        if not prec or not model:
+            continue
+        key = (model, "DGX-" + f["chip"].upper(), f["gpus"], prec,
+               f["tp"], f["pp"], f["cp"], f["vp"] or 1, f["ep"] or 1, f["mbs"], f["gbs"])
+        out.setdefault(key, []).append(f)
+    return out
+
+
+def recipe_settings(f):
+    """A recipe's per-layout settings as row fields (mrep's names), with the function's name."""
+    r = {}
+    g, mods = f["recompute_granularity"], f["recompute_modules"]
+    if g == "full":
+        r["recompute"] = "full"
+        if f["recompute_method"] == "block" and f["recompute_num_layers"]:
+            r["recompute_layers"] = f["recompute_num_layers"]
+    elif g == "selective" and mods:
+        r["recompute"] = "selective:" + ",".join(mods)
+    if f["cpu_offloading"] and f.get("cpu_offloading_activations", True) and f["cpu_offloading_num_layers"]:
+        r["offload_activations"] = f["cpu_offloading_num_layers"]
+    if f["moe_token_dispatcher_type"] == "flex" and f["moe_flex_dispatcher_backend"] in ("hybridep", "deepep"):
+        r["dispatcher"] = f["moe_flex_dispatcher_backend"]
+    if f["overlap_moe_expert_parallel_comm"]:
+        r["a2a_overlap"] = "1f1b"
+    if f["use_megatron_fsdp"]:
+        r["zero"] = 3
+    if f["account_for_embedding_in_pipeline_split"] and f["account_for_loss_in_pipeline_split"]:
+        r["pipeline_account"] = True
+    lay = f.get("pipeline_model_parallel_layout")
+    if isinstance(lay, str) and lay.count("|") + 1 == f["pp"] and (f["vp"] or 1) == 1:
+        segs = lay.split("|")
+        r["first_stage_layers"], r["last_stage_layers"] = segs[0].count("t"), segs[-1].count("t")
+    r["tp_overlap"] = bool(f.get("tp_comm_overlap_effective_at_runtime", f["tp_comm_overlap"]))
+    r["fp8_param_gather"] = bool(f["fp8_param_gather"])
+    r["bf16_grads"] = not f["grad_reduce_in_fp32_ddp"]
+    return r
+
+
+RECIPES = {}
+
 if __name__ == "__main__":
     path, commit = sys.argv[1], sys.argv[2]
+    RECIPES = load_recipes("calib/sources/transcribed/megatron_bridge_perf_recipes.json")
     fit, held, skipped = main(path, commit)
     src = f"NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @{commit}"
     json.dump({"about": f"Every pre-training row of the 25.11 NeMo Container tables of {src} (one row per precision where a cell gives two): "
