@@ -542,6 +542,9 @@ type Report struct {
 	Groups []GroupSummary `json:"groups"`
 	// Lanes summarises the training rows by lane: framework x dense/MoE x chip family.
 	Lanes []GroupSummary `json:"lanes,omitempty"`
+	// Sources summarises the training rows by source (SourceOf: a publisher's table, a
+	// release), the unit leave-one-source-out holds out.
+	Sources []GroupSummary `json:"sources,omitempty"`
 	// Engines summarises the inference rows by serving engine, chip family and dense or MoE.
 	Engines []GroupSummary `json:"engines,omitempty"`
 	// LeaveOneSourceOut: each training source predicted by lanes fitted without it.
@@ -590,6 +593,8 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 	var lanes []string
 	lratio, lerr := map[string][]float64{}, map[string][]float64{}
 	isTrain := map[string]bool{}
+	sratio, serr := map[string][]float64{}, map[string][]float64{}
+	var sources []string
 	for _, p := range ps {
 		r := p.Row
 		res := Result{ID: r.ID, Phase: r.Phase(), Measured: r.Measured, Unit: r.Unit, Model: r.Model, Chip: p.Chip.Name, Fits: p.Fits}
@@ -640,7 +645,23 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 		lratio[ln] = append(lratio[ln], res.Ratio)
 		lerr[ln] = append(lerr[ln], math.Abs(res.Err()))
 		isTrain[ln] = p.train != nil
+		if p.train != nil {
+			src := SourceOf(r)
+			if serr[src] == nil {
+				sources = append(sources, src)
+			}
+			serr[src] = append(serr[src], math.Abs(res.Err()))
+			sratio[src] = append(sratio[src], res.Ratio)
+		}
 		rep.Rows = append(rep.Rows, res)
+	}
+	sort.Strings(sources)
+	for _, src := range sources {
+		rs, es := sratio[src], serr[src]
+		sort.Float64s(rs)
+		sort.Float64s(es)
+		rep.Sources = append(rep.Sources, GroupSummary{Group: src, Phase: "training", Rows: len(rs), MedianRatio: median(rs),
+			MedianAbsErr: median(es), WorstAbsErr: es[len(es)-1]})
 	}
 	sort.Strings(lanes)
 	for _, ln := range lanes {

@@ -70,6 +70,7 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		table(w, []string{"Model, chip, layout", "Phase", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "llrrrr", gs)
 	}
 	groupTable(w, rep.Lanes, "Lane", "Training by lane (framework, dense or MoE, chip family; each lane's figures are fitted per chip, chips.json efficiency.lanes)")
+	groupTable(w, rep.Sources, "Source", "Training by source (a publisher's table or release: what leave-one-source-out holds out)")
 	groupTable(w, rep.Engines, "Engine, model kind, chip family", "Inference by engine, dense or MoE, and chip family (every kind of row: TTFT, static batches, serving, waves, latencies)")
 	if len(rep.LeaveOneSourceOut) > 0 {
 		var ls [][]string

@@ -29,6 +29,10 @@ func TestValidateJSON(t *testing.T) {
 			Group string `json:"group"`
 			Rows  int    `json:"rows"`
 		} `json:"lanes"`
+		Sources []struct {
+			Group string `json:"group"`
+			Rows  int    `json:"rows"`
+		} `json:"sources"`
 		LOO []struct {
 			Source       string  `json:"source"`
 			Rows         int     `json:"rows"`
@@ -56,6 +60,16 @@ func TestValidateJSON(t *testing.T) {
 	}
 	if lanes != 83 || len(rep.Lanes) != 8 {
 		t.Errorf("lanes %+v: want the 83 training rows in 8 lanes", rep.Lanes)
+	}
+	// the training rows by source: the nine that leave-one-source-out holds out, every row in one
+	bySource := map[string]int{}
+	n := 0
+	for _, g := range rep.Sources {
+		bySource[g.Group] = g.Rows
+		n += g.Rows
+	}
+	if len(rep.Sources) != 9 || n != lanes || bySource["IBM fms-fsdp README"] != 6 || bySource["torchtitan llama3_h100_202412"] != 18 {
+		t.Errorf("sources %+v: want 9 holding the %d training rows", rep.Sources, lanes)
 	}
 	// one held-out fit per source: Megatron-Bridge's four system tables, the NeMo 70B rows,
 	// torchtitan's three benchmark files, fms-fsdp
