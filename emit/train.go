@@ -14,6 +14,7 @@ var TrainFrameworks = []string{"megatron", "torchtitan"}
 type Training struct {
 	Model  string // the Hugging Face id or path (torchtitan's hf_assets_path; a comment for Megatron)
 	Title  string
+	Chip   string // the chip it runs on: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule depends on its generation
 	Layout layout.Layout
 	Layers int64
 	FP8    string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
@@ -29,6 +30,12 @@ func WriteTraining(framework, prefix string, t Training) (Files, error) {
 	var f Files
 	switch framework {
 	case "megatron":
+		split, ok := l.MegatronSplit(t.Layers)
+		if !ok {
+			return Files{}, fmt.Errorf("layout %s: Megatron-LM splits no pipeline this way (%d layers over PP %d x VP %d; its validate_args wants the layers, "+
+				"with the embedding and loss where they count, divisible by PP and each stage's by VP)", l, t.Layers, l.PP, l.VP)
+		}
+		t.Layout = split
 		f.add(prefix+"-megatron.sh", megatronArgs(t))
 	case "torchtitan":
 		f.add(prefix+"-torchtitan.toml", torchtitanTOML(t))
@@ -38,20 +45,58 @@ func WriteTraining(framework, prefix string, t Training) (Files, error) {
 	return f, nil
 }
 
+// blackwellOrLater says whether the chip's compute capability is 10 or more, where Megatron-LM
+// drops its CUDA_DEVICE_MAX_CONNECTIONS=1 requirement (arguments.py: get_device_arch_version).
+func blackwellOrLater(chip string) bool {
+	c := strings.ToUpper(chip)
+	for _, p := range []string{"B200", "B300", "GB200", "GB300", "RTX-PRO-6000"} {
+		if strings.HasPrefix(c, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// megatronArgs are Megatron-LM's arguments for the layout, each as megatron/training/arguments.py
+// (@d98e8a6) names and validates it; the split is MegatronSplit's.
 func megatronArgs(t Training) string {
 	l := t.Layout
 	var b strings.Builder
 	b.WriteString("#!/usr/bin/env bash\n")
 	fmt.Fprintf(&b, "# %s\n# Megatron-LM arguments for the layout mrep planned (model: %s); add your model, data and\n# tokenizer arguments and launch with torchrun on %d GPUs.\n", oneLine(t.Title), oneLine(t.Model), l.GPUs())
+	fsdp := l.Stage() >= 2
+	switch {
+	case fsdp:
+		// Megatron-FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 (arguments.py)
+		b.WriteString("unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron-FSDP requires it unset or > 1\n")
+	case (l.TP > 1 || l.CP > 1) && !blackwellOrLater(t.Chip) && l.A2AOverlap == "1f1b":
+		b.WriteString("# CUDA_DEVICE_MAX_CONNECTIONS: 1 favours TP/CP overlap, 32 the expert all-to-all overlap (Megatron warns either way)\n")
+	case (l.TP > 1 || l.CP > 1) && !blackwellOrLater(t.Chip):
+		b.WriteString("export CUDA_DEVICE_MAX_CONNECTIONS=1  # required with TP or CP > 1 before Blackwell\n")
+	}
 	b.WriteString("PARALLEL_ARGS=(\n")
 	arg := func(s string) { fmt.Fprintf(&b, "  %s\n", s) }
 	arg(fmt.Sprintf("--tensor-model-parallel-size %d", l.TP))
 	arg(fmt.Sprintf("--pipeline-model-parallel-size %d", l.PP))
-	if l.VP > 1 && t.Layers > 0 {
-		if t.Layers%(l.PP*l.VP) == 0 {
-			arg(fmt.Sprintf("--num-layers-per-virtual-pipeline-stage %d", t.Layers/(l.PP*l.VP)))
+	if l.EmbeddingInPipe {
+		arg("--account-for-embedding-in-pipeline-split")
+	}
+	if l.LossInPipe {
+		arg("--account-for-loss-in-pipeline-split")
+	}
+	uneven := l.FirstStageLayers > 0 || l.LastStageLayers > 0
+	if l.FirstStageLayers > 0 {
+		arg(fmt.Sprintf("--decoder-first-pipeline-num-layers %d", l.FirstStageLayers))
+	}
+	if l.LastStageLayers > 0 {
+		arg(fmt.Sprintf("--decoder-last-pipeline-num-layers %d", l.LastStageLayers))
+	}
+	if l.VP > 1 {
+		if uneven { // uneven stages take the virtual degree itself
+			arg(fmt.Sprintf("--num-virtual-stages-per-pipeline-rank %d", l.VP))
 		} else {
-			fmt.Fprintf(&b, "  # %d layers do not split evenly into %d x %d virtual stages: set the first and last\n  # stages' layers (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers)\n", t.Layers, l.PP, l.VP)
+			units := t.Layers + boolInt(l.EmbeddingInPipe) + boolInt(l.LossInPipe)
+			arg(fmt.Sprintf("--num-layers-per-virtual-pipeline-stage %d", units/(l.PP*l.VP)))
 		}
 	}
 	if l.CP > 1 {
@@ -63,9 +108,9 @@ func megatronArgs(t Training) string {
 			arg(fmt.Sprintf("--expert-tensor-parallel-size %d", l.ETP))
 		}
 		switch l.Dispatcher {
-		case "deepep":
+		case "deepep", "hybridep": // the flex dispatcher's backends (--moe-enable-deepep is deprecated)
 			arg("--moe-token-dispatcher-type flex")
-			arg("--moe-enable-deepep")
+			arg("--moe-flex-dispatcher-backend " + l.Dispatcher)
 		default:
 			arg("--moe-token-dispatcher-type alltoall")
 		}
@@ -87,8 +132,21 @@ func megatronArgs(t Training) string {
 	if l.Stage() >= 1 {
 		arg("--use-distributed-optimizer")
 	}
+	if fsdp {
+		// ZeRO-2/3 in Megatron is Megatron-FSDP: its user guide's required flags
+		// (docs/discussions/megatron-fsdp-user-guide)
+		arg("--use-megatron-fsdp")
+		arg(map[int]string{2: "--data-parallel-sharding-strategy optim_grads", 3: "--data-parallel-sharding-strategy optim_grads_params"}[min(l.Stage(), 3)])
+		arg("--no-gradient-accumulation-fusion")
+		arg("--ckpt-format fsdp_dtensor")
+	}
 	arg("--overlap-grad-reduce")
-	arg("--overlap-param-gather")
+	if l.Stage() >= 1 { // validate_args: only with the distributed optimizer or Megatron-FSDP
+		arg("--overlap-param-gather")
+	}
+	if l.BF16Grads {
+		arg("--grad-reduce-in-bf16")
+	}
 	switch l.Recompute {
 	case "full":
 		arg("--recompute-granularity full")
@@ -101,6 +159,10 @@ func megatronArgs(t Training) string {
 		}
 	case "selective":
 		arg("--recompute-granularity selective")
+	}
+	if l.OffloadActivations > 0 {
+		b.WriteString("  # activations of " + fmt.Sprint(l.OffloadActivations) + " layers per stage offloaded to host memory, as mrep timed them:\n")
+		b.WriteString("  # Transformer Engine's CPU offload (Megatron-Bridge: model.cpu_offloading_num_layers)\n")
 	}
 	b.WriteString(")\nPRECISION_ARGS=(\n  --bf16\n")
 	switch t.FP8 {
@@ -123,6 +185,13 @@ func megatronArgs(t Training) string {
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "# torchrun --nproc-per-node 8 --nnodes %d pretrain_gpt.py \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" \"${MEMORY_ARGS[@]}\" \"${PRECISION_ARGS[@]}\" ...\n", max(1, l.GPUs()/8))
 	return b.String()
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func torchtitanTOML(t Training) string {

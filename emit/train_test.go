@@ -12,10 +12,12 @@ import (
 // torchtitan job config fields (torchtitan/config/job_config.py's sections and fields).
 var megatronOptions = []string{"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
 	"--context-parallel-size", "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type",
-	"--moe-enable-deepep", "--overlap-moe-expert-parallel-comm", "--sequence-parallel", "--tp-comm-overlap", "--micro-batch-size",
+	"--moe-flex-dispatcher-backend", "--overlap-moe-expert-parallel-comm", "--sequence-parallel", "--tp-comm-overlap", "--micro-batch-size",
 	"--global-batch-size", "--seq-length", "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
 	"--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--bf16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather",
-	"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--nproc-per-node", "--nnodes"}
+	"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--nproc-per-node", "--nnodes",
+	"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--num-virtual-stages-per-pipeline-rank",
+	"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--no-gradient-accumulation-fusion", "--ckpt-format", "--grad-reduce-in-bf16"}
 
 var torchtitanFields = map[string][]string{
 	"model":                 {"hf_assets_path"},
@@ -27,7 +29,7 @@ var torchtitanFields = map[string][]string{
 }
 
 var denseLayout = layout.Layout{TP: 4, PP: 4, VP: 5, CP: 2, DP: 2, MBS: 1, GBS: 128, Seq: 8192, ZeRO: 1, Recompute: "selective", TPOverlap: true}
-var moeLayout = layout.Layout{TP: 1, PP: 16, VP: 2, CP: 1, DP: 16, EP: 8, MBS: 1, GBS: 1024, Seq: 4096, ZeRO: 1, Recompute: "full", RecomputeLayers: 2, Dispatcher: "deepep", A2AOverlap: "1f1b", Replicas: 2}
+var moeLayout = layout.Layout{TP: 1, PP: 16, VP: 1, CP: 1, DP: 16, EP: 8, MBS: 1, GBS: 1024, Seq: 4096, ZeRO: 1, Recompute: "full", RecomputeLayers: 2, Dispatcher: "deepep", A2AOverlap: "1f1b", Replicas: 2}
 
 // The written layouts match their goldens, use only documented names, and carry the planned
 // degrees and batches.
@@ -42,7 +44,8 @@ func TestEmittedTraining(t *testing.T) {
 			[]string{"--tensor-model-parallel-size 4", "--pipeline-model-parallel-size 4", "--num-layers-per-virtual-pipeline-stage 4", "--context-parallel-size 2", "--sequence-parallel", "--recompute-granularity selective", "--use-distributed-optimizer"},
 			[]string{"tensor_parallel_degree = 4", "pipeline_parallel_schedule = \"Interleaved1F1B\"", "data_parallel_shard_degree = 2", "mode = \"selective\"", "enable_async_tensor_parallel = true"}},
 		{"moe", Training{Model: "deepseek-ai/DeepSeek-V3", Title: "moe", Layout: moeLayout, Layers: 61, FP8: "fp8-blockwise"},
-			[]string{"--expert-model-parallel-size 8", "--moe-enable-deepep", "--overlap-moe-expert-parallel-comm", "--recompute-method block", "--recompute-num-layers 2", "--fp8-recipe blockwise", "do not split evenly"},
+			[]string{"--expert-model-parallel-size 8", "--moe-flex-dispatcher-backend deepep", "--overlap-moe-expert-parallel-comm", "--recompute-method block", "--recompute-num-layers 2", "--fp8-recipe blockwise",
+				"--decoder-first-pipeline-num-layers 1"},
 			[]string{"expert_parallel_degree = 8", "data_parallel_replicate_degree = 2", "data_parallel_shard_degree = 8", "mode = \"full\"", "[float8]"}},
 	} {
 		for _, fw := range TrainFrameworks {
@@ -110,4 +113,74 @@ func checkTOML(t *testing.T, name, body string) {
 			t.Errorf("%s: %q is not a field of [%s]", name, l, section)
 		}
 	}
+}
+
+// Megatron-LM's validate_args rules (megatron/training/arguments.py @d98e8a6), each checked on
+// what mrep writes:
+//   - the layers (with the embedding and loss where counted) divisible by PP, each stage's by
+//     VP: 126 layers on PP16 VP8 count the embedding and loss (128 = 16 x 8), 61 on PP16 take a
+//     one-layer first stage, 61 on PP16 VP2 has no split and is refused;
+//   - --overlap-param-gather only with the distributed optimizer or Megatron-FSDP;
+//   - CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1 before Blackwell, unset with Megatron-FSDP;
+//   - ZeRO-3 as Megatron-FSDP with its required flags, not the distributed optimizer alone.
+func TestMegatronValidateArgsRules(t *testing.T) {
+	write := func(tr Training) (string, error) {
+		fs, err := WriteTraining("megatron", "x", tr)
+		if err != nil {
+			return "", err
+		}
+		return fs.Contents[fs.Names[0]], nil
+	}
+	has := func(body string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("lacks %q:\n%s", w, body)
+			}
+		}
+	}
+	lacks := func(body string, bad ...string) {
+		t.Helper()
+		for _, w := range bad {
+			if strings.Contains(body, w) {
+				t.Errorf("has %q:\n%s", w, body)
+			}
+		}
+	}
+	l405 := layout.Layout{TP: 8, PP: 16, VP: 8, CP: 1, DP: 8, MBS: 1, GBS: 512, Seq: 8192, ZeRO: 1}
+	body, err := write(Training{Model: "meta-llama/Llama-3.1-405B", Layout: l405, Layers: 126, Chip: "H100-SXM"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has(body, "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--num-layers-per-virtual-pipeline-stage 1",
+		"export CUDA_DEVICE_MAX_CONNECTIONS=1", "--use-distributed-optimizer", "--overlap-param-gather")
+	checkMegatron(t, "405b", body)
+
+	// the same on GB200: Blackwell drops the connections rule
+	body, _ = write(Training{Layout: l405, Layers: 126, Chip: "GB200"})
+	lacks(body, "CUDA_DEVICE_MAX_CONNECTIONS=1")
+
+	dsv3 := layout.Layout{TP: 1, PP: 16, VP: 1, CP: 1, DP: 16, EP: 8, MBS: 1, GBS: 1024, Seq: 4096, ZeRO: 1}
+	body, err = write(Training{Layout: dsv3, Layers: 61, Chip: "H100-SXM"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has(body, "--decoder-first-pipeline-num-layers 1")
+	lacks(body, "--num-layers-per-virtual-pipeline-stage", "CUDA_DEVICE_MAX_CONNECTIONS") // TP = CP = 1
+	dsv3.VP = 2
+	if _, err := write(Training{Layout: dsv3, Layers: 61}); err == nil || !strings.Contains(err.Error(), "61 layers over PP 16 x VP 2") {
+		t.Errorf("61 layers over PP16 VP2 must be refused, naming the split: %v", err)
+	}
+
+	ddp := layout.Layout{TP: 2, PP: 1, VP: 1, CP: 1, DP: 4, MBS: 1, GBS: 8, Seq: 4096, ZeRO: 0}
+	body, _ = write(Training{Layout: ddp, Layers: 32, Chip: "H100-SXM"})
+	has(body, "--overlap-grad-reduce")
+	lacks(body, "--overlap-param-gather", "--use-distributed-optimizer")
+
+	z3 := layout.Layout{TP: 2, PP: 1, VP: 1, CP: 1, DP: 4, MBS: 1, GBS: 8, Seq: 4096, ZeRO: 3}
+	body, _ = write(Training{Layout: z3, Layers: 32, Chip: "H100-SXM"})
+	has(body, "unset CUDA_DEVICE_MAX_CONNECTIONS", "--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads_params",
+		"--no-gradient-accumulation-fusion", "--use-distributed-optimizer", "--ckpt-format fsdp_dtensor", "--overlap-param-gather")
+	lacks(body, "export CUDA_DEVICE_MAX_CONNECTIONS=1")
+	checkMegatron(t, "zero3", body)
 }

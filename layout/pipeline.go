@@ -98,3 +98,41 @@ func boolInt(b bool) int64 {
 	}
 	return 0
 }
+
+// MegatronSplit is l with a pipeline split Megatron-LM accepts for layers decoder layers, or
+// false when it has none. Megatron-LM's validate_args (megatron/training/arguments.py @d98e8a6)
+// wants the layers, plus the embedding and loss where they are counted as layers, divisible by
+// PP, and each stage's share divisible by VP; uneven first and last stages
+// (--decoder-first/last-pipeline-num-layers) leave the rest divisible over the middle stages.
+// A split mrep would otherwise time as ceil(L / (PP x VP)) per chunk is made explicit: first
+// by counting the embedding and loss as layers (Megatron-Bridge's Llama-3.1-405B recipes), then,
+// without virtual stages, by a smaller first stage; else the layout is not one Megatron runs.
+func (l Layout) MegatronSplit(layers int64) (Layout, bool) {
+	if l.PP <= 1 || layers <= 0 {
+		return l, l.VP <= 1
+	}
+	vp := max(l.VP, 1)
+	if l.FirstStageLayers > 0 || l.LastStageLayers > 0 {
+		inner := l.PP - boolInt(l.FirstStageLayers > 0) - boolInt(l.LastStageLayers > 0)
+		rest := layers - l.FirstStageLayers - l.LastStageLayers
+		ok := rest >= 0 && (inner == 0 && rest == 0 || inner > 0 && rest%inner == 0 && rest/inner%vp == 0) &&
+			l.FirstStageLayers%vp == 0 && l.LastStageLayers%vp == 0
+		return l, ok
+	}
+	even := func(units int64) bool { return units%l.PP == 0 && units/l.PP%vp == 0 }
+	if even(layers + boolInt(l.EmbeddingInPipe) + boolInt(l.LossInPipe)) {
+		return l, true
+	}
+	if !l.EmbeddingInPipe && !l.LossInPipe && even(layers+2) {
+		l.EmbeddingInPipe, l.LossInPipe = true, true
+		return l, true
+	}
+	if vp == 1 && !l.EmbeddingInPipe && !l.LossInPipe {
+		per := (layers + l.PP - 1) / l.PP
+		if first := layers - (l.PP-1)*per; first >= 1 {
+			l.FirstStageLayers = first
+			return l, true
+		}
+	}
+	return l, false
+}

@@ -216,6 +216,13 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 		if l.Validate(fp) != nil {
 			return nil
 		}
+		if l.framework() == Megatron {
+			// only splits Megatron's validate_args accepts, made explicit where uneven
+			var ok bool
+			if l, ok = l.MegatronSplit(fp.Layers); !ok {
+				return nil
+			}
+		}
 		if st, ok := Stacks[l.Stack]; ok && st.DataParallelOnly && l.TP*l.PP*l.CP > 1 {
 			return nil // the stack has no such layout
 		}
@@ -238,7 +245,7 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 		return nil
 	}
 	pps := divisors(fp.Layers, 64)
-	for _, p := range []int64{2, 4, 8, 16, 32, 64} { // uneven stages are allowed too
+	for _, p := range []int64{2, 4, 8, 16, 32, 64} { // uneven stages too (Megatron's: MegatronSplit)
 		if p <= fp.Layers && fp.Layers%p != 0 {
 			pps = append(pps, p)
 		}

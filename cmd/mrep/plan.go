@@ -126,7 +126,7 @@ func planCommand(env Env) *cli.Command {
 					}
 					out.Cost = &run
 				}
-				emitted, err := emitTraining(c, d, m, plan)
+				emitted, err := emitTraining(c, d, m, plan, chip.Name)
 				if err != nil {
 					return err
 				}
@@ -210,7 +210,7 @@ func reproduce(c *cli.Context, sel string, fromDB bool, s analyzer.Scenario, ft 
 }
 
 // emitTraining is the winning layout as --emit's framework writes it (nothing without --emit).
-func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.Plan) (emit.Files, error) {
+func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.Plan, chip string) (emit.Files, error) {
 	fw := strings.ToLower(strings.TrimSpace(c.String("emit")))
 	if fw == "" || len(plan.Top) == 0 {
 		if fw != "megatron" && fw != "torchtitan" && fw != "" {
@@ -223,7 +223,7 @@ func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.
 		id = d.Model.Name
 	}
 	best := plan.Top[0]
-	t := emit.Training{Model: id, Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")),
+	t := emit.Training{Model: id, Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")), Chip: chip,
 		Title: fmt.Sprintf("mrep plan train, the winner: %s, step %.3g s, %.0f tokens/s per GPU; %s", d.Model.Name, best.Step.StepTime,
 			best.Step.TokensPerS/float64(best.Step.Layout.GPUs()), best.Analyze)}
 	fs, err := emit.WriteTraining(fw, "train", t)

@@ -2,6 +2,7 @@
 # dense
 # Megatron-LM arguments for the layout mrep planned (model: meta-llama/Llama-3.1-70B); add your model, data and
 # tokenizer arguments and launch with torchrun on 64 GPUs.
+export CUDA_DEVICE_MAX_CONNECTIONS=1  # required with TP or CP > 1 before Blackwell
 PARALLEL_ARGS=(
   --tensor-model-parallel-size 4
   --pipeline-model-parallel-size 4

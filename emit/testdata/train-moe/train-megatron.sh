@@ -5,11 +5,10 @@
 PARALLEL_ARGS=(
   --tensor-model-parallel-size 1
   --pipeline-model-parallel-size 16
-  # 61 layers do not split evenly into 16 x 2 virtual stages: set the first and last
-  # stages' layers (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers)
+  --decoder-first-pipeline-num-layers 1
   --expert-model-parallel-size 8
   --moe-token-dispatcher-type flex
-  --moe-enable-deepep
+  --moe-flex-dispatcher-backend deepep
   --overlap-moe-expert-parallel-comm
 )
 BATCH_ARGS=(
