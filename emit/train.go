@@ -194,16 +194,31 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
+// torchtitanTOML is torchtitan v0.2.2's job config (torchtitan/config/job_config.py @v0.2.2:
+// its sections and fields; run_train.sh reads the file from CONFIG_FILE). Releases from 0.3 take
+// Python config modules instead: the comment says so.
 func torchtitanTOML(t Training) string {
 	l := t.Layout
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n# torchtitan job config for the layout mrep planned: merge into your model's TOML and\n# launch with torchrun on %d GPUs (NGPU=%d ./run_train.sh --job.config_file this.toml).\n", oneLine(t.Title), l.GPUs(), l.GPUs())
+	fmt.Fprintf(&b, "# %s\n# torchtitan v0.2.2 job config for the layout mrep planned: merge it into your model's TOML\n"+
+		"# (model name and flavor, data) and launch with CONFIG_FILE=that.toml NGPU=8 ./run_train.sh on each\n"+
+		"# of %d nodes (%d GPUs). torchtitan 0.3 and later read Python config modules, not TOML.\n", oneLine(t.Title), max(1, l.GPUs()/8), l.GPUs())
 	shard := l.DP
 	replicate := int64(1)
 	if l.Replicas > 1 {
 		replicate, shard = l.Replicas, l.DP/l.Replicas
 	}
-	fmt.Fprintf(&b, "\n[model]\nhf_assets_path = %q\n", t.Model)
+	var converters []string
+	switch t.FP8 {
+	case "fp8-cs", "fp8-ds", "fp8-blockwise":
+		converters = append(converters, "quantize.linear.float8")
+	case "mxfp8":
+		converters = append(converters, "quantize.linear.mx")
+	}
+	fmt.Fprintf(&b, "\n[model]\nhf_assets_path = %s\n", tomlString(t.Model))
+	if len(converters) > 0 {
+		fmt.Fprintf(&b, "converters = [%s]\n", tomlString(converters[0]))
+	}
 	b.WriteString("\n[parallelism]\n")
 	fmt.Fprintf(&b, "data_parallel_replicate_degree = %d\n", replicate)
 	fmt.Fprintf(&b, "data_parallel_shard_degree = %d\n", shard)
@@ -215,33 +230,65 @@ func torchtitanTOML(t Training) string {
 			schedule = "Interleaved1F1B"
 		}
 		fmt.Fprintf(&b, "pipeline_parallel_schedule = %q\n", schedule)
+		// the local batch splits into micro-batches of this size: GA of them, as mrep timed
+		fmt.Fprintf(&b, "pipeline_parallel_microbatch_size = %d\n", l.MBS)
 	}
 	fmt.Fprintf(&b, "context_parallel_degree = %d\n", l.CP)
 	if l.EP > 1 {
 		fmt.Fprintf(&b, "expert_parallel_degree = %d\n", l.EP)
 	}
-	if l.TPOverlap {
-		b.WriteString("enable_async_tensor_parallel = true\n")
+	if l.TPOverlap && l.TP > 1 {
+		b.WriteString("enable_async_tensor_parallel = true  # needs [compile] enable (set below)\n")
 	}
 	b.WriteString("\n[training]\n")
-	fmt.Fprintf(&b, "local_batch_size = %d\n", l.MBS)
+	local := l.MBS // without pipelining torchtitan accumulates global / (local x DP) steps
+	if l.PP > 1 {
+		local = l.GBS / max(l.DP, 1) // pipelining: one step, the local batch in micro-batches
+	}
+	fmt.Fprintf(&b, "local_batch_size = %d\n", local)
 	fmt.Fprintf(&b, "global_batch_size = %d\n", l.GBS)
 	fmt.Fprintf(&b, "seq_len = %d\n", l.Seq)
 	b.WriteString("mixed_precision_param = \"bfloat16\"\n")
 	b.WriteString("\n[activation_checkpoint]\n")
-	mode := "none"
-	if l.Recompute == "full" || l.Recompute == "selective" {
-		mode = l.Recompute
+	switch l.Recompute {
+	case "full":
+		b.WriteString("mode = \"full\"\n")
+	case "op", "selective":
+		b.WriteString("mode = \"selective\"\nselective_ac_option = \"op\"\n")
+		if l.Recompute == "selective" {
+			b.WriteString("# mrep timed Megatron's selective (attention core) checkpointing; torchtitan's nearest is per-op\n")
+		}
+	default:
+		b.WriteString("mode = \"none\"\n")
 	}
-	fmt.Fprintf(&b, "mode = %q\n", mode)
-	fmt.Fprintf(&b, "\n[compile]\nenable = %t\n", l.Compile)
+	fmt.Fprintf(&b, "\n[compile]\nenable = %t\n", l.Compile || l.TPOverlap && l.TP > 1)
 	switch t.FP8 {
 	case "fp8-cs", "fp8-ds":
-		b.WriteString("\n[float8]\nrecipe_name = \"tensorwise\"\n")
+		b.WriteString("\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\nenable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n")
 	case "fp8-blockwise":
-		b.WriteString("\n[float8]\nrecipe_name = \"rowwise\"  # torchtitan's nearest to 128-element blocks\n")
+		b.WriteString("\n[quantize.linear.float8]\nrecipe_name = \"rowwise\"  # torchtitan's nearest to 128-element blocks\n")
 	case "mxfp8":
-		b.WriteString("\n# MXFP8: torchtitan's [mx] converter (model.converters = [\"mx\"]) on Blackwell\n")
+		b.WriteString("\n[quantize.linear.mx]\nrecipe_name = \"mxfp8_cublas\"\n")
 	}
+	return b.String()
+}
+
+// tomlString is s as a TOML basic string: backslash and quote escaped, control characters as
+// \uXXXX (TOML has no \x escape, so Go's %q would not parse).
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
 	return b.String()
 }

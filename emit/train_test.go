@@ -19,13 +19,17 @@ var megatronOptions = []string{"--tensor-model-parallel-size", "--pipeline-model
 	"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--num-virtual-stages-per-pipeline-rank",
 	"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--no-gradient-accumulation-fusion", "--ckpt-format", "--grad-reduce-in-bf16"}
 
+// torchtitan v0.2.2's job config sections and fields mrep writes (torchtitan/config/job_config.py
+// @v0.2.2: Model, Parallelism, Training, ActivationCheckpoint, Compile, Float8Linear, MXLinear).
 var torchtitanFields = map[string][]string{
-	"model":                 {"hf_assets_path"},
-	"parallelism":           {"data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule", "context_parallel_degree", "expert_parallel_degree", "enable_async_tensor_parallel"},
-	"training":              {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param"},
-	"activation_checkpoint": {"mode"},
-	"compile":               {"enable"},
-	"float8":                {"recipe_name"},
+	"model": {"hf_assets_path", "converters"},
+	"parallelism": {"data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree", "pipeline_parallel_degree",
+		"pipeline_parallel_schedule", "pipeline_parallel_microbatch_size", "context_parallel_degree", "expert_parallel_degree", "enable_async_tensor_parallel"},
+	"training":               {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param"},
+	"activation_checkpoint":  {"mode", "selective_ac_option"},
+	"compile":                {"enable"},
+	"quantize.linear.float8": {"recipe_name", "enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp"},
+	"quantize.linear.mx":     {"recipe_name"},
 }
 
 var denseLayout = layout.Layout{TP: 4, PP: 4, VP: 5, CP: 2, DP: 2, MBS: 1, GBS: 128, Seq: 8192, ZeRO: 1, Recompute: "selective", TPOverlap: true}
@@ -42,11 +46,13 @@ func TestEmittedTraining(t *testing.T) {
 	}{
 		{"dense", Training{Model: "meta-llama/Llama-3.1-70B", Title: "dense", Layout: denseLayout, Layers: 80},
 			[]string{"--tensor-model-parallel-size 4", "--pipeline-model-parallel-size 4", "--num-layers-per-virtual-pipeline-stage 4", "--context-parallel-size 2", "--sequence-parallel", "--recompute-granularity selective", "--use-distributed-optimizer"},
-			[]string{"tensor_parallel_degree = 4", "pipeline_parallel_schedule = \"Interleaved1F1B\"", "data_parallel_shard_degree = 2", "mode = \"selective\"", "enable_async_tensor_parallel = true"}},
+			[]string{"tensor_parallel_degree = 4", "pipeline_parallel_schedule = \"Interleaved1F1B\"", "data_parallel_shard_degree = 2", "mode = \"selective\"",
+				"selective_ac_option = \"op\"", "enable_async_tensor_parallel = true", "[compile]\nenable = true", "CONFIG_FILE="}},
 		{"moe", Training{Model: "deepseek-ai/DeepSeek-V3", Title: "moe", Layout: moeLayout, Layers: 61, FP8: "fp8-blockwise"},
 			[]string{"--expert-model-parallel-size 8", "--moe-flex-dispatcher-backend deepep", "--overlap-moe-expert-parallel-comm", "--recompute-method block", "--recompute-num-layers 2", "--fp8-recipe blockwise",
 				"--decoder-first-pipeline-num-layers 1"},
-			[]string{"expert_parallel_degree = 8", "data_parallel_replicate_degree = 2", "data_parallel_shard_degree = 8", "mode = \"full\"", "[float8]"}},
+			[]string{"expert_parallel_degree = 8", "data_parallel_replicate_degree = 2", "data_parallel_shard_degree = 8", "mode = \"full\"", "[quantize.linear.float8]",
+				"converters = [\"quantize.linear.float8\"]", "pipeline_parallel_microbatch_size = 1", "local_batch_size = 64"}},
 	} {
 		for _, fw := range TrainFrameworks {
 			fs, err := WriteTraining(fw, "train", c.t)
@@ -183,4 +189,25 @@ func TestMegatronValidateArgsRules(t *testing.T) {
 		"--no-gradient-accumulation-fusion", "--use-distributed-optimizer", "--ckpt-format fsdp_dtensor", "--overlap-param-gather")
 	lacks(body, "export CUDA_DEVICE_MAX_CONNECTIONS=1")
 	checkMegatron(t, "zero3", body)
+}
+
+// A hostile model id (quotes, backslashes, control characters, a newline that would start a
+// TOML key) stays one TOML basic string: escaped as TOML escapes them, never Go's \x.
+func TestTorchtitanHostileModelID(t *testing.T) {
+	id := "evil\"name\\\x1b[31m\nenable = true\x00"
+	fs, err := WriteTraining("torchtitan", "x", Training{Model: id, Title: id, Layout: denseLayout, Layers: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fs.Contents[fs.Names[0]]
+	for i := 0; i < len(body); i++ {
+		if c := body[i]; (c < 0x20 && c != '\n') || c == 0x7f {
+			t.Fatalf("raw control byte %#x at %d:\n%q", c, i, body)
+		}
+	}
+	want := `hf_assets_path = "evil\"name\\\u001B[31m\u000Aenable = true\u0000"`
+	if !strings.Contains(body, want) {
+		t.Errorf("want %s in:\n%s", want, body)
+	}
+	checkTOML(t, "hostile", body)
 }
