@@ -157,8 +157,10 @@ func vllm(d Deployment) string {
 	if d.EP > 1 {
 		args = append(args, "--enable-expert-parallel")
 	}
-	args = append(args, fmt.Sprintf("--max-num-seqs %d", d.MaxSeqs), fmt.Sprintf("--max-num-batched-tokens %d", d.MaxTokens),
-		fmt.Sprintf("--gpu-memory-utilization %.2f", d.KVFraction), fmt.Sprintf("--max-model-len %d", d.MaxLen), "--block-size 16")
+	// each data-parallel rank runs its own engine core and scheduler: --max-num-seqs and
+	// --max-num-batched-tokens are per rank. The KV block size is the engine's (MLA forces 64).
+	args = append(args, fmt.Sprintf("--max-num-seqs %d", d.perRank()), fmt.Sprintf("--max-num-batched-tokens %d", d.MaxTokens),
+		fmt.Sprintf("--gpu-memory-utilization %.2f", d.KVFraction), fmt.Sprintf("--max-model-len %d", d.MaxLen))
 	if d.FP8KV {
 		args = append(args, "--kv-cache-dtype fp8")
 	}
@@ -185,7 +187,9 @@ func sglang(d Deployment) string {
 	if d.PP > 1 {
 		args = append(args, fmt.Sprintf("--pp-size %d", d.PP))
 	}
-	args = append(args, fmt.Sprintf("--max-running-requests %d", d.MaxSeqs), fmt.Sprintf("--chunked-prefill-size %d", d.MaxTokens),
+	// SGLang divides --chunked-prefill-size among the attention data-parallel ranks
+	// (server_args.py, enable_dp_attention): the whole server's is the per-rank budget x DP
+	args = append(args, fmt.Sprintf("--max-running-requests %d", d.MaxSeqs), fmt.Sprintf("--chunked-prefill-size %d", d.MaxTokens*d.DP()),
 		fmt.Sprintf("--mem-fraction-static %.2f", d.KVFraction), fmt.Sprintf("--context-length %d", d.MaxLen))
 	if d.FP8KV {
 		args = append(args, "--kv-cache-dtype fp8_e4m3")
@@ -233,6 +237,9 @@ func trtllmYAML(d Deployment) string {
 	var b strings.Builder
 	b.WriteString("# TensorRT-LLM LLM API options (trtllm-serve --extra_llm_api_options), written by mrep\n")
 	fmt.Fprintf(&b, "enable_attention_dp: %t\n", d.DP() > 1)
+	// prompts longer than max_num_tokens are prefilled in chunks, as mrep timed them (without
+	// it TensorRT-LLM refuses them)
+	b.WriteString("enable_chunked_prefill: true\n")
 	b.WriteString("kv_cache_config:\n")
 	if d.FP8KV {
 		b.WriteString("  dtype: fp8\n")

@@ -2,6 +2,7 @@ package emit
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,12 +19,12 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 //   - SGLang: server arguments (docs.sglang.ai, "Server Arguments") and sglang.bench_serving's
 //     arguments (python/sglang/bench_serving.py).
 //   - TensorRT-LLM: trtllm-serve's options (docs, "trtllm-serve"), the LLM API's fields for
-//     --extra_llm_api_options (enable_attention_dp, kv_cache_config.dtype and
+//     --extra_llm_api_options (enable_attention_dp, enable_chunked_prefill, kv_cache_config.dtype and
 //     free_gpu_memory_fraction, cuda_graph_config.enable_padding and max_batch_size), and
 //     tensorrt_llm/serve/scripts/benchmark_serving.py.
 var documented = map[string][]string{
 	"vllm serve": {"--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
-		"--max-num-seqs", "--max-num-batched-tokens", "--gpu-memory-utilization", "--max-model-len", "--block-size",
+		"--max-num-seqs", "--max-num-batched-tokens", "--gpu-memory-utilization", "--max-model-len",
 		"--kv-cache-dtype", "--quantization", "--port"},
 	"vllm bench serve": {"--model", "--dataset-name", "--random-input-len", "--random-output-len", "--random-range-ratio",
 		"--ignore-eos", "--num-prompts", "--max-concurrency", "--request-rate", "--port"},
@@ -38,7 +39,7 @@ var documented = map[string][]string{
 		"--random-output-len", "--random-ids", "--ignore-eos", "--num-prompts", "--max-concurrency", "--request-rate", "--port"},
 }
 
-var yamlKeys = []string{"enable_attention_dp", "kv_cache_config", "dtype", "free_gpu_memory_fraction", "cuda_graph_config", "enable_padding", "max_batch_size"}
+var yamlKeys = []string{"enable_attention_dp", "enable_chunked_prefill", "kv_cache_config", "dtype", "free_gpu_memory_fraction", "cuda_graph_config", "enable_padding", "max_batch_size"}
 
 // moe is a DeepSeek-style deployment: attention data-parallel over 8 GPUs beside EP8, FP8,
 // 64 users per replica, two replicas.
@@ -107,17 +108,17 @@ func wants(engine string, d Deployment) []string {
 	switch engine {
 	case "vllm":
 		if d.DP() > 1 {
-			return []string{"--data-parallel-size 8", "--enable-expert-parallel", "--max-num-seqs 256", "--kv-cache-dtype fp8", "--max-concurrency 64"}
+			return []string{"--data-parallel-size 8", "--enable-expert-parallel", "--max-num-seqs 32", "--kv-cache-dtype fp8", "--max-concurrency 64"}
 		}
 		return []string{"--tensor-parallel-size 4", "--pipeline-parallel-size 2", "--max-num-batched-tokens 2048", "--request-rate 2.5"}
 	case "sglang":
 		if d.DP() > 1 {
-			return []string{"--tp-size 8", "--dp-size 8", "--enable-dp-attention", "--ep-size 8", "--max-running-requests 256"}
+			return []string{"--tp-size 8", "--dp-size 8", "--enable-dp-attention", "--ep-size 8", "--max-running-requests 256", fmt.Sprintf("--chunked-prefill-size %d", 8*d.MaxTokens)}
 		}
 		return []string{"--tp-size 4", "--pp-size 2", "--chunked-prefill-size 2048", "--mem-fraction-static 0.88"}
 	}
 	if d.DP() > 1 {
-		return []string{"--tp_size 8", "--ep_size 8", "enable_attention_dp: true", "dtype: fp8", "max_batch_size: 32", "--max_batch_size 32"}
+		return []string{"--tp_size 8", "--ep_size 8", "enable_attention_dp: true", "dtype: fp8", "max_batch_size: 32", "--max_batch_size 32", "enable_chunked_prefill: true"}
 	}
 	return []string{"--tp_size 4", "--pp_size 2", "enable_attention_dp: false", "dtype: auto", "--max_num_tokens 2048"}
 }

@@ -11,7 +11,6 @@ vllm serve "$MODEL" \
   --max-num-batched-tokens 2048 \
   --gpu-memory-utilization 0.88 \
   --max-model-len 4096 \
-  --block-size 16 \
   --port 8000
 
 # benchmark (another shell, once the server is up):

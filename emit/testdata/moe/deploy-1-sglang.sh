@@ -10,7 +10,7 @@ python -m sglang.launch_server --model-path "$MODEL" \
   --enable-dp-attention \
   --ep-size 8 \
   --max-running-requests 256 \
-  --chunked-prefill-size 8192 \
+  --chunked-prefill-size 65536 \
   --mem-fraction-static 0.90 \
   --context-length 3072 \
   --kv-cache-dtype fp8_e4m3 \

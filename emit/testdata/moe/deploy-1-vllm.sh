@@ -8,11 +8,10 @@ vllm serve "$MODEL" \
   --tensor-parallel-size 1 \
   --data-parallel-size 8 \
   --enable-expert-parallel \
-  --max-num-seqs 256 \
+  --max-num-seqs 32 \
   --max-num-batched-tokens 8192 \
   --gpu-memory-utilization 0.90 \
   --max-model-len 3072 \
-  --block-size 16 \
   --kv-cache-dtype fp8 \
   --quantization fp8 \
   --port 8000
