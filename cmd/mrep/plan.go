@@ -16,7 +16,6 @@ import (
 	"github.com/mrep-dev/mrep/layout"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
-	"github.com/mrep-dev/mrep/runref"
 )
 
 // trainPlanOutput is plan train's JSON: the plan's fields, and the run's cost with --tokens.
@@ -126,7 +125,7 @@ func planCommand(env Env) *cli.Command {
 					}
 					out.Cost = &run
 				}
-				emitted, err := emitTraining(c, d, m, plan, chip.Name)
+				emitted, err := emitTraining(c, d, m, plan, chip.Name, run.ID == 0)
 				if err != nil {
 					return err
 				}
@@ -210,7 +209,7 @@ func reproduce(c *cli.Context, sel string, fromDB bool, s analyzer.Scenario, ft 
 }
 
 // emitTraining is the winning layout as --emit's framework writes it (nothing without --emit).
-func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.Plan, chip string) (emit.Files, error) {
+func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.Plan, chip string, zoo bool) (emit.Files, error) {
 	fw := strings.ToLower(strings.TrimSpace(c.String("emit")))
 	if fw == "" || len(plan.Top) == 0 {
 		if fw != "megatron" && fw != "torchtitan" && fw != "" {
@@ -218,10 +217,7 @@ func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.
 		}
 		return emit.Files{}, nil
 	}
-	id := runref.ID(d.Config)
-	if id == "" {
-		id = d.Model.Name
-	}
+	id := launchID(d, zoo)
 	best := plan.Top[0]
 	t := emit.Training{Model: id, Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")), Chip: chip,
 		Title: fmt.Sprintf("mrep plan train, the winner: %s, step %.3g s, %.0f tokens/s per GPU; %s", d.Model.Name, best.Step.StepTime,

@@ -13,6 +13,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/emit"
+	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/internal/output"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
@@ -74,7 +75,7 @@ func planServeCommand(env Env) *cli.Command {
 				return cli.Exit("plan serve: "+err.Error(), exitFailure)
 			}
 			plan.Command = invocation(c, c.Args().First(), run.ID > 0)
-			emitted, notes, err := emitDeployments(c, d, plan)
+			emitted, notes, err := emitDeployments(c, d, plan, run.ID == 0)
 			if err != nil {
 				return err
 			}
@@ -281,17 +282,14 @@ func engineFlag(c *cli.Context) string {
 
 // emitDeployments is each recommended deployment's launch files for --emit's engine (written
 // beside serve.md with -o, printed after the plan without).
-func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan) ([]emit.Files, []string, error) {
+func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan, zoo bool) ([]emit.Files, []string, error) {
 	engine := strings.ToLower(strings.TrimSpace(c.String("emit")))
 	if engine == "" {
 		return nil, nil, nil
 	}
 	id := c.String("model-id")
 	if id == "" {
-		id = runref.ID(d.Config)
-	}
-	if id == "" {
-		id = d.Model.Name
+		id = launchID(d, zoo)
 	}
 	deps, notes := emit.FromPlan(plan, id, c.Int("top"))
 	var out []emit.Files
@@ -316,4 +314,19 @@ func servePlanTitle(model string, o serve.PlanOptions) string {
 	}
 	return fmt.Sprintf("%s: %d in / %d out, %s weights, %s KV, %s; Pareto front of one replica over batch caps (B)",
 		model, o.ISL, o.OSL, o.Scenario.WeightDType.Label(), o.Scenario.KVDType.Label(), load)
+}
+
+// launchID is what an emitted command loads: the config's _name_or_path, else a zoo model's
+// Hugging Face id (only for the zoo's own dumps: a stored run named like a zoo model is not
+// that model), else the model's name.
+func launchID(d *model.Dump, zoo bool) string {
+	if id := runref.ID(d.Config); id != "" {
+		return id
+	}
+	if zoo {
+		if id := examples.HFID(d.Model.Name); id != "" {
+			return id
+		}
+	}
+	return d.Model.Name
 }
