@@ -275,6 +275,24 @@ func layouts(m *analyzer.Model, maxTP int64) []layout {
 	return out
 }
 
+// withinContext refuses a workload whose longest sequence (prompt and output) the model cannot
+// hold: an engine would reject every such request, so no plan for it means anything.
+func withinContext(m *analyzer.Model, o PlanOptions) error {
+	mp := m.Fingerprint.MaxPositions
+	if mp <= 0 {
+		return nil
+	}
+	longest := o.ISL
+	for _, p := range o.Prompts {
+		longest = max(longest, p)
+	}
+	if longest+o.OSL > mp {
+		return fmt.Errorf("a %d-token prompt and %d output tokens exceed the model's context of %d tokens (max_position_embeddings); "+
+			"shorten them, or, for a checkpoint extended beyond its config (RoPE scaling), say so with --set max_position_embeddings=N", longest, o.OSL, mp)
+	}
+	return nil
+}
+
 // PlanServe searches chips x layouts x batch caps x replicas for the deployments that fit,
 // meet the SLOs and carry the load, best first: with a load, the fewest GPUs (then the
 // cheapest); offline, the most tokens/s per GPU.
@@ -283,6 +301,9 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 		o.Engine = DefaultEngine()
 	}
 	if err := o.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if err := withinContext(m, o); err != nil {
 		return Plan{}, err
 	}
 	if o.Top <= 0 {

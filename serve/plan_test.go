@@ -468,3 +468,24 @@ func TestWideExpertParallel(t *testing.T) {
 		t.Errorf("EP64's all-to-all %.3g s a step, EP8's %.3g s: want the cross-node one slower", out, in)
 	}
 }
+
+// A workload beyond the model's context is refused with the limit named (gemma-2-9b:
+// max_position_embeddings 8192): at the limit it plans, one token over it does not, and a
+// workload's longest prompt counts as much as the mean.
+func TestPlanRefusesBeyondContext(t *testing.T) {
+	m := model(t, "gemma-2-9b")
+	if m.Fingerprint.MaxPositions != 8192 {
+		t.Fatalf("gemma-2-9b's context %d, want 8192", m.Fingerprint.MaxPositions)
+	}
+	tg := []Target{target(t, "H100")}
+	if _, err := PlanServe(m, tg, PlanOptions{ISL: 8064, OSL: 128, Users: 2, Scenario: fp8()}); err != nil {
+		t.Fatalf("8064 + 128 = 8192 tokens fit the context: %v", err)
+	}
+	for _, o := range []PlanOptions{{ISL: 8065, OSL: 128, Users: 2}, {ISL: 1000, OSL: 128, Users: 2, Prompts: []int64{1000, 16384}}} {
+		o.Scenario = fp8()
+		_, err := PlanServe(m, tg, o)
+		if err == nil || !strings.Contains(err.Error(), "context of 8192 tokens") {
+			t.Errorf("ISL %d, prompts %v: %v, want the context named", o.ISL, o.Prompts, err)
+		}
+	}
+}

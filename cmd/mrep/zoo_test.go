@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/examples"
 	"github.com/mrep-dev/mrep/runref"
 )
 
@@ -39,7 +41,20 @@ func TestEveryZooModelAnalyzesAndPlans(t *testing.T) {
 			} `json:"best"`
 			NoConfig string `json:"no_config"`
 		}
-		js = mustRun(t, db, "plan", "serve", z.Name, "--chip", "H200", "--chip", "B200", "--dtype", "fp8", "--users", "16", "--top", "1", "--json")
+		args := []string{"plan", "serve", z.Name, "--chip", "H200", "--chip", "B200", "--dtype", "fp8", "--users", "16", "--top", "1", "--json"}
+		d, err := examples.Decode(z.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctx := analyzer.NewModel(d).Fingerprint.MaxPositions; ctx > 0 && ctx < 2500 {
+			// the default 2000 + 500 tokens exceed it: refused, the context named; a workload
+			// that fits plans
+			if _, stderr, err := run(t, db, args...); err == nil || !strings.Contains(err.Error()+stderr, "context of "+strconv.FormatInt(ctx, 10)) {
+				t.Errorf("plan serve %s (context %d) with 2500-token sequences: %v %s", z.Name, ctx, err, stderr)
+			}
+			args = append(args, "--isl", strconv.FormatInt(ctx/2, 10), "--osl", strconv.FormatInt(ctx/4, 10))
+		}
+		js = mustRun(t, db, args...)
 		if err := json.Unmarshal([]byte(js), &p); err != nil || len(p.Best) == 0 && p.NoConfig == "" {
 			t.Errorf("plan serve %s: %v, %d deployments, %q", z.Name, err, len(p.Best), p.NoConfig)
 		}
