@@ -66,6 +66,11 @@ func planServeCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if note, err := checkpointPrecision(c, d, &o.Scenario); err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			} else if note != "" {
+				fmt.Fprintln(c.App.ErrWriter, note)
+			}
 			m := analyzer.NewModel(d)
 			if o.Engine.SpecTokens > 0 && !c.IsSet("spec-draft-cost") && m.Fingerprint.Layers > 0 {
 				o.Engine.SpecDraftCost = 1 / float64(m.Fingerprint.Layers)
@@ -329,4 +334,30 @@ func launchID(d *model.Dump, zoo bool) string {
 		}
 	}
 	return d.Model.Name
+}
+
+// checkpointPrecision plans a model in its published checkpoint's precision when no dtype flag
+// says otherwise: the config's quantization_config (DeepSeek-V3 and Kimi-K2 ship FP8 blocks,
+// gpt-oss MXFP4 experts) is what an engine loads. The note says so, and how to plan the 16-bit
+// model instead.
+func checkpointPrecision(c *cli.Context, d *model.Dump, s *analyzer.Scenario) (string, error) {
+	if c.IsSet("dtype") || c.IsSet("weight-dtype") {
+		return "", nil
+	}
+	q, _ := d.Config["quantization_config"].(map[string]any)
+	method, _ := q["quant_method"].(string)
+	p := analyzer.Precision{Compute: c.String("dtype"), Act: c.String("act-dtype"), KV: c.String("kv-dtype")}
+	switch strings.ToLower(method) {
+	case "fp8":
+		p.Compute = "fp8" // block-scaled FP8 GEMMs, as the engines run these checkpoints
+	case "mxfp4":
+		p.Weight = "fp4" // 4-bit expert weights, read as stored
+	default:
+		return "", nil
+	}
+	if err := s.SetPrecision(p); err != nil {
+		return "", fmt.Errorf("the checkpoint's %s precision: %w", method, err)
+	}
+	return fmt.Sprintf("note: %s's checkpoint is %s (its config's quantization_config): planned in it; --dtype bf16 plans the 16-bit model",
+		render.Visible(d.Model.Name), method), nil
 }

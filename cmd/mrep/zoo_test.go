@@ -203,3 +203,37 @@ func TestPlanTrainEmit(t *testing.T) {
 		t.Errorf("--emit deepspeed: %v", err)
 	}
 }
+
+// A model whose published checkpoint is quantized is planned in that precision unless a dtype
+// flag says otherwise, and the note says so: DeepSeek-V3's FP8 blocks need fewer GPUs than its
+// 16-bit weights; a 16-bit checkpoint gets no note.
+func TestPlanServeCheckpointPrecision(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	gpus := func(args ...string) (int, string) {
+		t.Helper()
+		out, stderr, err := run(t, db, append([]string{"plan", "serve", "--users", "10", "--top", "1", "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v %s", args, err, stderr)
+		}
+		var p struct {
+			Best []struct {
+				GPUs int `json:"gpus"`
+			} `json:"best"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); err != nil || len(p.Best) == 0 {
+			t.Fatalf("%v: %v %.200s", args, err, out)
+		}
+		return p.Best[0].GPUs, stderr
+	}
+	native, note := gpus("DeepSeek-V3")
+	if !strings.Contains(note, "checkpoint is fp8") || !strings.Contains(note, "--dtype bf16") {
+		t.Errorf("the note must name the checkpoint's precision and the way out: %q", note)
+	}
+	bf16, note16 := gpus("DeepSeek-V3", "--dtype", "bf16")
+	if strings.Contains(note16, "checkpoint is") || !(native < bf16) {
+		t.Errorf("FP8 checkpoint on %d GPUs, bf16 on %d (note %q)", native, bf16, note16)
+	}
+	if _, note := gpus("Llama-3.1-8B"); strings.Contains(note, "checkpoint is") {
+		t.Errorf("a 16-bit checkpoint has no note: %q", note)
+	}
+}
