@@ -7,6 +7,7 @@
 package emit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -70,10 +71,20 @@ func (f *Files) add(name, body string) {
 	f.Contents[name] = body
 }
 
+// ErrNotExpressible marks a planned layout the engine has no options for: the deployment is
+// not written, and the caller says why.
+var ErrNotExpressible = errors.New("the engine cannot run this layout")
+
 // Write is the engine's files for d; prefix names them (deploy-1).
 func Write(engine, prefix string, d Deployment) (Files, error) {
 	if err := d.check(); err != nil {
 		return Files{}, err
+	}
+	if engine == "vllm" && d.EP > 1 && d.EP < d.TP {
+		// vLLM's experts are either tensor-split over the TP group (no --enable-expert-parallel)
+		// or whole on each of TP x DP ranks (with it): it has no EP groups inside TP
+		return Files{}, fmt.Errorf("%w: vLLM splits experts over all %d ranks or none, not EP%d x ETP%d; emit it for sglang or trtllm, or plan vLLM's own layouts",
+			ErrNotExpressible, d.TP, d.EP, d.TP/d.EP)
 	}
 	var f Files
 	switch engine {

@@ -1,6 +1,7 @@
 package emit
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -194,5 +195,24 @@ func golden(t *testing.T, name, got string) {
 	}
 	if string(want) != got {
 		t.Errorf("%s differs from its golden (go test ./emit -update to accept):\n%s", name, got)
+	}
+}
+
+// EP groups inside a TP group have no vLLM options: refused as not expressible (the caller
+// notes it), while SGLang and TensorRT-LLM write their ep sizes.
+func TestVLLMRefusesExpertGroupsInsideTP(t *testing.T) {
+	d := dense
+	d.TP, d.EP, d.PP = 8, 2, 1
+	if _, err := Write("vllm", "x", d); !errors.Is(err, ErrNotExpressible) || !strings.Contains(err.Error(), "EP2 x ETP4") {
+		t.Errorf("vLLM TP8 EP2: %v, want not expressible, naming EP2 x ETP4", err)
+	}
+	for _, e := range []string{"sglang", "trtllm"} {
+		fs, err := Write(e, "x", d)
+		if err != nil {
+			t.Fatalf("%s: %v", e, err)
+		}
+		if body := fs.Contents[fs.Names[0]]; !strings.Contains(body, "-size 2") && !strings.Contains(body, "--ep_size 2") {
+			t.Errorf("%s lacks the EP size 2:\n%s", e, body)
+		}
 	}
 }

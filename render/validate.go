@@ -81,7 +81,7 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		w.printf("\nLeave one source out (the lanes refitted without the source's rows, then its rows predicted; a chip left without rows takes its sibling's lane):\n\n")
 		table(w, []string{"Source held out", "Rows", "In-sample median", "Held-out median", "Held-out worst"}, "lrrrr", ls)
 	} else if rep.LeaveOneSourceOutPending > 0 {
-		w.printf("\nLeave one source out: not run (`mrep validate --loo` refits the lanes once per source, %d refits: about 4 s each on 2 cores).\n", rep.LeaveOneSourceOutPending)
+		w.printf("\nLeave one source out: not run (`mrep validate --loo` refits the lanes once per source, %d refits: about 8 s each on 2 cores).\n", rep.LeaveOneSourceOutPending)
 	}
 	if len(skipped) > 0 {
 		w.printf("\nNot expressible yet (%d rows; they count once those features land):\n\n", len(skipped))

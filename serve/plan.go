@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -259,7 +260,8 @@ func layouts(m *analyzer.Model, maxTP int64) []layout {
 			bases = append(bases, layout{tp, tp, 1})
 			out = append(out, layout{1, tp, 1})
 			// experts split both ways inside the TP group: EP groups of TP/EP-way split
-			// experts (vLLM's and SGLang's --tp 8 --ep 4)
+			// experts (SGLang's --tp 8 --ep 4, TensorRT-LLM's tp_size 8 ep_size 4; not vLLM:
+			// Engine.RunsLayout)
 			for ep := int64(2); ep < tp; ep *= 2 {
 				if m.Fingerprint.MoE.RoutedExperts%ep == 0 {
 					bases = append(bases, layout{tp, ep, 1})
@@ -273,6 +275,14 @@ func layouts(m *analyzer.Model, maxTP int64) []layout {
 		}
 	}
 	return out
+}
+
+// RunsLayout says whether the engine has options for a layout: vLLM splits each expert over the
+// whole TP group (no --enable-expert-parallel) or places experts whole over all TP x DP ranks
+// (with it; EngineArgs has no expert-parallel size of its own), so EP groups inside a TP group
+// (1 < EP < TP) are not a vLLM deployment.
+func (e Engine) RunsLayout(tp, ep int64) bool {
+	return !(strings.EqualFold(e.Name, "vllm") && ep > 1 && ep < tp)
 }
 
 // withinContext refuses a workload whose longest sequence (prompt and output) the model cannot
@@ -695,6 +705,9 @@ func (o PlanOptions) searchTarget(m *analyzer.Model, tg Target, mode string) tar
 	pred := tg.Pred
 	var fitting []Replica // for the disaggregated search
 	for _, lay := range layouts(m, tg.MaxTP) {
+		if !o.Engine.RunsLayout(lay.tp, lay.ep) {
+			continue
+		}
 		s := o.Scenario
 		s.TP, s.EP, s.ETP = lay.tp, lay.ep, InferenceETP(lay.tp, lay.ep)
 		size := max(s.TP, s.EP) * lay.pp // GPUs in one replica

@@ -489,3 +489,28 @@ func TestPlanRefusesBeyondContext(t *testing.T) {
 		}
 	}
 }
+
+// vLLM has no expert-parallel size of its own (experts over the whole TP group, or over all
+// TP x DP ranks): a vLLM plan never recommends EP groups inside TP; SGLang's does.
+func TestVLLMPlansOnlyItsOwnExpertLayouts(t *testing.T) {
+	m := model(t, "Qwen3-30B-A3B")
+	for _, name := range []string{"vllm", "sglang"} {
+		e, err := EnginePreset(name, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 1000, OSL: 200, Users: 20, Top: 100, Engine: e, Scenario: fp8()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner := 0
+		for _, c := range pl.Best {
+			if c.EP > 1 && c.EP < c.TP {
+				inner++
+			}
+		}
+		if name == "vllm" && inner > 0 || name == "sglang" && inner == 0 {
+			t.Errorf("%s: %d of %d deployments with EP groups inside TP", name, inner, len(pl.Best))
+		}
+	}
+}

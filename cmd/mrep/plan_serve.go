@@ -300,6 +300,10 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan, zoo bool) (
 	var out []emit.Files
 	for i, dep := range deps {
 		fs, err := emit.Write(engine, fmt.Sprintf("deploy-%d", i+1), dep)
+		if errors.Is(err, emit.ErrNotExpressible) {
+			notes = append(notes, fmt.Sprintf("deployment %d (TP%d EP%d) is not written: %v", i+1, dep.TP, dep.EP, err))
+			continue
+		}
 		if err != nil {
 			return nil, nil, cli.Exit("--emit: "+err.Error(), exitUsage)
 		}

@@ -94,7 +94,7 @@ func validateCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
 			&cli.StringFlag{Name: "set", Usage: "a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X), bench-serve (vLLM's and SGLang's published serving benchmarks: TTFT, TPOT, throughput under load), finetune (published fine-tune memory peaks), finetune-time (published SFT and LoRA step times)"},
 			&cli.BoolFlag{Name: "kernels", Usage: "check mrep's kernel timing against NVIDIA's measured kernels instead (aiconfigurator-core's tables, resampled into calib/kernels.json.gz: GEMMs and attention per chip, engine release and precision)"},
-			&cli.BoolFlag{Name: "loo", Usage: "also refit the training lanes without each source and predict its rows (leave one source out: one full lane fit per source, about 4 s each on 2 cores; the time taken is printed on stderr)"},
+			&cli.BoolFlag{Name: "loo", Usage: "also refit the training lanes without each source and predict its rows (leave one source out: one full lane fit per source, about 8 s each on 2 cores; the time taken is printed on stderr)"},
 			&cli.BoolFlag{Name: "no-loo", Hidden: true, Usage: "without --loo, the default: kept so scripts written for earlier releases still run"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
