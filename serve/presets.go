@@ -90,6 +90,26 @@ func ParseEngine(name string) (string, error) {
 	return "", fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
 }
 
+// engineVendors are the accelerators each engine's releases run on: TensorRT-LLM NVIDIA GPUs
+// only; SGLang NVIDIA GPUs and AMD Instinct (its ROCm images); vLLM those and Google TPUs (the
+// vllm-tpu backend) and Intel Gaudi (the vllm-gaudi plugin).
+var engineVendors = map[string][]string{"trtllm": {"NVIDIA"}, "sglang": {"NVIDIA", "AMD"}, "vllm": {"NVIDIA", "AMD", "Google", "Intel"}}
+
+// EngineRunsOn refuses an engine-chip pair that does not exist (TensorRT-LLM on an MI300X): a
+// plan for it would be one no one can run. "" (no engine named) runs anywhere.
+func EngineRunsOn(engine, vendor string) error {
+	vs, ok := engineVendors[engine]
+	if engine == "" || !ok {
+		return nil
+	}
+	for _, v := range vs {
+		if strings.EqualFold(v, vendor) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s does not run on %s accelerators (it runs on %s)", engine, vendor, strings.Join(vs, ", "))
+}
+
 // Lane is the engine whose fitted figures time a chip's serving kernels: the one named, else
 // vLLM on AMD chips (TensorRT-LLM does not run there; their figures come from AMD's vLLM
 // tables), else TensorRT-LLM (the chips' own figures were calibrated on it, and its lane, where

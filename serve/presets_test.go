@@ -147,3 +147,20 @@ func TestSGLangDefaultsPerLayout(t *testing.T) {
 		t.Errorf("vLLM's defaults do not depend on the layout: %+v", got)
 	}
 }
+
+// Engine-chip pairs that exist, and the ones that do not (TensorRT-LLM on AMD, SGLang on TPUs).
+func TestEngineRunsOn(t *testing.T) {
+	for _, c := range []struct {
+		engine, vendor string
+		ok             bool
+	}{{"trtllm", "NVIDIA", true}, {"trtllm", "AMD", false}, {"sglang", "AMD", true}, {"sglang", "Google", false},
+		{"vllm", "Google", true}, {"vllm", "Intel", true}, {"", "Google", true}} {
+		err := EngineRunsOn(c.engine, c.vendor)
+		if (err == nil) != c.ok {
+			t.Errorf("%s on %s: %v, want ok=%v", c.engine, c.vendor, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), c.vendor) {
+			t.Errorf("the refusal must name the vendor: %v", err)
+		}
+	}
+}

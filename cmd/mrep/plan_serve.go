@@ -238,6 +238,9 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if err != nil {
 			return o, nil, nil, fmt.Errorf("--chip: %w", err)
 		}
+		if err := serve.EngineRunsOn(engine, chip.Vendor); err != nil {
+			return o, nil, nil, fmt.Errorf("--chip %s: %w", render.Visible(chip.Name), err)
+		}
 		// the planner times kernels with the achievable model, built here as for plan train,
 		// with the engine's figures on this chip where they were fitted
 		lane := serve.Lane(engine, chip)
