@@ -63,6 +63,7 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	}
 	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. %s in-flight batching, chunked prefill under a %g-token budget, %s.\n\n",
 		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), engine, o.Engine.TokenBudget, o.Engine.KVMemory())
+	w.printf("Precision: %s GEMMs, %s weights, %s KV cache.\n\n", Visible(string(o.Scenario.ComputeDType)), o.Scenario.WeightDType.Label(), o.Scenario.KVDType.Label())
 	if p.Meeting == 0 {
 		w.printf("**No deployment meets the SLO and the load.** %s\n\n", Visible(p.NoConfig))
 	} else {
