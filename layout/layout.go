@@ -428,8 +428,8 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 	if float64(l.TP)*shardN > float64(tr.domain) {
 		tier = kernels.ScaleOut
 	}
-	// ranks of the group inside one domain: the domain's GPUs over the TP x CP ranks between
-	// two of the group's (HSDP's replicas and PP stages sit outside it)
+	// ranks of the group inside one domain: the domain's GPUs over the TP ranks between two of
+	// the group's (its CP and DP ranks are all members; HSDP's replicas and PP stages are not)
 	perDomain := math.Max(1, math.Min(shardN, math.Floor(float64(tr.domain)/float64(l.TP))))
 	coll := func(c kernels.Coll, msg, ranks float64, tier kernels.Tier) float64 {
 		return tr.dpCollective(p, c, msg, ranks, tier, perDomain)
