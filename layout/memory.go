@@ -135,9 +135,20 @@ const (
 // KV bytes one token keeps on this GPU (with PP stages, each GPU holds its stage's layers of
 // every token).
 func KVTokens(m *analyzer.Model, s analyzer.Scenario, stages int64, memBytes, reserve, fraction float64, of string) float64 {
-	st := float64(max(stages, 1))
+	_, kv := KVPool(m, s, stages, memBytes, reserve, fraction, of)
+	per := m.KVBytesPerToken(s) / float64(max(stages, 1))
+	if kv <= 0 || per <= 0 {
+		return 0
+	}
+	return kv / per
+}
+
+// KVPool is one GPU's weights and the KV cache pool beside them, in bytes, as the engine reads
+// its memory fraction (of: "" the free memory after weights and reserve, OfTotal the whole GPU
+// with weights and reserve inside, OfStatic the whole GPU with the weights inside). The pool is
+// negative when the weights leave none.
+func KVPool(m *analyzer.Model, s analyzer.Scenario, stages int64, memBytes, reserve, fraction float64, of string) (weights, kv float64) {
 	w := weightsPerGPU(m, s, max(stages, 1))
-	var kv float64
 	switch of {
 	case OfTotal:
 		kv = fraction*memBytes - w - reserve
@@ -146,11 +157,7 @@ func KVTokens(m *analyzer.Model, s analyzer.Scenario, stages int64, memBytes, re
 	default:
 		kv = fraction * (memBytes - w - reserve)
 	}
-	per := m.KVBytesPerToken(s) / st
-	if kv <= 0 || per <= 0 {
-		return 0
-	}
-	return kv / per
+	return w, kv
 }
 
 // Verdicts.

@@ -76,6 +76,7 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		}
 		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out, all-in (est.)", "$/1M in / out / blended", "J/token in / out / blended", "Batch bound"}, "rllrrrrrrrrrrl", rows)
 		w.printf("\nAll-in: the whole spend over output tokens. In / out: input tokens carry the share of the GPUs' time prefill takes (the step beside the same step without its prompts; a disaggregated deployment's prefill pool), output tokens the rest; blended: the spend over every token, %d in and %d out per request.\n", o.ISL, o.OSL)
+		writeServeMemory(w, p)
 		writeTTFTQuantiles(w, p.Best)
 		writeDisagg(w, p.Best)
 	}
@@ -100,6 +101,31 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		w.printf("\nThis plan, reproduced:\n\n%ssh\n%s\n%s\n", fence, cmd, fence)
 	}
 	return w.err
+}
+
+// writeServeMemory is each recommended deployment's memory per GPU: what the engine that runs it
+// holds (weights, the KV cache pool and the part the planned load fills, its reserve) and what
+// is left of the GPU.
+func writeServeMemory(w *errWriter, p serve.Plan) {
+	engine := "mrep's default engine"
+	if n := p.Options.Engine.Name; n != "" {
+		engine = Visible(n)
+	}
+	var rows [][]string
+	for i, c := range p.Best {
+		m := c.Memory
+		if m == nil {
+			continue
+		}
+		gib := func(b float64) string { return fmt.Sprintf("%.1f", b/(1<<30)) }
+		rows = append(rows, []string{fmt.Sprint(i + 1), mdName(c.Chip), serveLayout(c), engine, gib(m.Capacity), gib(m.Weights),
+			fmt.Sprintf("%s (%s)", gib(m.KVPool), gib(m.KVInUse)), gib(m.Reserve), gib(m.Headroom)})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w.printf("\nMemory per GPU, GiB (the KV cache pool the engine allocates, and in brackets what the planned sequences fill at their mean length):\n\n")
+	table(w, []string{"#", "Chip", "Layout", "Engine", "Capacity", "Weights", "KV pool (in use)", "Reserve", "Headroom"}, "rlllrrrrr", rows)
 }
 
 func gpusNote(o serve.PlanOptions) string {

@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	memory "github.com/mrep-dev/mrep/layout"
 	"math"
 	"sort"
 	"strings"
@@ -79,7 +80,11 @@ type Config struct {
 	// Disagg is set for a disaggregated deployment: its prefill pool, the KV transfer and the
 	// prefill queue; TP/EP/PP, Replicas and the steady state are then the decode pool's.
 	Disagg *Disagg `json:"disaggregated,omitempty"`
-	rp     Replica // to re-time the deployment (not serialized)
+	// Memory is what one GPU of the replica holds: its weights, the KV cache pool, the
+	// engine's reserve (CUDA graphs, buffers, the prefill chunk's activations) and what is
+	// left of its capacity; the KV cache in use at the planned concurrency beside the pool.
+	Memory *GPUMemory `json:"memory_per_gpu,omitempty"`
+	rp     Replica    // to re-time the deployment (not serialized)
 	// Per GPU and per user (1/TPOT), and for the whole deployment.
 	TokSPerGPU  float64 `json:"output_tokens_per_s_per_gpu"`
 	TokSPerUser float64 `json:"output_tokens_per_s_per_user"`
@@ -92,6 +97,28 @@ type Config struct {
 	PerToken econ.TokenCosts `json:"per_token"`
 	MeetsSLO bool            `json:"meets_slo"`
 	Miss     string          `json:"miss,omitempty"` // which SLO or load it misses
+}
+
+// GPUMemory is one serving GPU's memory, in bytes.
+type GPUMemory struct {
+	Capacity float64 `json:"capacity"`
+	Weights  float64 `json:"weights"`
+	KVPool   float64 `json:"kv_pool"`
+	KVInUse  float64 `json:"kv_in_use"` // the sequences running at the planned concurrency
+	Reserve  float64 `json:"reserve"`
+	Headroom float64 `json:"headroom"` // capacity less weights, pool and reserve
+}
+
+// memoryOf is a replica's per-GPU memory at concurrency sequences of isl+osl tokens (half of
+// the output written, on average, while they decode).
+func memoryOf(rp Replica, concurrency float64, isl, osl int64) *GPUMemory {
+	e := rp.Engine
+	w, kv := memory.KVPool(rp.Model, rp.Scenario, int64(e.stages()), rp.MemBytes, e.ReserveBytes, e.KVFraction, e.KVFractionOf)
+	per := rp.Model.KVBytesPerToken(rp.Scenario) / float64(max(e.stages(), 1))
+	inUse := concurrency / rp.DP() * (float64(isl) + float64(osl)/2) * per
+	kv = math.Max(kv, 0)
+	return &GPUMemory{Capacity: rp.MemBytes, Weights: w, KVPool: kv, KVInUse: math.Min(inUse, kv), Reserve: e.ReserveBytes,
+		Headroom: rp.MemBytes - w - kv - e.ReserveBytes}
 }
 
 // Plan is the answer: the best configurations, the Pareto front and what was searched.
@@ -388,6 +415,9 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 				c.TTFTQuantiles = append(c.TTFTQuantiles, QuantileTTFT{Quantile: o.PromptQuantiles[k], Prompt: x, TTFT: d.PromptTTFT(x, c.rp, node)})
 			}
 			continue
+		}
+		if c.rp.Model != nil {
+			c.Memory = memoryOf(c.rp, c.Result.Concurrency, o.ISL, o.OSL)
 		}
 		for k, x := range o.Prompts {
 			rp := c.rp

@@ -514,3 +514,33 @@ func TestVLLMPlansOnlyItsOwnExpertLayouts(t *testing.T) {
 		}
 	}
 }
+
+// Each recommended deployment says what one GPU holds: weights, the KV pool, the reserve and
+// the headroom add up to the capacity; the planned sequences fill part of the pool; the
+// weights are the model's share (FP8 DeepSeek-V3 over TP8 x PP2: 671B bytes / 16 by hand).
+func TestPlanServeMemoryPerGPU(t *testing.T) {
+	m := model(t, "DeepSeek-V3")
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 2000, OSL: 500, Users: 10, Scenario: fp8()})
+	if err != nil || len(pl.Best) == 0 {
+		t.Fatalf("%v %s", err, pl.NoConfig)
+	}
+	for _, c := range pl.Best {
+		mem := c.Memory
+		if c.Disagg != nil {
+			continue
+		}
+		if mem == nil {
+			t.Fatalf("%s: no memory", c.Layout())
+		}
+		sum := mem.Weights + mem.KVPool + mem.Reserve + mem.Headroom
+		if math.Abs(sum-mem.Capacity) > 1 || !(mem.KVInUse > 0 && mem.KVInUse <= mem.KVPool) || mem.Weights <= 0 {
+			t.Errorf("%s: %+v (sum %g)", c.Layout(), *mem, sum)
+		}
+		if c.EP <= 1 && c.TP*c.PP == 16 { // TP x PP splits every weight (attention-DP replicates some)
+			want := float64(m.TotalParams) / 16 // one byte per FP8 weight, spread evenly
+			if r := mem.Weights / want; r < 0.97 || r > 1.1 {
+				t.Errorf("%s: weights %g bytes per GPU, by hand %g", c.Layout(), mem.Weights, want)
+			}
+		}
+	}
+}
