@@ -480,11 +480,7 @@ func Default() []Row {
 		name string
 		b    []byte
 	}{{"measured.json", measured}, {"training.json", trainingRows}, {"memory.json", memoryRows}, {"fsdp_training.json", fsdpTrainingRows}} {
-		rows, err := Parse(f.name, bytes.NewReader(f.b))
-		if err != nil {
-			panic(fmt.Sprintf("embedded calibration set: %v", err)) // a build defect, caught by tests
-		}
-		out = append(out, rows...)
+		out = append(out, embedded(f.name, f.b)...)
 	}
 	return out
 }
@@ -492,9 +488,15 @@ func Default() []Row {
 // AMDvLLM returns AMD's published vLLM runs on Instinct GPUs (amd_vllm.json): the rows MI300X's
 // serving figures are fitted to.
 func AMDvLLM() []Row {
-	rows, err := Parse("amd_vllm.json", bytes.NewReader(amdVLLMRows))
+	return embedded("amd_vllm.json", amdVLLMRows)
+}
+
+// embedded parses a rows file built into mrep; a parse error is a build defect (the tests
+// parse every set), so it panics rather than burden every caller with an error.
+func embedded(name string, b []byte) []Row {
+	rows, err := Parse(name, bytes.NewReader(b))
 	if err != nil {
-		panic(fmt.Sprintf("embedded AMD vLLM set: %v", err)) // a build defect, caught by tests
+		panic(fmt.Sprintf("embedded set: %v", err))
 	}
 	return rows
 }
@@ -507,22 +509,14 @@ var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended,
 // QLoRA and full fine-tunes under the Hugging Face Trainer, Unsloth, axolotl's FSDP2), the
 // check of the fine-tuning stacks' memory.
 func FineTuneSet() []Row {
-	rows, err := Parse("finetune.json", bytes.NewReader(fineTuneRows))
-	if err != nil {
-		panic(fmt.Sprintf("embedded fine-tune set: %v", err)) // a build defect, caught by tests
-	}
-	return rows
+	return embedded("finetune.json", fineTuneRows)
 }
 
 // FineTuneTimeSet returns the measured step times and throughputs of published SFT and LoRA
 // runs (finetune_time.json: NeMo, Megatron-Bridge, dgxc-benchmarking, NeMo AutoModel), the check
-// and fit set of the fine-tuning lanes' time.
+// of the fine-tuning lanes' time (no figure is fitted to it).
 func FineTuneTimeSet() []Row {
-	rows, err := Parse("finetune_time.json", bytes.NewReader(fineTuneTimeRows))
-	if err != nil {
-		panic(fmt.Sprintf("embedded fine-tune time set: %v", err)) // a build defect, caught by tests
-	}
-	return rows
+	return embedded("finetune_time.json", fineTuneTimeRows)
 }
 
 // RowSource is where a command's rows come from: a set shipped with mrep (Set, a Sets key) or
@@ -572,42 +566,26 @@ func (s RowSource) String() string {
 // BenchServe returns the serving benchmarks vLLM's and SGLang's projects published
 // (bench_serve.json): TTFT, TPOT and throughput under a closed loop of users.
 func BenchServe() []Row {
-	rows, err := Parse("bench_serve.json", bytes.NewReader(benchServeRows))
-	if err != nil {
-		panic(fmt.Sprintf("embedded bench-serve set: %v", err)) // a build defect, caught by tests
-	}
-	return rows
+	return embedded("bench_serve.json", benchServeRows)
 }
 
 // HeldOutTraining returns the training rows no figure was fitted to (heldout_training.json):
 // Megatron-Bridge's pre-training tables of the releases other than 25.11.
 func HeldOutTraining() []Row {
-	rows, err := Parse("heldout_training.json", bytes.NewReader(heldoutTrainingRows))
-	if err != nil {
-		panic(fmt.Sprintf("embedded held-out training set: %v", err)) // a build defect, caught by tests
-	}
-	return rows
+	return embedded("heldout_training.json", heldoutTrainingRows)
 }
 
 // Extended returns the out-of-sample serving rows shipped with mrep (extended.json): other
 // chips, models, MoE and TP sizes than the calibration set, which no efficiency figure was
 // fitted to.
 func Extended() []Row {
-	rows, err := Parse("extended.json", bytes.NewReader(extended))
-	if err != nil {
-		panic(fmt.Sprintf("embedded extended set: %v", err)) // a build defect, caught by tests
-	}
-	return rows
+	return embedded("extended.json", extended)
 }
 
 // MemorySet returns the measured peak-memory rows shipped with mrep (memory.json): the rows
 // the memory model's allocator share is fitted to and its verdicts are checked against.
 func MemorySet() []Row {
-	rows, err := Parse("memory.json", bytes.NewReader(memoryRows))
-	if err != nil {
-		panic(fmt.Sprintf("embedded memory set: %v", err)) // a build defect, caught by tests
-	}
-	return rows
+	return embedded("memory.json", memoryRows)
 }
 
 // The limits of a rows file: its size, and its rows (each prepared row keeps its counted steps,
