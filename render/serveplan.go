@@ -61,11 +61,16 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 	} else {
 		engine += ":"
 	}
-	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s. %s in-flight batching, chunked prefill under a %g-token budget, %s.\n\n",
-		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), engine, o.Engine.TokenBudget, o.Engine.KVMemory())
+	refuted := ""
+	if n := len(p.Refuted); n > 0 {
+		refuted = fmt.Sprintf(" in the steady state (%d of those simulated under the load miss it at the %s)", n, p.Refuted[0].UnderLoad.Quantile)
+	}
+	w.printf("Load: %s. SLO: %s. %d layouts searched, %d fit, %d deployments meet the SLO%s%s. %s in-flight batching, chunked prefill under a %g-token budget, %s.\n\n",
+		load, strings.Join(slo, ", "), p.Considered, p.Fitting, p.Meeting, gpusNote(o), refuted, engine, o.Engine.TokenBudget, o.Engine.KVMemory())
 	w.printf("Precision: %s GEMMs, %s weights, %s KV cache.\n\n", Visible(string(o.Scenario.ComputeDType)), o.Scenario.WeightDType.Label(), o.Scenario.KVDType.Label())
 	if p.Meeting == 0 {
 		w.printf("**No deployment meets the SLO and the load.** %s\n\n", Visible(p.NoConfig))
+		writeRefuted(w, p)
 	} else {
 		var rows [][]string
 		for i, c := range p.Best {
@@ -76,6 +81,7 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		}
 		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out, all-in (est.)", "$/1M in / out / blended", "J/token in / out / blended", "Batch bound"}, "rllrrrrrrrrrrl", rows)
 		w.printf("\nAll-in: the whole spend over output tokens. In / out: input tokens carry the share of the GPUs' time prefill takes (the step beside the same step without its prompts; a disaggregated deployment's prefill pool), output tokens the rest; blended: the spend over every token, %d in and %d out per request.\n", o.ISL, o.OSL)
+		writeUnderLoad(w, p)
 		writeServeMemory(w, p)
 		writeTTFTQuantiles(w, p.Best)
 		writeDisagg(w, p.Best)
@@ -101,6 +107,64 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		w.printf("\nThis plan, reproduced:\n\n%ssh\n%s\n%s\n", fence, cmd, fence)
 	}
 	return w.err
+}
+
+// writeUnderLoad shows what decided each deployment's SLO beside its steady state: one replica
+// simulated step by step under its share of the load, at the plan's SLO quantile.
+func writeUnderLoad(w *errWriter, p serve.Plan) {
+	var rows [][]string
+	q := ""
+	for i, c := range p.Best {
+		u := c.UnderLoad
+		if u == nil {
+			if q != "" || i > 0 {
+				rows = append(rows, []string{fmt.Sprint(i + 1), mdName(c.Chip), serveLayout(c), "–", "–", "steady state only (not simulated)"})
+			}
+			continue
+		}
+		q = u.Quantile
+		verdict := "meets"
+		if !u.MeetsSLO {
+			verdict = "misses"
+		}
+		ttft := seconds(u.TTFT)
+		if p.Mode == "offline" {
+			ttft = "–"
+		}
+		rows = append(rows, []string{fmt.Sprint(i + 1), mdName(c.Chip), serveLayout(c), ttft, seconds(u.TPOT), verdict})
+	}
+	if q == "" {
+		return
+	}
+	how := "under its share of the load (requests arriving, queueing for admission, prefilled in chunks beside the running decodes)"
+	if p.Mode == "offline" {
+		how = "as a wave of twice its batch (all queued at once, prefilled in chunks beside the running decodes; a wave's TTFT is its queue, so only TPOT is held)"
+	}
+	w.printf("\nSLOs under load: each deployment above also meets them with one replica simulated step by step %s, at the %s of its requests (--slo-quantile):\n\n", how, q)
+	table(w, []string{"#", "Chip", "Layout", q + " TTFT", q + " TPOT", "SLO"}, "rllrrl", rows)
+	writeRefuted(w, p)
+}
+
+// writeRefuted lists the deployments that met the SLOs in the steady state and missed them
+// simulated under the load, so a reader sees why a smaller one is not recommended.
+func writeRefuted(w *errWriter, p serve.Plan) {
+	if len(p.Refuted) == 0 {
+		return
+	}
+	const most = 8
+	var rows [][]string
+	for i, c := range p.Refuted {
+		if i == most {
+			break
+		}
+		rows = append(rows, []string{mdName(c.Chip), serveLayout(c), fmt.Sprint(c.GPUs), fmt.Sprintf("%.0f", c.Result.Concurrency), seconds(c.Result.TTFT), seconds(c.Result.TPOT), mdName(c.Miss)})
+	}
+	more := ""
+	if n := len(p.Refuted); n > most {
+		more = fmt.Sprintf(" (the first %d of %d)", most, n)
+	}
+	w.printf("\nMet the SLOs in the steady state but not simulated under the load%s, so not recommended:\n\n", more)
+	table(w, []string{"Chip", "Layout", "GPUs", "Seqs/replica", "Steady TTFT", "Steady TPOT", "Under load"}, "llrrrrl", rows)
 }
 
 // writeServeMemory is each recommended deployment's memory per GPU: what the engine that runs it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	memory "github.com/mrep-dev/mrep/layout"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,37 @@ type PlanOptions struct {
 	// Lengths, when set, are the requests the simulation of the first deployment draws its
 	// lengths from (a workload's mix); empty: every request ISL in, OSL out.
 	Lengths []Request
+	// SLOQuantile is the statistic of the simulated requests an SLO holds at: mean, p50, p90
+	// or p99 ("": p90, the 90 % attainment DistServe (OSDI '24) sizes for). Under a load
+	// with SLOs a deployment must meet them both in the steady state and, simulated step by
+	// step, at this quantile.
+	SLOQuantile string
+}
+
+// SLOQuantiles are the statistics an SLO may hold at (PlanOptions.SLOQuantile).
+var SLOQuantiles = []string{"mean", "p50", "p90", "p99"}
+
+// DefaultSLOQuantile is the SLO statistic when none is named.
+const DefaultSLOQuantile = "p90"
+
+func (o PlanOptions) sloQuantile() string {
+	if o.SLOQuantile == "" {
+		return DefaultSLOQuantile
+	}
+	return o.SLOQuantile
+}
+
+// at is d's figure at the quantile q (one of SLOQuantiles).
+func (d Dist) at(q string) float64 {
+	switch q {
+	case "mean":
+		return d.Mean
+	case "p50":
+		return d.P50
+	case "p99":
+		return d.P99
+	}
+	return d.P90
 }
 
 // QuantileTTFT is the time to first token of a prompt at a quantile of the workload's lengths,
@@ -97,6 +129,20 @@ type Config struct {
 	PerToken econ.TokenCosts `json:"per_token"`
 	MeetsSLO bool            `json:"meets_slo"`
 	Miss     string          `json:"miss,omitempty"` // which SLO or load it misses
+	// UnderLoad is the SLO check of the deployment's simulation (one replica under its share
+	// of the load, step by step) at the plan's SLO quantile; nil where none ran (no SLO, or
+	// a disaggregated deployment, which Simulate does not model).
+	UnderLoad *UnderLoad `json:"under_load,omitempty"`
+	tg        Target     // to re-size the deployment with more replicas (not serialized)
+	sim       *Simulated // the simulation UnderLoad came from
+}
+
+// UnderLoad is a deployment's simulated TTFT and TPOT at the SLO's quantile.
+type UnderLoad struct {
+	Quantile string  `json:"quantile"`
+	TTFT     float64 `json:"ttft_s"`
+	TPOT     float64 `json:"tpot_s"`
+	MeetsSLO bool    `json:"meets_slo"`
 }
 
 // GPUMemory is one serving GPU's memory, in bytes.
@@ -127,7 +173,7 @@ type Plan struct {
 	Mode       string      `json:"mode"` // offline, users or rate
 	Considered int         `json:"considered"`
 	Fitting    int         `json:"fitting"`
-	Meeting    int         `json:"meeting"`
+	Meeting    int         `json:"meeting"` // in the steady state; Refuted lists those the simulation then refuted
 	Best       []Config    `json:"best"`
 	// Pareto is the front of tokens/s per GPU against tokens/s per user over every fitting
 	// layout and batch cap of one replica: what a higher interactivity costs in throughput.
@@ -137,8 +183,12 @@ type Plan struct {
 	NoConfig string `json:"no_config,omitempty"`
 	// Simulated is the first deployment's load run through the engine's scheduler step by
 	// step (Simulate): arrivals, admission, chunked prefill beside decodes, the tail. Absent
-	// for disaggregated and pipelined deployments, which the simulation does not model.
+	// for disaggregated deployments, which the simulation does not model.
 	Simulated *Simulated `json:"simulated,omitempty"`
+	// Refuted are the deployments that met the SLOs in the steady state but not simulated
+	// under the load (their Miss says which figure, at which quantile), best first, one per
+	// chip, layout and size tried.
+	Refuted []Config `json:"refuted_under_load,omitempty"`
 	// Command is the command line that reproduces this plan (set by the caller that parsed
 	// one; empty for a plan made in code).
 	Command string `json:"command,omitempty"`
@@ -189,6 +239,8 @@ func (o PlanOptions) Validate() error {
 		return bad("gpus", o.GPUs, "must not be negative")
 	case o.MaxGPUs < 0:
 		return bad("max-gpus", o.MaxGPUs, "must not be negative")
+	case o.SLOQuantile != "" && !slices.Contains(SLOQuantiles, o.SLOQuantile):
+		return bad("slo-quantile", fmt.Sprintf("%q", o.SLOQuantile), "want one of "+strings.Join(SLOQuantiles, ", "))
 	}
 	return o.Engine.Validate()
 }
@@ -394,6 +446,16 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 		}
 	}
 	sort.SliceStable(pl.Best, func(i, j int) bool { return pl.better(pl.Best[i], pl.Best[j]) })
+	if o.checksUnderLoad(pl.Mode) {
+		best, refuted, err := o.underLoad(pl, pl.Best)
+		if err != nil {
+			return pl, err
+		}
+		if len(best) == 0 {
+			pl.Meeting = 0
+		}
+		pl.Best, pl.Refuted = best, refuted
+	}
 	pl.Best = dedupe(pl.Best, o.Top)
 	for _, cs := range [][]Config{pl.Best, pl.Pareto} {
 		for i := range cs {
@@ -432,7 +494,9 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 	if pl.Meeting == 0 {
 		pl.NoConfig = o.why(m, pl, fitErrs, minTPOT, minTTFT, targets)
 	}
-	if len(pl.Best) > 0 {
+	if len(pl.Best) > 0 && pl.Best[0].sim != nil {
+		pl.Simulated = pl.Best[0].sim
+	} else if len(pl.Best) > 0 {
 		sim, err := o.simulate(pl.Best[0])
 		if err != nil {
 			return pl, fmt.Errorf("simulating %s: %w", pl.Best[0].Layout(), err)
@@ -446,7 +510,7 @@ func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error)
 // over the replicas, or offline a wave of twice the batch cap (all queued at once, as
 // trtllm-bench and `vllm bench throughput` run). Nil for what Simulate does not model.
 func (o PlanOptions) simulate(c Config) (*Simulated, error) {
-	if c.Disagg != nil || c.rp.Engine.stages() > 1 || c.rp.Model == nil {
+	if c.Disagg != nil || c.rp.Model == nil {
 		return nil, nil
 	}
 	lengths := o.Lengths
@@ -473,6 +537,161 @@ func (o PlanOptions) simulate(c Config) (*Simulated, error) {
 	}
 	return &Simulated{Config: fmt.Sprintf("%s %s x%d", c.Chip, c.Layout(), c.Replicas), Result: r}, nil
 }
+
+// checksUnderLoad says whether the plan's SLOs are checked by simulation: under a load (users
+// or a rate) with an SLO; offline, a wave's TTFT is the queue of the whole batch, so only a TPOT
+// SLO is.
+func (o PlanOptions) checksUnderLoad(mode string) bool {
+	if mode == "offline" {
+		return o.TPOT > 0
+	}
+	return o.TTFT > 0 || o.TPOT > 0
+}
+
+// maxUnderLoadSims bounds the simulations one plan runs to check its SLOs under load.
+const maxUnderLoadSims = 64
+
+// underLoad walks the deployments that meet the SLOs in the steady state, best first, and
+// keeps those whose simulation meets them too at the SLO's quantile (the steady state has no
+// burst, no admission wait and no tail). One that misses is tried again with more replicas
+// (each then carries less of the load), re-ranked among the rest, until o.Top layouts pass or
+// the simulations run out; what cannot be simulated (disaggregated) is kept on its steady
+// state. The result is ranked as before; refuted holds each miss.
+func (o PlanOptions) underLoad(pl Plan, cands []Config) (kept, refuted []Config, err error) {
+	type key [3]string
+	keyOf := func(c Config) key {
+		k := key{c.Chip, LayoutName(c.TP, c.EP, c.PP), ""}
+		if d := c.Disagg; d != nil {
+			k[2] = d.Layout()
+		}
+		return k
+	}
+	queue := append([]Config(nil), cands...)
+	done := map[key]bool{}
+	sims := 0
+	for len(queue) > 0 && countLayouts(kept) < o.Top {
+		c := queue[0]
+		queue = queue[1:]
+		if done[keyOf(c)] {
+			continue
+		}
+		if sims >= maxUnderLoadSims {
+			kept = append(kept, c) // unchecked: UnderLoad stays nil, as the report says
+			done[keyOf(c)] = true
+			continue
+		}
+		sim, err := o.simulate(c)
+		if err != nil {
+			return nil, nil, fmt.Errorf("simulating %s %s: %w", c.Chip, c.Layout(), err)
+		}
+		if sim == nil {
+			kept = append(kept, c)
+			done[keyOf(c)] = true
+			continue
+		}
+		sims++
+		c.sim = sim
+		c.UnderLoad = o.checkSim(sim.Result)
+		if c.UnderLoad.MeetsSLO {
+			kept = append(kept, c)
+			done[keyOf(c)] = true
+			continue
+		}
+		c.MeetsSLO, c.Miss = false, o.missUnderLoad(c.UnderLoad)
+		refuted = append(refuted, c)
+		if g, ok, err := o.nextTry(c, pl.Mode); err != nil {
+			return nil, nil, err
+		} else if ok {
+			at := sort.Search(len(queue), func(i int) bool { return pl.better(g, queue[i]) })
+			queue = append(queue[:at], append([]Config{g}, queue[at:]...)...)
+		}
+	}
+	return kept, refuted, nil
+}
+
+// checkSim is the SLO check of one simulated replica at the plan's quantile.
+func (o PlanOptions) checkSim(r SimResult) *UnderLoad {
+	q := o.sloQuantile()
+	u := &UnderLoad{Quantile: q, TTFT: r.TTFT.at(q), TPOT: r.TPOT.at(q), MeetsSLO: true}
+	if o.TTFT > 0 && r.Load != Wave && u.TTFT > o.TTFT {
+		u.MeetsSLO = false
+	}
+	if o.TPOT > 0 && u.TPOT > o.TPOT {
+		u.MeetsSLO = false
+	}
+	return u
+}
+
+// missUnderLoad says which simulated figure broke which SLO.
+func (o PlanOptions) missUnderLoad(u *UnderLoad) string {
+	var miss []string
+	if o.TTFT > 0 && u.TTFT > o.TTFT {
+		miss = append(miss, fmt.Sprintf("simulated %s TTFT %.3g s, over the %.3g s SLO", u.Quantile, u.TTFT, o.TTFT))
+	}
+	if o.TPOT > 0 && u.TPOT > o.TPOT {
+		miss = append(miss, fmt.Sprintf("simulated %s TPOT %.3g ms, over the %.3g ms SLO", u.Quantile, u.TPOT*1e3, o.TPOT*1e3))
+	}
+	return strings.Join(miss, ", ")
+}
+
+// nextTry is the next deployment to try after c missed its SLOs under load: with a load, c with
+// more replicas (a quarter more, at least one; each then carries less of the load); offline, c
+// with a batch cap a tenth smaller (less queueing and fewer prefill chunks beside each decode).
+// Either is re-timed in the steady state and judged; false when the GPUs are fixed or capped,
+// nothing smaller is left, or the steady state misses too.
+func (o PlanOptions) nextTry(c Config, mode string) (Config, bool, error) {
+	if c.Disagg != nil || c.rp.Model == nil {
+		return Config{}, false, nil
+	}
+	if mode == "offline" {
+		cap := math.Floor(0.9 * c.BatchCap)
+		if cap < 1 {
+			return Config{}, false, nil
+		}
+		r, err := c.rp.At(o.ISL, o.OSL, cap)
+		if err != nil {
+			return Config{}, false, err
+		}
+		if r.Bound == "load" {
+			r.Bound = "batch-cap"
+		}
+		g := c.tg.config(c.rp, r, c.Replicas, cap)
+		o.judge(&g)
+		return g, g.MeetsSLO, nil
+	}
+	if o.GPUs > 0 {
+		return Config{}, false, nil
+	}
+	reps := max(c.Replicas+1, int64(math.Ceil(1.25*float64(c.Replicas))))
+	size := c.GPUs / max(c.Replicas, 1)
+	if o.MaxGPUs > 0 && reps*size > o.MaxGPUs {
+		return Config{}, false, nil
+	}
+	var r Result
+	var err error
+	if o.Users > 0 {
+		if o.Users/float64(reps) < 1 {
+			return Config{}, false, nil
+		}
+		r, err = c.rp.Users(o.ISL, o.OSL, o.Users/float64(reps))
+	} else {
+		r, err = c.rp.Rate(o.ISL, o.OSL, o.Rate/float64(reps))
+	}
+	if errors.Is(err, ErrOverloaded) {
+		return Config{}, false, nil
+	} else if err != nil {
+		return Config{}, false, err
+	}
+	g := c.tg.config(c.rp, r, reps, c.BatchCap)
+	o.judge(&g)
+	return g, g.MeetsSLO, nil
+}
+
+// countLayouts is how many chip and layout pairs cs holds (one answer each, as dedupe keeps).
+func countLayouts(cs []Config) int {
+	return len(dedupe(cs, 0))
+}
+
 
 // largestCap is the largest batch cap whose steady state meets the SLOs (bisection: TPOT and
 // TTFT grow with the batch), so "the largest batch under 50 ms" is answered exactly.
@@ -525,7 +744,7 @@ func caps(limit float64) []float64 {
 
 func (tg Target) config(rp Replica, r Result, replicas int64, cap float64) Config {
 	s, pp := rp.Scenario, int64(rp.Engine.stages())
-	c := Config{Chip: tg.Chip.Name, TP: s.TP, EP: s.EP, PP: pp, Replicas: replicas, GPUs: replicas * max(s.TP, s.EP) * pp, BatchCap: cap, Result: r, rp: rp}
+	c := Config{Chip: tg.Chip.Name, TP: s.TP, EP: s.EP, PP: pp, Replicas: replicas, GPUs: replicas * max(s.TP, s.EP) * pp, BatchCap: cap, Result: r, rp: rp, tg: tg}
 	c.TokS = r.OutputTokS * float64(replicas)
 	c.TokSPerGPU = c.TokS / float64(c.GPUs)
 	if r.TPOT > 0 {
@@ -669,6 +888,13 @@ func pareto(cs []Config) []Config {
 // why explains an empty answer: nothing fits, or the SLO that binds with the best any layout
 // reaches and the weight streaming that floors TPOT, and the nearest relaxation.
 func (o PlanOptions) why(m *analyzer.Model, pl Plan, fitErrs []string, minTPOT, minTTFT *Config, targets []Target) string {
+	if len(pl.Refuted) > 0 {
+		c := pl.Refuted[0]
+		return fmt.Sprintf("%d deployments meet the SLO in the steady state but none simulated step by step under the load "+
+			"(requests arriving together queue for admission and prefill behind each other): the first, %s %s x%d, has %s. "+
+			"Allow more GPUs (--max-gpus), relax the SLO, or hold it at another statistic (--slo-quantile mean|p50|p90|p99)",
+			countLayouts(pl.Refuted), c.Chip, c.Layout(), c.Replicas, c.Miss)
+	}
 	if pl.Fitting == 0 {
 		if len(fitErrs) > 0 {
 			return "no layout fits: " + fitErrs[len(fitErrs)-1] + "; try --dtype fp8 (or --weight-dtype fp8), a chip with more memory, or a shorter context"

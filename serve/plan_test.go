@@ -361,6 +361,7 @@ func TestOptionErrorsNameTheOption(t *testing.T) {
 		{func(o *PlanOptions) { o.Engine.KVBlock = -16 }, "kv-block -16"},
 		{func(o *PlanOptions) { o.Engine.PrefixHit = 1 }, "prefix-hit 1"},
 		{func(o *PlanOptions) { o.Engine.SpecTokens = 17 }, "spec-tokens 17"},
+		{func(o *PlanOptions) { o.SLOQuantile = "p95" }, `slo-quantile "p95": want one of mean, p50, p90, p99`},
 	} {
 		o := ok
 		c.edit(&o)
@@ -542,5 +543,60 @@ func TestPlanServeMemoryPerGPU(t *testing.T) {
 				t.Errorf("%s: weights %g bytes per GPU, by hand %g", c.Layout(), mem.Weights, want)
 			}
 		}
+	}
+}
+
+// The steady state has no burst: 200 users starting together queue for prefill, and the p99 of
+// their TTFT is seconds where the steady state says tens of milliseconds. Held at p99, the
+// smallest deployments are refuted by their own simulation, the plan grows them, and what it
+// recommends passes when simulated again here, independently of the planner.
+func TestPlanHoldsSLOUnderLoad(t *testing.T) {
+	m := model(t, "Llama-3.1-8B")
+	o := PlanOptions{ISL: 2000, OSL: 500, Users: 200, TTFT: 0.5, Scenario: fp8(), SLOQuantile: "p99", Top: 3}
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Best) == 0 || len(pl.Refuted) == 0 {
+		t.Fatalf("best %d, refuted %d: %s", len(pl.Best), len(pl.Refuted), pl.NoConfig)
+	}
+	for _, c := range pl.Refuted {
+		if c.MeetsSLO || c.UnderLoad == nil || !(c.UnderLoad.TTFT > 0.5) || !(c.Result.TTFT <= 0.5) ||
+			!strings.Contains(c.Miss, "simulated p99 TTFT") {
+			t.Errorf("refuted %s x%d: steady %g s, under load %+v, miss %q", c.Layout(), c.Replicas, c.Result.TTFT, c.UnderLoad, c.Miss)
+		}
+	}
+	if smallest := pl.Refuted[0].GPUs; pl.Best[0].GPUs <= smallest {
+		t.Errorf("best has %d GPUs, the refuted first %d", pl.Best[0].GPUs, smallest)
+	}
+	for _, c := range pl.Best {
+		if c.UnderLoad == nil || !c.UnderLoad.MeetsSLO || c.UnderLoad.TTFT > 0.5 || c.UnderLoad.Quantile != "p99" {
+			t.Errorf("recommended %s x%d under load %+v", c.Layout(), c.Replicas, c.UnderLoad)
+		}
+	}
+	b := pl.Best[0]
+	rp := replica(t, m, "H100", b.TP)
+	rp.Engine.PP = b.PP
+	rp.Engine.MaxBatch = math.Min(rp.Engine.MaxBatch, b.BatchCap)
+	n := int(math.Round(200 / float64(b.Replicas)))
+	sim, err := rp.Simulate(Load{Kind: Users, N: n, Lengths: []Request{{2000, 500}}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sim.TTFT.P99 > 0.5 {
+		t.Errorf("%s x%d simulated again: p99 TTFT %g s", b.Layout(), b.Replicas, sim.TTFT.P99)
+	}
+	testutil.Near(t, "the plan's p99 against the re-run", b.UnderLoad.TTFT, sim.TTFT.P99, 1e-9)
+	if pl.Simulated == nil || !strings.Contains(pl.Simulated.Config, b.Layout()) {
+		t.Errorf("the plan's simulation %+v is not its first deployment's", pl.Simulated)
+	}
+	// held at the median the burst is not the SLO's business: fewer GPUs pass
+	o.SLOQuantile = "p50"
+	med, err := PlanServe(m, []Target{target(t, "H100")}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(med.Best) == 0 || med.Best[0].GPUs >= b.GPUs {
+		t.Errorf("at p50 the best has %v GPUs, at p99 %d", med.Best, b.GPUs)
 	}
 }

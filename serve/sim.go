@@ -109,13 +109,11 @@ type simReq struct {
 // Simulate runs load on the replica's scheduler. With the attention data-parallel (EP > TP)
 // each group schedules its own share of the load (requests dealt round-robin); the groups
 // run in lockstep at the experts, so one group is simulated with 1/DP of the load and the
-// throughput scaled by DP. Pipelined replicas are not simulated (their micro-batches
-// interleave steps): use the steady state.
+// throughput scaled by DP. A pipelined replica is simulated a cycle at a time (PP micro-batch
+// steps, each with its own token budget, after which every running sequence has advanced one
+// token), as its steady state is timed.
 func (rp Replica) Simulate(load Load) (SimResult, error) {
 	e := rp.Engine
-	if e.stages() > 1 {
-		return SimResult{}, fmt.Errorf("simulating a pipelined replica (PP%d) is not supported: use the steady state", e.PP)
-	}
 	if e.DecodeOnly {
 		return SimResult{}, fmt.Errorf("a disaggregated decode instance has no arrivals of its own to simulate")
 	}
@@ -237,7 +235,9 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 			waiting = append(waiting, pending[0])
 			pending = pending[1:]
 		}
-		budget := e.TokenBudget
+		// a pipeline's step is a cycle of its PP micro-batch steps (cycle), each scheduled under
+		// its own budget, as the steady state times it
+		budget := e.TokenBudget * e.stages()
 		decodes, chunks = decodes[:0], chunks[:0] // reused step to step
 		for _, r := range running {
 			if r.prefilled >= r.ISL {

@@ -77,6 +77,37 @@ func TestSimulateUsersMatchesSteadyState(t *testing.T) {
 	}
 }
 
+// A pipelined replica simulated a cycle at a time meets its own steady state: each running
+// sequence advances one token per cycle of PP micro-batch steps.
+func TestSimulatePipelineMatchesSteadyState(t *testing.T) {
+	rp := simReplica(t)
+	rp.Engine.PP = 2
+	lengths := []Request{{1000, 1000}}
+	sim, err := rp.Simulate(Load{Kind: Users, N: 64, Requests: 64 * 20, Lengths: lengths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := rp.At(1000, 1000, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Near(t, "PP2 output tok/s against the steady state", sim.OutputTokS, ss.OutputTokS, 0.10)
+	testutil.Near(t, "PP2 TPOT against the steady state", sim.TPOT.Mean, ss.TPOT, 0.10)
+	flat := simReplica(t)
+	one, err := flat.Simulate(Load{Kind: Wave, N: 1, Lengths: []Request{{100, 50}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := rp.Simulate(Load{Kind: Wave, N: 1, Lengths: []Request{{100, 50}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// one sequence alone gains nothing from the pipeline and pays its hand-offs
+	if !(two.TPOT.Mean > one.TPOT.Mean) {
+		t.Errorf("one sequence: PP2 TPOT %g, PP1 %g", two.TPOT.Mean, one.TPOT.Mean)
+	}
+}
+
 // A wave larger than the batch cap queues: the last admitted wait for earlier requests to
 // finish, so p90 TTFT is many times the median's first-burst TTFT; an open loop below
 // capacity barely queues, one above it queues without bound (TTFT grows with the requests).

@@ -41,6 +41,7 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.Float64Flag{Name: "spec-draft-cost", Usage: "with --spec-tokens: cost of drafting one token, as a share of a decode step (default 1/layers: an MTP head of one layer)"},
 			&cli.StringFlag{Name: "ttft", Usage: "time-to-first-token SLO, e.g. 1s or 500ms"},
 			&cli.StringFlag{Name: "tpot", Usage: "time-per-output-token SLO, e.g. 50ms"},
+			&cli.StringFlag{Name: "slo-quantile", Value: serve.DefaultSLOQuantile, Usage: "the statistic of the simulated requests the SLOs hold at: mean, p50, p90 or p99 (a deployment must meet them in the steady state and simulated step by step under the load)"},
 			&cli.Float64Flag{Name: "users", Usage: "concurrent users (closed loop)"},
 			&cli.Float64Flag{Name: "rate", Usage: "arrival rate, requests/s"},
 			&cli.Int64Flag{Name: "gpus", Usage: "deploy on exactly N GPUs (replicas = N / TP)"},
@@ -203,6 +204,7 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 	if o.TPOT, err = parseSLO("tpot", c.String("tpot")); err != nil {
 		return o, nil, nil, err
 	}
+	o.SLOQuantile = c.String("slo-quantile")
 	if c.IsSet("token-budget") || o.Engine.Name == "" {
 		o.Engine.TokenBudget = c.Float64("token-budget")
 	}
