@@ -501,7 +501,7 @@ func embedded(name string, b []byte) []Row {
 	return rows
 }
 
-// Sets are the row sets shipped with mrep, by the name `mrep validate --set` takes.
+// Sets are the row sets shipped with mrep, by the name `mrep validate --rows` takes.
 var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "bench-serve": BenchServe,
 	"finetune": FineTuneSet, "finetune-time": FineTuneTimeSet}
 
@@ -530,7 +530,7 @@ type RowSource struct {
 // ShippedSet is the shipped set of that name.
 func ShippedSet(name string) (RowSource, error) {
 	if _, ok := Sets[name]; !ok {
-		return RowSource{}, fmt.Errorf("set %q: want calibration, extended, heldout, amd-vllm, bench-serve, finetune or finetune-time", name)
+		return RowSource{}, fmt.Errorf("rows %q: want calibration, extended, heldout, amd-vllm, bench-serve, finetune or finetune-time", name)
 	}
 	return RowSource{Set: name}, nil
 }
@@ -747,7 +747,7 @@ func parseCSV(b []byte) ([]Row, error) {
 // Where keeps the rows that meet every condition, each KEY=V1,V2 (any of the values): keys
 // model, chip, kind, engine, dtype, source (a substring of the source), tp, ep, pp, gpus,
 // concurrency, metric, stat.
-// It is how a fit names its fit set out of a shipped file (calibrate --set extended --where
+// It is how a fit names its fit set out of a shipped file (calibrate --rows extended --where
 // chip=B200,GB200 --where tp=1).
 func Where(rows []Row, conds []string) ([]Row, error) {
 	type cond struct {

@@ -692,7 +692,6 @@ func countLayouts(cs []Config) int {
 	return len(dedupe(cs, 0))
 }
 
-
 // largestCap is the largest batch cap whose steady state meets the SLOs (bisection: TPOT and
 // TTFT grow with the batch), so "the largest batch under 50 ms" is answered exactly.
 func (o PlanOptions) largestCap(tg Target, rp Replica, limit float64) (float64, bool, error) {

@@ -70,11 +70,11 @@ def kernel_lanes():
 
 
 def source(chip, leave):
-    return ("fitted together with the lane's measured-kernel figures in place (mrep --chips-file LANES calibrate --set bench-serve "
+    return ("fitted together with the lane's measured-kernel figures in place (mrep --chips-file LANES calibrate --rows bench-serve "
             f"--where chip={chip} --where engine=sglang --where concurrency=1,16 --where stat=median --abs-loss --fit "
             f"step_overhead_us,request_overhead_us,seq_overhead_us --leave-out {leave} --lane sglang; calib/sources/write_kernel_lanes.py) "
             f"to the runs at 1 and 16 users of sgl-cookbook's tables on {chip} (calib/bench_serve.json; median TTFT and TPOT). "
-            "The runs at 64 and 100 users are held out (mrep validate --set bench-serve)")
+            "The runs at 64 and 100 users are held out (mrep validate --rows bench-serve)")
 
 
 def merge(d, chip, engine, figs, srcs):
@@ -110,7 +110,7 @@ def main():
         open(p, "a").write("\n")
         return
     for chip, leave in (("B200", "model"), ("A100-SXM", "row")):
-        [f] = run("--chips-file", tmp.name, "calibrate", "--set", "bench-serve", "--where", f"chip={chip}", "--where", "engine=sglang",
+        [f] = run("--chips-file", tmp.name, "calibrate", "--rows", "bench-serve", "--where", f"chip={chip}", "--where", "engine=sglang",
                   "--where", "concurrency=1,16", "--where", "stat=median", "--abs-loss",
                   "--fit", "step_overhead_us,request_overhead_us,seq_overhead_us", "--leave-out", leave, "--lane", "sglang", "--json")
         figs = collections.OrderedDict((k, round(f["params"][k], {"step_overhead_us": 1, "seq_overhead_us": 2, "request_overhead_us": 0}[k]))

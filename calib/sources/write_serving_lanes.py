@@ -43,7 +43,7 @@ WHERE = ["--where", MODELS, "--where", "tp=1"]
 
 
 def calibrate(chip, fit, chips_file=None, rowset="extended", where=WHERE, leave_out="model"):
-    cmd = [MREP, "calibrate", "--set", rowset, "--where", f"chip={chip}", *where, "--abs-loss",
+    cmd = [MREP, "calibrate", "--rows", rowset, "--where", f"chip={chip}", *where, "--abs-loss",
            "--fit", fit, "--leave-out", leave_out, "--json"]
     if chips_file:
         cmd[1:1] = ["--chips-file", chips_file]
@@ -83,7 +83,7 @@ def main():
     fitset = ("the MoE rows of calib/extended.json on {chip} with a layout the source states (TensorRT-LLM "
               "perf-overview @00f37686 Llama-4-Scout and Qwen3-30B-A3B FP4 TP1; DeepSeek-R1 blog @01c4ece9 "
               "FP4 attention-DP8 EP8)")
-    cmd = "mrep calibrate --set extended --where chip={chip} --where " + MODELS + " --where tp=1 --abs-loss --leave-out model"
+    cmd = "mrep calibrate --rows extended --where chip={chip} --where " + MODELS + " --where tp=1 --abs-loss --leave-out model"
     lanes = {
         "B200": (collections.OrderedDict([
             ("grouped_gemm_frac", round(bp["grouped_gemm_frac"], 4)),
@@ -119,11 +119,11 @@ def main():
             ("step_overhead_us", round(fp["step_overhead_us"], 1)),
             ("seq_overhead_us", round(fp["seq_overhead_us"], 2)),
             ("request_overhead_us", round(fp["request_overhead_us"], 0))]),
-            f"fitted together (mrep calibrate --set bench-serve --where chip={chip} --where engine=sglang --where "
+            f"fitted together (mrep calibrate --rows bench-serve --where chip={chip} --where engine=sglang --where "
             f"concurrency=1,16 --where stat=median --abs-loss --fit step_overhead_us,request_overhead_us,seq_overhead_us "
             f"--leave-out {leave}) to the runs at 1 and 16 users of sgl-cookbook's tables on {chip} (calib/bench_serve.json; "
             f"median TTFT and TPOT: a mean over 10 requests carries the first request's warm-up): "
-            f"{summary(f, leave)}. The runs at 64 and 100 users are held out (mrep validate --set bench-serve)")
+            f"{summary(f, leave)}. The runs at 64 and 100 users are held out (mrep validate --rows bench-serve)")
     write("sglang", sg)
     for chip, (figs, src) in sg.items():
         print(chip, "sglang", dict(figs))

@@ -35,7 +35,7 @@ func planCommand(env Env) *cli.Command {
 			Flags: append([]cli.Flag{
 				&cli.Int64Flag{Name: "gpus", Required: true, Usage: "GPUs in the job"},
 				&cli.Int64Flag{Name: "gbs", Required: true, Usage: "global batch, sequences per optimizer step"},
-				&cli.Int64Flag{Name: "seq", Value: 8192, Usage: "sequence length"},
+				&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Value: 8192, Usage: "S: training tokens per sequence"},
 				&cli.StringFlag{Name: "chip", Value: "H100-SXM", Usage: "`CHIP` as `mrep chips` lists it (its default 8-GPU node)"},
 				&cli.StringFlag{Name: "system", Usage: "`SYSTEM` from mrep chips --json (dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, dgx-a100, tpu-v5p-pod, tpu-v6e-256): chip, scale-up domain and links"},
 				&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "precision recipe: bf16 or fp8 (FP8 GEMMs, BF16 attention)"},

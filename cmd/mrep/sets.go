@@ -32,7 +32,7 @@ func parseSets(list []string) (configSets, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return s, fmt.Errorf("--set %q: want KEY=VALUE, e.g. --set num_attention_heads=12", kv)
+			return s, fmt.Errorf("--set %q: want KEY=VALUE, e.g. --set num_attention_heads=12 (a row set shipped with mrep is --rows NAME, on validate and calibrate)", kv)
 		}
 		var val any = v
 		dec := json.NewDecoder(strings.NewReader(v))

@@ -92,7 +92,7 @@ func validateCommand(env Env) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "extended", Usage: "the out-of-sample serving rows shipped with mrep (other chips, models, MoE and TP sizes; nothing was fitted to them) instead of the calibration set"},
 			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
-			&cli.StringFlag{Name: "set", Usage: "a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X), bench-serve (vLLM's and SGLang's published serving benchmarks: TTFT, TPOT, throughput under load), finetune (published fine-tune memory peaks), finetune-time (published SFT and LoRA step times)"},
+			&cli.StringFlag{Name: "rows", Usage: "`NAME` of a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X), bench-serve (vLLM's and SGLang's published serving benchmarks: TTFT, TPOT, throughput under load), finetune (published fine-tune memory peaks), finetune-time (published SFT and LoRA step times)"},
 			&cli.BoolFlag{Name: "kernels", Usage: "check mrep's kernel timing against NVIDIA's measured kernels instead (aiconfigurator-core's tables, resampled into calib/kernels.json.gz: GEMMs and attention per chip, engine release and precision)"},
 			&cli.BoolFlag{Name: "loo", Usage: "also refit the training lanes without each source and predict its rows (leave one source out: one full lane fit per source, about 8 s each on 2 cores; the time taken is printed on stderr)"},
 			&cli.BoolFlag{Name: "no-loo", Hidden: true, Usage: "without --loo, the default: kept so scripts written for earlier releases still run"},
@@ -109,11 +109,11 @@ func validateCommand(env Env) *cli.Command {
 			}
 			switch {
 			case c.Bool("heldout") && (c.Bool("extended") || !src.Shipped() || src.Set != ""):
-				return cli.Exit("validate: give one of a rows file, --extended, --heldout or --set, not both", exitUsage)
+				return cli.Exit("validate: give one of a rows file, --extended, --heldout or --rows, not both", exitUsage)
 			case c.Bool("heldout"):
 				src.Set = "heldout"
 			case c.Bool("extended") && (!src.Shipped() || src.Set != ""):
-				return cli.Exit("validate: give one of a rows file, --extended or --set, not both", exitUsage)
+				return cli.Exit("validate: give one of a rows file, --extended or --rows, not both", exitUsage)
 			case c.Bool("extended"):
 				src.Set = "extended"
 			}
@@ -155,10 +155,10 @@ func validateCommand(env Env) *cli.Command {
 }
 
 // rowSource is where a validate or calibrate command's rows come from: the file argument, or
-// the set --set names (both at once is a usage error); neither is the shipped calibration set.
+// the set --rows names (both at once is a usage error); neither is the shipped calibration set.
 func rowSource(c *cli.Context) (calib.RowSource, error) {
 	path := c.Args().First()
-	set := c.String("set")
+	set := c.String("rows")
 	if set == "" {
 		return calib.RowSource{Path: path}, nil
 	}
@@ -167,14 +167,14 @@ func rowSource(c *cli.Context) (calib.RowSource, error) {
 		return src, cli.Exit(fmt.Sprintf("%s --%v", c.Command.Name, err), exitUsage)
 	}
 	if path != "" {
-		return src, cli.Exit(c.Command.Name+": give a rows file or --set, not both", exitUsage)
+		return src, cli.Exit(c.Command.Name+": give a rows file or --rows, not both", exitUsage)
 	}
 	return src, nil
 }
 
 // validateKernels is validate --kernels: the shipped measured kernels against the time model.
 func validateKernels(c *cli.Context) error {
-	ks, db, err := shippedKernels(c, "extended", "heldout", "set", "where", "loo")
+	ks, db, err := shippedKernels(c, "extended", "heldout", "rows", "where", "loo")
 	if err != nil {
 		return err
 	}

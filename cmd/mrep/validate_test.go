@@ -290,7 +290,7 @@ func TestAMDSetAndServingEngine(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"rows"`
 	}
-	if err := json.Unmarshal([]byte(mustRun(t, db, "validate", "--set", "amd-vllm", "--json")), &rep); err != nil || len(rep.Rows) != 605 {
+	if err := json.Unmarshal([]byte(mustRun(t, db, "validate", "--rows", "amd-vllm", "--json")), &rep); err != nil || len(rep.Rows) != 605 {
 		t.Fatalf("amd-vllm set: %v, %d rows", err, len(rep.Rows))
 	}
 	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-70B-Instruct.json.gz")
@@ -298,7 +298,7 @@ func TestAMDSetAndServingEngine(t *testing.T) {
 	if !strings.Contains(md, "kernels timed with the vllm figures fitted on this chip") {
 		t.Errorf("plan serve on MI300X does not name the engine's figures:\n%s", md)
 	}
-	for _, bad := range [][]string{{"plan", "serve", "latest", "--chip", "MI300X", "--engine", "tgi"}, {"validate", "--set", "nope"}} {
+	for _, bad := range [][]string{{"plan", "serve", "latest", "--chip", "MI300X", "--engine", "tgi"}, {"validate", "--rows", "nope"}} {
 		if _, _, err := run(t, db, bad...); err == nil {
 			t.Errorf("%v: want an error", bad)
 		}
@@ -310,7 +310,7 @@ func TestAMDSetAndServingEngine(t *testing.T) {
 // serving benchmarks validate through the step-by-step scheduler.
 func TestCalibrateWhereAndLeaveOut(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "w.db")
-	out := mustRun(t, db, "calibrate", "--set", "bench-serve", "--where", "chip=A100-SXM", "--where", "engine=sglang",
+	out := mustRun(t, db, "calibrate", "--rows", "bench-serve", "--where", "chip=A100-SXM", "--where", "engine=sglang",
 		"--where", "concurrency=1", "--where", "stat=median", "--where", "metric=tpot", "--fit", "step_overhead_us", "--leave-out", "row", "--abs-loss")
 	for _, want := range []string{"Calibration of A100-SXM (2 rows)", "step_overhead_us", "each predicted by a fit to the others"} {
 		if !strings.Contains(out, want) {
@@ -321,11 +321,11 @@ func TestCalibrateWhereAndLeaveOut(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"calibrate", "--set", "extended", "--where", "colour=red"}, `unknown key "colour"`},
-		{[]string{"calibrate", "--set", "extended", "--where", "chip"}, "want KEY=VALUE"},
-		{[]string{"calibrate", "--set", "extended", "--leave-out", "moon"}, `leave-out "moon"`},
-		{[]string{"calibrate", "--set", "nope"}, `--set "nope"`},
-		{[]string{"calibrate", "--set", "extended", "--where", "chip=NoChip"}, "no row matches --where chip=NoChip"},
+		{[]string{"calibrate", "--rows", "extended", "--where", "colour=red"}, `unknown key "colour"`},
+		{[]string{"calibrate", "--rows", "extended", "--where", "chip"}, "want KEY=VALUE"},
+		{[]string{"calibrate", "--rows", "extended", "--leave-out", "moon"}, `leave-out "moon"`},
+		{[]string{"calibrate", "--rows", "nope"}, `--rows "nope"`},
+		{[]string{"calibrate", "--rows", "extended", "--where", "chip=NoChip"}, "no row matches --where chip=NoChip"},
 	} {
 		_, _, err := run(t, db, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -338,9 +338,9 @@ func TestCalibrateWhereAndLeaveOut(t *testing.T) {
 			Predicted float64 `json:"predicted"`
 		} `json:"rows"`
 	}
-	js := mustRun(t, db, "validate", "--set", "bench-serve", "--where", "model=Qwen3-235B-A22B", "--where", "concurrency=100", "--json", "--no-loo")
+	js := mustRun(t, db, "validate", "--rows", "bench-serve", "--where", "model=Qwen3-235B-A22B", "--where", "concurrency=100", "--json", "--no-loo")
 	if err := json.Unmarshal([]byte(js), &rep); err != nil || len(rep.Rows) != 4 {
-		t.Fatalf("validate --set bench-serve --where: %v, %d rows", err, len(rep.Rows))
+		t.Fatalf("validate --rows bench-serve --where: %v, %d rows", err, len(rep.Rows))
 	}
 	for _, r := range rep.Rows {
 		if !(r.Predicted > 0) {
@@ -465,7 +465,7 @@ func TestCalibrateKernels(t *testing.T) {
 	if !(after < before) {
 		t.Errorf("H100 TensorRT-LLM decode attention: median |error| %.3f with the shipped lane, %.3f with the fitted one", before, after)
 	}
-	if _, _, err := run(t, db, "calibrate", "--kernels", "--set", "extended"); exitCode(err) != exitUsage {
+	if _, _, err := run(t, db, "calibrate", "--kernels", "--rows", "extended"); exitCode(err) != exitUsage {
 		t.Errorf("calibrate --kernels --set: exit %d, want a usage error", exitCode(err))
 	}
 }
