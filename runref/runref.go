@@ -202,12 +202,24 @@ var shapeKeys = []string{"model_type", "hidden_size", "num_hidden_layers", "num_
 	"num_experts_per_tok", "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
 	"tie_word_embeddings", "sliding_window", "n_layer", "n_embd", "n_head"}
 
+// biasKeys are the config switches that add bias vectors to a model's linear layers: the zoo's
+// dumps hold the modules as built, so a config that turns one on is another model (an absent
+// switch is off, as in the Hugging Face classes).
+var biasKeys = []string{"attention_bias", "mlp_bias"}
+
 // Match finds the zoo model whose config has the same architecture and sizes as cfg (nested
 // text_config included), "" when none does.
 func Match(cfg map[string]any) string {
+	z, _ := match(cfg, true)
+	return z
+}
+
+// match is Match, with the bias switches compared or (biases false) not; the second result is
+// the zoo model's config.
+func match(cfg map[string]any, biases bool) (string, map[string]any) {
 	want := shape(cfg)
 	if len(want) < 3 {
-		return ""
+		return "", nil
 	}
 	names := examples.Names()
 	sort.Strings(names)
@@ -216,11 +228,74 @@ func Match(cfg map[string]any) string {
 		if err != nil {
 			continue
 		}
-		if got := shape(d.Config); sameShape(got, want) {
-			return n
+		got := shape(d.Config)
+		if !sameShape(got, want) {
+			continue
+		}
+		if biases && biasDiff(d.Config, cfg) != "" {
+			continue
+		}
+		return n, d.Config
+	}
+	return "", nil
+}
+
+// flag is a config switch's value, nested text_config included; absent is off.
+func flag(cfg map[string]any, k string) bool {
+	for _, c := range []map[string]any{cfg, sub(cfg, "text_config")} {
+		if v, ok := c[k].(bool); ok {
+			return v
 		}
 	}
-	return ""
+	return false
+}
+
+// biasDiff says which bias switches cfg sets otherwise than the zoo's config ("" when none).
+func biasDiff(zoo, cfg map[string]any) string {
+	var diff []string
+	for _, k := range biasKeys {
+		if a, b := flag(cfg, k), flag(zoo, k); a != b {
+			diff = append(diff, fmt.Sprintf("%s: %v (the zoo model's: %v)", k, a, b))
+		}
+	}
+	return strings.Join(diff, ", ")
+}
+
+// valueKeys are the config fields mrep reads beyond the shapes: the context (positions, RoPE),
+// the checkpoint's precision. A config.json that matches a zoo model's shapes but states one
+// of these otherwise is analysed with its own values, and the note names each.
+var valueKeys = []string{"max_position_embeddings", "n_positions", "rope_scaling", "rope_theta", "torch_dtype", "dtype", "quantization_config"}
+
+// adoptValues writes cfg's valueKeys into the zoo dump's config where they differ and says
+// which, as "key: file's (the zoo model's: zoo's)".
+func adoptValues(d *model.Dump, cfg map[string]any) []string {
+	var diff []string
+	text := sub(cfg, "text_config")
+	for _, k := range valueKeys {
+		v, ok := cfg[k]
+		target := d.Config
+		if text != nil {
+			if tv, tok := text[k]; tok {
+				v, ok, target = tv, true, d.TextConfig()
+			}
+		} else if _, inText := d.TextConfig()[k]; inText {
+			target = d.TextConfig()
+		}
+		if !ok {
+			continue
+		}
+		old, had := target[k]
+		a, _ := json.Marshal(v)
+		b, _ := json.Marshal(old)
+		if had && string(a) == string(b) {
+			continue
+		}
+		if had { // a value the zoo's dump leaves unstated is supplied without a word
+			diff = append(diff, fmt.Sprintf("%s: %s (the zoo model's: %s)", k, a, b))
+		}
+		target[k] = v
+	}
+	return diff
 }
 
 // aliases are config keys that say the same thing under another name (the exporter writes
@@ -274,8 +349,8 @@ func sameShape(zoo, cfg map[string]string) bool {
 	return true
 }
 
-// fromConfig resolves a config.json to the zoo model of the same shapes, or explains how to
-// export it.
+// fromConfig resolves a config.json to the zoo model of the same shapes, with the file's own
+// context and precision where they differ (named in the note), or explains how to export it.
 func fromConfig(path string, cfg map[string]any) (Ref, error) {
 	name := Name(cfg)
 	if z := Match(cfg); z != "" {
@@ -283,12 +358,19 @@ func fromConfig(path string, cfg map[string]any) (Ref, error) {
 		if err != nil {
 			return Ref{}, err
 		}
-		return Ref{Dump: d, Run: store.Run{ModelName: z, SourceKind: "zoo"}, From: "config.json",
-			Note: fmt.Sprintf("%s is a Hugging Face config.json (%s); the zoo model %s has the same architecture and sizes: using it", path, name, z)}, nil
+		note := fmt.Sprintf("%s is a Hugging Face config.json (%s); the zoo model %s has the same architecture and sizes: using it", path, name, z)
+		if diff := adoptValues(d, cfg); len(diff) > 0 {
+			note += " with this file's " + strings.Join(diff, ", ")
+		}
+		return Ref{Dump: d, Run: store.Run{ModelName: z, SourceKind: "zoo"}, From: "config.json", Note: note}, nil
 	}
 	out := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)) + ".json.gz"
-	return Ref{}, fmt.Errorf("%s: %w (%s, model_type %v); no zoo model has its architecture and sizes (see `mrep models`). Export it with the Python exporter (pip install ./exporter[hf] from a clone of mrep):\n  python -m mrep_export --hf-config %s -o %s\nthen give %s to any mrep command, or `mrep ingest %s` to keep it",
-		path, ErrHFConfig, name, cfg["model_type"], shell.Quote(path), shell.Quote(out), shell.Quote(out), shell.Quote(out))
+	near := ""
+	if z, zc := match(cfg, false); z != "" {
+		near = fmt.Sprintf(" (the zoo model %s has its sizes but not its biases: %s)", z, biasDiff(zc, cfg))
+	}
+	return Ref{}, fmt.Errorf("%s: %w (%s, model_type %v); no zoo model has its architecture and sizes%s (see `mrep models`). Export it with the Python exporter (pip install ./exporter[hf] from a clone of mrep):\n  python -m mrep_export --hf-config %s -o %s\nthen give %s to any mrep command, or `mrep ingest %s` to keep it",
+		path, ErrHFConfig, name, cfg["model_type"], near, shell.Quote(path), shell.Quote(out), shell.Quote(out), shell.Quote(out))
 }
 
 // ZooModel is one model of the zoo, as `mrep models` lists it.

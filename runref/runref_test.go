@@ -2,7 +2,10 @@ package runref
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +73,61 @@ func TestResolve(t *testing.T) {
 
 // A config names its model from _name_or_path, then architectures, then model_type, never the
 // file's stem.
+// A config.json of a zoo model's sizes is that model with the file's own context and precision,
+// each difference named; one that turns on biases the zoo's modules lack is another model, and
+// the error names the near zoo model and the switch.
+func TestConfigMatchNamesWhatDiffers(t *testing.T) {
+	ctx := context.Background()
+	raw, err := os.ReadFile("../examples/configs/Llama-3.1-8B.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, edit func(map[string]any)) string {
+		c := maps.Clone(cfg)
+		edit(c)
+		b, _ := json.Marshal(c)
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	short := write("config.json", func(c map[string]any) {
+		c["max_position_embeddings"] = 1024
+		c["quantization_config"] = map[string]any{"quant_method": "fp8"}
+	})
+	r, err := Resolve(ctx, nil, short)
+	if err != nil || r.Run.ModelName != "Llama-3.1-8B" {
+		t.Fatalf("%+v %v", r.Run, err)
+	}
+	if !strings.Contains(r.Note, "max_position_embeddings: 1024 (the zoo model's: 131072)") {
+		t.Errorf("note %q does not name the context", r.Note)
+	}
+	if got := fmt.Sprint(r.Dump.TextConfig()["max_position_embeddings"]); got != "1024" {
+		t.Errorf("the file's context was not used: %s", got)
+	}
+	if q, _ := r.Dump.Config["quantization_config"].(map[string]any); q["quant_method"] != "fp8" {
+		t.Errorf("the file's quantization was not used: %v", r.Dump.Config["quantization_config"])
+	}
+	zoo, err := Resolve(ctx, nil, "Llama-3.1-8B")
+	if err != nil || fmt.Sprint(zoo.Dump.TextConfig()["max_position_embeddings"]) != "131072" {
+		t.Errorf("the zoo's own model changed: %v %v", zoo.Dump.TextConfig()["max_position_embeddings"], err)
+	}
+	biased := write("config.json", func(c map[string]any) { c["attention_bias"] = true })
+	_, err = Resolve(ctx, nil, biased)
+	if !errors.Is(err, ErrHFConfig) || !strings.Contains(err.Error(), "the zoo model Llama-3.1-8B has its sizes but not its biases: attention_bias: true (the zoo model's: false)") {
+		t.Errorf("a biased config: %v", err)
+	}
+	same := write("config.json", func(c map[string]any) { c["attention_bias"] = false })
+	if r, err := Resolve(ctx, nil, same); err != nil || r.Run.ModelName != "Llama-3.1-8B" || strings.Contains(r.Note, "with this file's") {
+		t.Errorf("the zoo's own config: %+v %q %v", r.Run, r.Note, err)
+	}
+}
+
 func TestName(t *testing.T) {
 	for _, c := range []struct {
 		cfg  map[string]any
