@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 
 	gochart "github.com/wcharczuk/go-chart/v2"
@@ -322,6 +323,95 @@ func ServePlanChart(title string, p serve.Plan) gochart.Chart {
 		YAxis:          chart.NiceAxis("output tokens/s per GPU", 0, top),
 		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()},
 		Series:         series,
+	}
+	c.Elements = []gochart.Renderable{chart.Legend(entries)}
+	chart.LeftAxis(&c)
+	return c
+}
+
+// ServeChipsChart answers "which chip": one curve per chip, its Pareto front over every layout
+// and batch cap searched (tokens/s per GPU against tokens/s per user), in the palette's colours
+// ranked in the legend by what each gives at the TPOT SLO (or, without one, at its most tokens/s
+// per GPU), with the layout and batch that get it there, its point ringed on the curve. The per-layout
+// curves are ServePlanChart's (plan serve --chart layouts).
+func ServeChipsChart(title string, p serve.Plan) gochart.Chart {
+	type front struct {
+		chip string
+		cs   []serve.Config
+		at   *serve.Config // the most tokens/s per GPU at or beyond the TPOT SLO
+	}
+	floor := 0.0 // the TPOT SLO as tokens/s per user
+	if p.Options.TPOT > 0 {
+		floor = 1 / p.Options.TPOT
+	}
+	var fronts []*front
+	idx := map[string]*front{}
+	for _, c := range p.Pareto {
+		f := idx[c.Chip]
+		if f == nil {
+			f = &front{chip: c.Chip}
+			idx[c.Chip] = f
+			fronts = append(fronts, f)
+		}
+		f.cs = append(f.cs, c)
+	}
+	for _, f := range fronts {
+		sort.SliceStable(f.cs, func(a, b int) bool { return f.cs[a].TokSPerUser < f.cs[b].TokSPerUser })
+		for k := range f.cs {
+			if c := &f.cs[k]; c.TokSPerUser >= floor && (f.at == nil || c.TokSPerGPU > f.at.TokSPerGPU) {
+				f.at = c
+			}
+		}
+	}
+	// the legend ranks the chips by what they give at the SLO: the answer reads top down
+	sort.SliceStable(fronts, func(a, b int) bool {
+		fa, fb := fronts[a].at, fronts[b].at
+		if (fa == nil) != (fb == nil) {
+			return fb == nil
+		}
+		return fa != nil && fa.TokSPerGPU > fb.TokSPerGPU
+	})
+	var series, marks []gochart.Series
+	var entries []chart.LegendEntry
+	maxX, maxY := 1.0, 0.0
+	for i, f := range fronts {
+		var xs, ys []float64
+		for _, c := range f.cs {
+			xs, ys = append(xs, c.TokSPerUser), append(ys, c.TokSPerGPU)
+			maxX, maxY = math.Max(maxX, c.TokSPerUser), math.Max(maxY, c.TokSPerGPU)
+		}
+		col := chart.ColorAt(i)
+		label := Visible(f.chip) + ": misses the TPOT SLO"
+		if at := f.at; at != nil {
+			label = fmt.Sprintf("%d. %s: %.0f tok/s/GPU at %.0f tok/s/user, %s B%.0f", i+1, Visible(f.chip), at.TokSPerGPU, at.TokSPerUser, Visible(serveLayout(*at)), at.BatchCap)
+			// the chip's point at the SLO: a dot in its colour ringed in black
+			for _, dot := range []struct {
+				w float64
+				c drawing.Color
+			}{{11, drawing.ColorBlack}, {7, col}} {
+				marks = append(marks, gochart.ContinuousSeries{XValues: []float64{at.TokSPerUser}, YValues: []float64{at.TokSPerGPU},
+					Style: gochart.Style{StrokeWidth: 0, StrokeColor: dot.c, DotWidth: dot.w, DotColor: dot.c}})
+			}
+		}
+		entries = append(entries, chart.LegendEntry{Label: label, Color: col})
+		series = append(series, gochart.ContinuousSeries{Name: f.chip, XValues: xs, YValues: ys,
+			Style: gochart.Style{StrokeWidth: 2.5, StrokeColor: col, DotWidth: 3, DotColor: col}})
+	}
+	top := 1.05 * math.Max(maxY, 1)
+	if floor > 0 {
+		maxX = math.Max(maxX, floor)
+		series = append(series, gochart.ContinuousSeries{Name: "TPOT SLO", XValues: []float64{floor, floor}, YValues: []float64{0, top},
+			Style: gochart.Style{StrokeWidth: 1.5, StrokeColor: drawing.ColorFromHex("c0392b"), StrokeDashArray: []float64{6, 4}}})
+		entries = append(entries, chart.LegendEntry{Label: fmt.Sprintf("TPOT ≤ %s: meet it right of the line", seconds(p.Options.TPOT)), Color: drawing.ColorFromHex("c0392b"), Dash: []float64{6, 4}})
+	}
+	entries = append(entries, chart.LegendEntry{Label: "ringed: each chip's best at the SLO", Color: drawing.ColorBlack, Dot: true})
+	c := gochart.Chart{
+		Title: title, TitleStyle: gochart.Style{FontSize: 12}, Width: 1100, Height: 640,
+		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 360, Bottom: 20}},
+		XAxis:          chart.NiceXAxis("output tokens/s per user (1/TPOT)", 0, 1.05*maxX),
+		YAxis:          chart.NiceAxis("output tokens/s per GPU", 0, top),
+		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()},
+		Series:         append(series, marks...),
 	}
 	c.Elements = []gochart.Renderable{chart.Legend(entries)}
 	chart.LeftAxis(&c)

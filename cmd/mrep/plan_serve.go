@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	gochart "github.com/wcharczuk/go-chart/v2"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
@@ -55,6 +56,7 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.IntFlag{Name: "top", Value: 10, Usage: "deployments to show"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write serve.md, serve.json and the Pareto chart (serve.png) to `DIR`"},
+			&cli.StringFlag{Name: "chart", Usage: "what serve.png compares: chips (one curve per chip, its best layouts; the default with several --chip) or layouts (one curve per chip and layout; the default with one)"},
 			&cli.StringFlag{Name: "emit", Usage: "write each recommended deployment for `ENGINE` (vllm, sglang, trtllm): its launch command and config with the planned layout and limits, and the engine's benchmark command for the workload; into -o DIR, else printed after the plan (implies --engine ENGINE unless given)"},
 			&cli.StringFlag{Name: "model-id", Usage: "the Hugging Face `ID` or path the emitted commands load (default: the config's _name_or_path, else the model's name)"},
 		},
@@ -93,9 +95,11 @@ func planServeCommand(env Env) *cli.Command {
 					}
 				}
 				if len(plan.Pareto) > 0 {
-					if err := files.Add("serve.png", func(w io.Writer) error {
-						return render.RenderPNG(render.ServePlanChart(servePlanTitle(d.Model.Name, o), plan), w)
-					}); err != nil {
+					chart, err := serveChart(c, d.Model.Name, o, plan)
+					if err != nil {
+						return err
+					}
+					if err := files.Add("serve.png", func(w io.Writer) error { return render.RenderPNG(chart, w) }); err != nil {
 						return cli.Exit("serve chart: "+err.Error(), exitFailure)
 					}
 				}
@@ -315,6 +319,25 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan, zoo bool) (
 		out = append(out, fs)
 	}
 	return out, notes, nil
+}
+
+// serveChart is serve.png: the chips compared (several --chip) or each chip's layouts (one, or
+// --chart layouts).
+func serveChart(c *cli.Context, model string, o serve.PlanOptions, plan serve.Plan) (gochart.Chart, error) {
+	kind := c.String("chart")
+	if kind == "" {
+		kind = "layouts"
+		if len(c.StringSlice("chip")) > 1 {
+			kind = "chips"
+		}
+	}
+	switch kind {
+	case "chips":
+		return render.ServeChipsChart(servePlanTitle(model, o), plan), nil
+	case "layouts":
+		return render.ServePlanChart(servePlanTitle(model, o), plan), nil
+	}
+	return gochart.Chart{}, cli.Exit(fmt.Sprintf("plan serve --chart %q: want chips or layouts", render.Visible(kind)), exitUsage)
 }
 
 // servePlanTitle is serve.png's title: the model, workload, precision and load it answers.

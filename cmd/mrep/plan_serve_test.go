@@ -56,6 +56,44 @@ func TestPlanServe(t *testing.T) {
 	}
 }
 
+// Several chips chart as chips, one as its layouts, either on request; anything else is refused
+// before a file is written.
+func TestPlanServeChartKinds(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "c.db")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--chip", "H100", "--chip", "H200", "--chip", "B200"}, 0},
+		{[]string{"--chip", "H100", "--chart", "chips"}, 0},
+		{[]string{"--chip", "H100", "--chip", "H200", "--chart", "layouts"}, 0},
+		{[]string{"--chip", "H100", "--chart", "pie"}, exitUsage},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		args := append([]string{"plan", "serve", "Llama-3.1-8B", "--tpot", "50ms", "--top", "2", "-o", dir}, c.args...)
+		_, stderr, err := run(t, db, args...)
+		if exitCode(err) != c.code {
+			t.Errorf("%v: exit %d (%s), want %d", c.args, exitCode(err), stderr, c.code)
+			continue
+		}
+		f, ferr := os.Open(filepath.Join(dir, "serve.png"))
+		if c.code != 0 {
+			if ferr == nil || !strings.Contains(err.Error(), `--chart "pie": want chips or layouts`) {
+				t.Errorf("--chart pie: wrote serve.png or said %v", err)
+			}
+			continue
+		}
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil || img.Bounds().Dx() != 1100 {
+			t.Errorf("%v: serve.png %v", c.args, err)
+		}
+	}
+}
+
 // Bad input is refused naming the value, and an impossible SLO exits non-zero saying why.
 func TestPlanServeRefuses(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
