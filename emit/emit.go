@@ -289,8 +289,13 @@ func oneLine(s string) string {
 func WriteAll(w io.Writer, fs Files) error {
 	for _, n := range fs.Names {
 		lang := "sh"
-		if strings.HasSuffix(n, ".yml") {
+		switch {
+		case strings.HasSuffix(n, ".yml"):
 			lang = "yaml"
+		case strings.HasSuffix(n, ".py"):
+			lang = "python"
+		case strings.HasSuffix(n, ".toml"):
+			lang = "toml"
 		}
 		if _, err := fmt.Fprintf(w, "\n`%s`:\n\n```%s\n%s```\n", n, lang, fs.Contents[n]); err != nil {
 			return err

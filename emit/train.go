@@ -12,16 +12,19 @@ var TrainFrameworks = []string{"megatron", "torchtitan"}
 
 // Training is a planned training layout and what it trains.
 type Training struct {
-	Model  string // the Hugging Face id or path (torchtitan's hf_assets_path; a comment for Megatron)
-	Title  string
-	Chip   string // the chip it runs on: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule depends on its generation
-	Layout layout.Layout
-	Layers int64
-	FP8    string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
+	Model string // the Hugging Face id or path (torchtitan's hf_assets_path; a comment for Megatron)
+	Name  string // the model as mrep names it (the zoo's name): torchtitan's config to start from
+	// Release is the framework's release to write for (ResolveRelease; "": the newest checked).
+	Release string
+	Title   string
+	Chip    string // the chip it runs on: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule depends on its generation
+	Layout  layout.Layout
+	Layers  int64
+	FP8     string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
 }
 
 // WriteTraining is the framework's files for t: Megatron-LM's pretrain_gpt.py arguments, or a
-// torchtitan job TOML.
+// torchtitan config module (0.3 and later; a job TOML for 0.2.2).
 func WriteTraining(framework, prefix string, t Training) (Files, error) {
 	l := t.Layout
 	if l.TP < 1 || l.PP < 1 || l.DP < 1 || l.MBS < 1 || l.GBS < 1 || l.Seq < 1 {
@@ -38,7 +41,16 @@ func WriteTraining(framework, prefix string, t Training) (Files, error) {
 		t.Layout = split
 		f.add(prefix+"-megatron.sh", megatronArgs(t))
 	case "torchtitan":
-		f.add(prefix+"-torchtitan.toml", torchtitanTOML(t))
+		r, err := ResolveRelease("torchtitan", t.Release)
+		if err != nil {
+			return Files{}, err
+		}
+		if r.Name == "0.2.2" {
+			f.add(prefix+"-torchtitan.toml", torchtitanTOML(t))
+			break
+		}
+		// a Python module: its name must be importable (no hyphen)
+		f.add(strings.ReplaceAll(prefix, "-", "_")+"_torchtitan.py", torchtitanModule(t, r))
 	default:
 		return Files{}, fmt.Errorf("framework %q: want megatron or torchtitan", framework)
 	}

@@ -3,6 +3,7 @@ package emit
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,19 +34,28 @@ func TestEmittedTraining(t *testing.T) {
 		t      Training
 		wantMg []string
 		wantTT []string
+		wantPy []string
 	}{
-		{"dense", Training{Model: "meta-llama/Llama-3.1-70B", Title: "dense", Layout: denseLayout, Layers: 80},
+		{"dense", Training{Model: "meta-llama/Llama-3.1-70B", Name: "Llama-3.1-70B-Instruct", Title: "dense", Layout: denseLayout, Layers: 80},
 			[]string{"--tensor-model-parallel-size 4", "--pipeline-model-parallel-size 4", "--num-layers-per-virtual-pipeline-stage 4", "--context-parallel-size 2", "--sequence-parallel", "--recompute-granularity selective", "--use-distributed-optimizer"},
 			[]string{"tensor_parallel_degree = 4", "pipeline_parallel_schedule = \"Interleaved1F1B\"", "data_parallel_shard_degree = 2", "mode = \"selective\"",
-				"selective_ac_option = \"op\"", "enable_async_tensor_parallel = true", "[compile]\nenable = true", "CONFIG_FILE="}},
-		{"moe", Training{Model: "deepseek-ai/DeepSeek-V3", Title: "moe", Layout: moeLayout, Layers: 61, FP8: "fp8-blockwise"},
+				"selective_ac_option = \"op\"", "enable_async_tensor_parallel = true", "[compile]\nenable = true", "CONFIG_FILE="},
+			[]string{"import llama3_70b as base", "p.tensor_parallel_degree = 4", "p.pipeline_parallel_schedule = \"Interleaved1F1B\"", "p.data_parallel_shard_degree = 2",
+				"p.context_parallel_degree = 2", "p.num_pp_microbatches = 64", "t.num_tokens_per_microbatch_per_dp_rank = 8192 ", "t.num_tokens_per_train_step = 1048576 ",
+				"config.activation_checkpoint = SelectiveAC.Config()", "config.compile.enable = True", "config.compile.enable_async_tensor_parallel = True", "MODULE=train_torchtitan CONFIG=mrep_plan"}},
+		{"moe", Training{Model: "deepseek-ai/DeepSeek-V3", Name: "DeepSeek-V3", Title: "moe", Layout: moeLayout, Layers: 61, FP8: "fp8-blockwise"},
 			[]string{"--expert-model-parallel-size 8", "--moe-flex-dispatcher-backend deepep", "--overlap-moe-expert-parallel-comm", "--recompute-method block", "--recompute-num-layers 2", "--fp8-recipe blockwise",
 				"--decoder-first-pipeline-num-layers 1"},
 			[]string{"expert_parallel_degree = 8", "data_parallel_replicate_degree = 2", "data_parallel_shard_degree = 8", "mode = \"full\"", "[quantize.linear.float8]",
-				"converters = [\"quantize.linear.float8\"]", "pipeline_parallel_microbatch_size = 1", "local_batch_size = 64"}},
+				"converters = [\"quantize.linear.float8\"]", "pipeline_parallel_microbatch_size = 1", "local_batch_size = 64"},
+			[]string{"import deepseek_v3_671b as base", "p.expert_parallel_degree = 8", "p.data_parallel_replicate_degree = 2", "p.data_parallel_shard_degree = 8",
+				"config.activation_checkpoint = FullAC.Config()", "Float8LinearConverter.Config(recipe_name=\"rowwise\"", "p.num_pp_microbatches = 64", "t.num_tokens_per_train_step = 4194304 "}},
 	} {
-		for _, fw := range TrainFrameworks {
-			fs, err := WriteTraining(fw, "train", c.t)
+		for _, fw := range []string{"megatron", "torchtitan@0.2.2", "torchtitan"} {
+			fw, release, _ := strings.Cut(fw, "@")
+			tr := c.t
+			tr.Release = release
+			fs, err := WriteTraining(fw, "train", tr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,10 +63,14 @@ func TestEmittedTraining(t *testing.T) {
 			body := fs.Contents[n]
 			golden(t, filepath.Join("train-"+c.name, n), body)
 			want := c.wantMg
-			if fw == "torchtitan" {
+			switch {
+			case fw == "torchtitan" && release == "0.2.2":
 				want = c.wantTT
 				checkTOML(t, n, body)
-			} else {
+			case fw == "torchtitan":
+				want = c.wantPy
+				checkTorchtitanModule(t, n, body)
+			default:
 				checkMegatron(t, n, body)
 			}
 			for _, w := range want {
@@ -136,6 +150,99 @@ func checkTOML(t *testing.T, name, body string) {
 	}
 }
 
+// torchtitanTable is what a config module may name at b5bcd76, transcribed from torchtitan's
+// source by emit/sources/torchtitan_fields.py: "[section] name" and "[section] name = 'value'".
+func torchtitanTable(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "torchtitan_b5bcd76.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "[") {
+			known[l] = true
+		}
+	}
+	if len(known) < 100 {
+		t.Fatalf("%d names in the torchtitan table: truncated?", len(known))
+	}
+	return known
+}
+
+// checkTorchtitanModule checks every name a written config module uses against torchtitan's
+// own: the configuration it starts from and the model registry, every field it sets on
+// Trainer.Config and its parallelism, training and compile sections, the activation
+// checkpointing classes and the converters' fields and Literal values.
+func checkTorchtitanModule(t *testing.T, name, body string) {
+	t.Helper()
+	known := torchtitanTable(t)
+	need := func(entry, line string) {
+		if !known[entry] {
+			t.Errorf("%s: %q is not torchtitan's (no %s at b5bcd76)", name, line, entry)
+		}
+	}
+	fromRe := regexp.MustCompile(`^from torchtitan\.models\.(\w+)\.config_registry import (\w+) as base$`)
+	regRe := regexp.MustCompile(`^from torchtitan\.models\.(\w+) import model_registry$`)
+	setRe := regexp.MustCompile(`^\s+(p|t|config|config\.compile)\.(\w+) = (.*)$`)
+	acRe := regexp.MustCompile(`(FullAC|SelectiveAC|MemoryBudgetAC)\.Config\(\)`)
+	convRe := regexp.MustCompile(`(\w+Converter)\.Config\(([^)]*)\)`)
+	argRe := regexp.MustCompile(`(\w+)=("[^"]*"|\[[^]]*\]|\w+)`)
+	sections := map[string]string{"p": "parallelism", "t": "training", "config": "trainer", "config.compile": "compile"}
+	sets := 0
+	for _, line := range strings.Split(body, "\n") {
+		if m := fromRe.FindStringSubmatch(line); m != nil {
+			need("[registry] "+m[1]+"."+m[2], line)
+		}
+		if m := regRe.FindStringSubmatch(line); m != nil {
+			need("[model_registry] "+m[1], line)
+		}
+		if m := setRe.FindStringSubmatch(line); m != nil && m[2] != "parallelism" && m[2] != "training" {
+			sets++
+			sec := sections[m[1]]
+			need("["+sec+"] "+m[2], line)
+			if v := strings.TrimSpace(strings.SplitN(m[3], "#", 2)[0]); strings.HasPrefix(v, `"`) && sec != "trainer" && m[2] != "pipeline_parallel_schedule" {
+				need("["+sec+"] "+m[2]+" = '"+strings.Trim(v, `"`)+"'", line)
+			}
+		}
+		for _, m := range acRe.FindAllStringSubmatch(line, -1) {
+			need("[activation_checkpoint] "+m[1], line)
+		}
+		for _, m := range convRe.FindAllStringSubmatch(line, -1) {
+			need("[quantization] "+m[1], line)
+			for _, a := range argRe.FindAllStringSubmatch(m[2], -1) {
+				need("[quantization] "+m[1]+"."+a[1], line)
+				if strings.HasPrefix(a[2], `"`) {
+					need("[quantization] "+m[1]+"."+a[1]+" = '"+strings.Trim(a[2], `"`)+"'", line)
+				}
+			}
+		}
+	}
+	if sets < 10 {
+		t.Errorf("%s: %d settings found: the check read nothing", name, sets)
+	}
+}
+
+// A model torchtitan ships no configuration for gets a module that refuses to run as it is and
+// still lists what mrep timed; the release is the user's to pick, an unknown one refused.
+func TestTorchtitanModuleReleases(t *testing.T) {
+	fs, err := WriteTraining("torchtitan", "train", Training{Model: "acme/odd", Name: "odd-model", Title: "odd", Layout: denseLayout, Layers: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fs.Contents["train_torchtitan.py"]
+	if !strings.Contains(body, `raise NotImplementedError("torchtitan has no configuration for odd-model`) || !strings.Contains(body, "p.tensor_parallel_degree = 4") {
+		t.Errorf("unknown model:\n%s", body)
+	}
+	if _, err := WriteTraining("torchtitan", "train", Training{Name: "Llama-3.1-8B", Layout: denseLayout, Layers: 80, Release: "0.1"}); err == nil ||
+		!strings.Contains(err.Error(), `torchtitan "0.1": mrep writes for 0.3, 0.2.2`) {
+		t.Errorf("unknown release: %v", err)
+	}
+	if r, err := ResolveRelease("torchtitan", "v0.2.2"); err != nil || r.Name != "0.2.2" {
+		t.Errorf("v0.2.2: %+v %v", r, err)
+	}
+}
+
 // Megatron-LM's validate_args rules (megatron/training/arguments.py @d98e8a6), each checked on
 // what mrep writes:
 //   - the layers (with the embedding and loss where counted) divisible by PP, each stage's by
@@ -210,7 +317,15 @@ func TestMegatronValidateArgsRules(t *testing.T) {
 // TOML key) stays one TOML basic string: escaped as TOML escapes them, never Go's \x.
 func TestTorchtitanHostileModelID(t *testing.T) {
 	id := "evil\"name\\\x1b[31m\nenable = true\x00"
-	fs, err := WriteTraining("torchtitan", "x", Training{Model: id, Title: id, Layout: denseLayout, Layers: 80})
+	mod, err := WriteTraining("torchtitan", "x", Training{Model: id, Title: id + `"""`, Name: id, Layout: denseLayout, Layers: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := mod.Contents[mod.Names[0]]
+	if want := `config.hf_assets_path = "./assets/hf/\x1b[31m\x0aenable = true\x00"`; !strings.Contains(py, want) || strings.Count(py, `"""`) != 2 {
+		t.Errorf("want %s, and one docstring, in:\n%s", want, py)
+	}
+	fs, err := WriteTraining("torchtitan", "x", Training{Model: id, Title: id, Layout: denseLayout, Layers: 80, Release: "0.2.2"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,8 @@ func planCommand(env Env) *cli.Command {
 				&cli.StringSliceFlag{Name: "price", Usage: "price per GPU-hour, CHIP=USD (overrides the chips database)"},
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write plan.md, plan.json and the step-time-against-memory chart (plan.png) to `DIR`"},
-				&cli.StringFlag{Name: "emit", Usage: "write the winning layout for `FRAMEWORK` (megatron: Megatron-LM arguments; torchtitan: a job TOML) into -o DIR, else print it after the plan"},
+				&cli.StringFlag{Name: "emit", Usage: "write the winning layout for `FRAMEWORK` (megatron: Megatron-LM arguments; torchtitan: a Python config module, or a job TOML for 0.2.2) into -o DIR, else print it after the plan"},
+				&cli.StringFlag{Name: "emit-version", Usage: "with --emit: the `RELEASE` of the framework or engine to write for (default: the newest mrep checked; one it does not know is refused with the list)"},
 				&cli.IntSliceFlag{Name: "zero", Usage: "ZeRO stages to try (default 1, 2 and 3; NeMo's Megatron has 1, the distributed optimizer)"},
 				&cli.StringSliceFlag{Name: "try-a2a-overlap", Usage: "MoE: all-to-all schedules to search (none, 1f1b, dualpipe)"},
 				&cli.StringSliceFlag{Name: "try-dispatcher", Usage: "MoE: token dispatchers to search (alltoall, deepep)"},
@@ -211,6 +212,9 @@ func reproduce(c *cli.Context, sel string, fromDB bool, s analyzer.Scenario, ft 
 // emitTraining is the winning layout as --emit's framework writes it (nothing without --emit).
 func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.Plan, chip string, zoo bool) (emit.Files, error) {
 	fw := strings.ToLower(strings.TrimSpace(c.String("emit")))
+	if fw == "" && c.IsSet("emit-version") {
+		return emit.Files{}, cli.Exit("--emit-version: give --emit FRAMEWORK too", exitUsage)
+	}
 	if fw == "" || len(plan.Top) == 0 {
 		if fw != "megatron" && fw != "torchtitan" && fw != "" {
 			return emit.Files{}, cli.Exit(fmt.Sprintf("--emit %q: want megatron or torchtitan", c.String("emit")), exitUsage)
@@ -219,7 +223,7 @@ func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.
 	}
 	id := launchID(d, zoo)
 	best := plan.Top[0]
-	t := emit.Training{Model: id, Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")), Chip: chip,
+	t := emit.Training{Model: id, Name: d.Model.Name, Release: c.String("emit-version"), Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")), Chip: chip,
 		Title: fmt.Sprintf("mrep plan train, the winner: %s, step %.3g s, %.0f tokens/s per GPU; %s", d.Model.Name, best.Step.StepTime,
 			best.Step.TokensPerS/float64(best.Step.Layout.GPUs()), best.Analyze)}
 	fs, err := emit.WriteTraining(fw, "train", t)

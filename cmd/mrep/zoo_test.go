@@ -189,8 +189,16 @@ func TestPlanTrainEmit(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &plan); err != nil || len(plan.Top) != 1 {
 		t.Fatalf("plan: %v", err)
 	}
-	toml, err := os.ReadFile(filepath.Join(out, "train-torchtitan.toml"))
 	l := plan.Top[0].Step.Layout
+	py, err := os.ReadFile(filepath.Join(out, "train_torchtitan.py"))
+	if err != nil || !strings.Contains(string(py), "p.tensor_parallel_degree = "+strconv.FormatInt(l.TP, 10)+"\n") ||
+		!strings.Contains(string(py), "p.pipeline_parallel_degree = "+strconv.FormatInt(l.PP, 10)+"\n") ||
+		!strings.Contains(string(py), "import llama3_8b as base") {
+		t.Errorf("train_torchtitan.py: %v\n%s", err, py)
+	}
+	// the release before config modules: a job TOML
+	mustRun(t, db, "plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--emit", "torchtitan", "--emit-version", "0.2.2", "-o", out+"-0.2.2", "--top", "1")
+	toml, err := os.ReadFile(filepath.Join(out+"-0.2.2", "train-torchtitan.toml"))
 	if err != nil || !strings.Contains(string(toml), "tensor_parallel_degree = "+strconv.FormatInt(l.TP, 10)+"\n") ||
 		!strings.Contains(string(toml), "pipeline_parallel_degree = "+strconv.FormatInt(l.PP, 10)+"\n") {
 		t.Errorf("train-torchtitan.toml: %v\n%s", err, toml)
