@@ -82,6 +82,10 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		}
 		table(w, []string{"#", "Chip", "Layout", "GPUs", "Seqs/replica", "KV holds", "TTFT", "TPOT", "Tok/s/GPU", "Tok/s/user", "$/1M out, all-in (est.)", "$/1M in / out / blended", "J/token in / out / blended", "Batch bound"}, "rllrrrrrrrrrrl", rows)
 		w.printf("\nAll-in: the whole spend over output tokens. In / out: input tokens carry the share of the GPUs' time prefill takes (the step beside the same step without its prompts; a disaggregated deployment's prefill pool), output tokens the rest; blended: the spend over every token, %d in and %d out per request.\n", o.ISL, o.OSL)
+		if b := p.Best[0]; b.Result.Bound == "token-budget" {
+			w.printf("\n**The token budget bounds the batch:** a step of %g tokens holds about %.0f sequences decoding beside the %d-token prompts that keep them fed (each decoding sequence brings %.1f prompt tokens a step), so the load takes more replicas than the memory needs; a larger --token-budget (the engines default to 8192 or more) serves it on fewer GPUs.\n",
+				o.Engine.TokenBudget, b.BatchCap, o.ISL, float64(o.ISL)/math.Max(float64(o.OSL-1), 1))
+		}
 		writeUnderLoad(w, p)
 		writeServeMemory(w, p)
 		writeTTFTQuantiles(w, p.Best)

@@ -373,11 +373,19 @@ func launchID(d *model.Dump, zoo bool) string {
 // gpt-oss MXFP4 experts) is what an engine loads. The note says so, and how to plan the 16-bit
 // model instead.
 func checkpointPrecision(c *cli.Context, d *model.Dump, s *analyzer.Scenario) (string, error) {
-	if c.IsSet("dtype") || c.IsSet("weight-dtype") {
-		return "", nil
-	}
 	q, _ := d.Config["quantization_config"].(map[string]any)
 	method, _ := q["quant_method"].(string)
+	if c.IsSet("dtype") || c.IsSet("weight-dtype") {
+		// the user's precision wins, but a quantized checkpoint loads as stored: weights of
+		// another width are another checkpoint, which the note names
+		stored := map[string]float64{"fp8": 1, "mxfp4": 0.5}[strings.ToLower(method)]
+		if stored == 0 || s.WeightBytes == stored {
+			return "", nil
+		}
+		return fmt.Sprintf("note: %s's published checkpoint is %s (its config's quantization_config); this plans %s weights, "+
+			"which the engines load only from a checkpoint converted to them, not from the published one",
+			render.Visible(d.Model.Name), method, s.WeightDType.Label()), nil
+	}
 	p := analyzer.Precision{Compute: c.String("dtype"), Act: c.String("act-dtype"), KV: c.String("kv-dtype")}
 	switch strings.ToLower(method) {
 	case "fp8":

@@ -212,9 +212,36 @@ func TestPlanTrainEmit(t *testing.T) {
 	}
 }
 
+// Edge plans say what they rest on: a precision other than the published checkpoint's is another
+// checkpoint (gpt-oss is MXFP4, DeepSeek-V3 FP8), and a small token budget is what bounds the
+// batch; a 16-bit model at --dtype fp8 (quantized online by the engines) gets no such note.
+func TestPlanServeEdgeNotes(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"gpt-oss-120b", "--dtype", "fp8"}, "gpt-oss-120b's published checkpoint is mxfp4 (its config's quantization_config); this plans FP8 weights"},
+		{[]string{"DeepSeek-V3", "--dtype", "bf16", "--chip", "H200", "--max-gpus", "16"}, "DeepSeek-V3's published checkpoint is fp8"},
+		{[]string{"Llama-3.1-8B", "--dtype", "fp8"}, ""},
+	} {
+		_, stderr, err := run(t, db, append([]string{"plan", "serve", "--users", "10", "--top", "1"}, c.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if c.stderr == "" && strings.Contains(stderr, "published checkpoint") || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("%v: stderr %q", c.args, stderr)
+		}
+	}
+	out := mustRun(t, db, "plan", "serve", "Llama-3.1-8B", "--users", "500", "--token-budget", "256", "--isl", "2000", "--osl", "200", "--top", "1")
+	if !strings.Contains(out, "**The token budget bounds the batch:** a step of 256 tokens") {
+		t.Errorf("--token-budget 256 with 500 users:\n%.2000s", out)
+	}
+}
+
 // A model whose published checkpoint is quantized is planned in that precision unless a dtype
 // flag says otherwise, and the note says so: DeepSeek-V3's FP8 blocks need fewer GPUs than its
-// 16-bit weights; a 16-bit checkpoint gets no note.
+// 16-bit weights (whose note says they are another checkpoint); a 16-bit checkpoint gets no note.
 func TestPlanServeCheckpointPrecision(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "none.db")
 	gpus := func(args ...string) (int, string) {
@@ -238,7 +265,7 @@ func TestPlanServeCheckpointPrecision(t *testing.T) {
 		t.Errorf("the note must name the checkpoint's precision and the way out: %q", note)
 	}
 	bf16, note16 := gpus("DeepSeek-V3", "--dtype", "bf16")
-	if strings.Contains(note16, "checkpoint is") || !(native < bf16) {
+	if !strings.Contains(note16, "this plans BF16 weights") || !(native < bf16) {
 		t.Errorf("FP8 checkpoint on %d GPUs, bf16 on %d (note %q)", native, bf16, note16)
 	}
 	if _, note := gpus("Llama-3.1-8B"); strings.Contains(note, "checkpoint is") {
