@@ -600,3 +600,20 @@ func TestPlanHoldsSLOUnderLoad(t *testing.T) {
 		t.Errorf("at p50 the best has %v GPUs, at p99 %d", med.Best, b.GPUs)
 	}
 }
+
+// Million-token outputs plan: the simulation runs fewer requests per user, and a load too long
+// to run step by step keeps its steady state instead of failing the plan.
+func TestPlanMillionTokenOutputs(t *testing.T) {
+	m := model(t, "Llama-4-Scout-17B-16E-Instruct")
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, PlanOptions{ISL: 1000, OSL: 1_000_000, Users: 4, Scenario: fp8(), Top: 1})
+	if err != nil || len(pl.Best) == 0 {
+		t.Fatalf("%v %s", err, pl.NoConfig)
+	}
+	if s := pl.Simulated; s != nil && (s.Result.Requests < 1 || s.Result.Mix.Steps > MaxSimSteps) {
+		t.Errorf("simulated %+v", s.Result)
+	}
+	rp := replica(t, m, "H100", 8)
+	if _, err := rp.Simulate(Load{Kind: Users, N: 4, Requests: 40, Lengths: []Request{{1000, 1_000_000}}}); !errors.Is(err, ErrSimTooLong) {
+		t.Errorf("40 million-token requests: %v", err)
+	}
+}

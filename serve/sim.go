@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -97,6 +98,10 @@ type SimResult struct {
 
 // MaxSimSteps bounds a simulation (a runaway load does not spin forever).
 const MaxSimSteps = 2_000_000
+
+// ErrSimTooLong: the load needs more than MaxSimSteps steps (outputs of a million tokens, a
+// queue that never drains); a plan then keeps the steady state and says so.
+var ErrSimTooLong = errors.New("simulation too long")
 
 type simReq struct {
 	Request
@@ -228,7 +233,7 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 	var peak int
 	for steps := 0; len(done) < groupTotal; steps++ {
 		if steps >= MaxSimSteps {
-			return SimResult{}, fmt.Errorf("simulation did not finish in %d steps", MaxSimSteps)
+			return SimResult{}, fmt.Errorf("%w: not finished in %d steps", ErrSimTooLong, MaxSimSteps)
 		}
 		// arrivals up to now
 		for len(pending) > 0 && pending[0].arrive <= t {

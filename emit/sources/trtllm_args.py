@@ -17,8 +17,10 @@ Method (static, Python `ast`; nothing of tensorrt_llm, click or pydantic is impo
       backend's args, what the YAML is validated into), its bases (BaseLlmArgs, ...) followed
       through the file and through `from ... import` of other tensorrt_llm modules.  A field is
       an annotated class-level name (`name: T = Field(...)`, `name: T = v` or `name: T`) not
-      starting with "_", not `model_config`, not ClassVar.  A string `alias=` in Field(...) is
-      listed too (pydantic accepts it as the YAML key).
+      starting with "_", not `model_config`, not ClassVar.  A string `alias=` or
+      `validation_alias=` ("x" or AliasChoices("x", "y")) in Field(...) is listed too (pydantic
+      accepts those as the YAML key).  A name that is a type alias rather than a class
+      (`CudaGraphConfig = Annotated[Union[A, B], ...]`) gives the union of its classes' fields.
   [kv_cache_config] KvCacheConfig, [cuda_graph_config] CudaGraphConfig,
   [speculative_config MTP] MTPDecodingConfig (with DecodingBaseConfig's fields, the bases being
       followed the same way); its `decoding_type` (a ClassVar in older releases, a
@@ -124,6 +126,19 @@ def resolve(reader, path, name, kind, seen=None):
     return None
 
 
+def resolve_assign(reader, path, name):
+    """(path, value) of a module-level `name = value` / `name: T = value` visible in `path`."""
+    tree = reader.parse(path)
+    if tree is None:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return path, node.value
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name and node.value:
+            return path, node.value
+    return None
+
+
 def strings(call):
     return [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
 
@@ -201,7 +216,19 @@ def class_fields(reader, path, name, seen=None):
     seen = seen if seen is not None else set()
     found = resolve(reader, path, name, ast.ClassDef)
     if found is None:
-        return {}, {}
+        # a type alias (`CudaGraphConfig = Annotated[Union[A, B], ...]`): the union of the
+        # fields of every class it names
+        alias = resolve_assign(reader, path, name)
+        if alias is None:
+            return {}, {}
+        apath, value = alias
+        fields, extra = {}, {}
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and n.id != name and resolve(reader, apath, n.id, ast.ClassDef):
+                f, e = class_fields(reader, apath, n.id, seen)
+                fields.update(f)
+                extra.update(e)
+        return fields, extra
     cpath, cls = found
     if (cpath, cls.name) in seen:
         return {}, {}
@@ -230,10 +257,15 @@ def class_fields(reader, path, name, seen=None):
             continue
         fields[fname] = None
         v = node.value
-        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "Field":
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id.endswith("Field"):
             for kw in v.keywords:
-                if kw.arg == "alias" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-                    fields[kw.value.value] = None
+                if kw.arg in ("alias", "validation_alias"):
+                    # "name", or AliasChoices("a", "b") (AliasPath items are not plain keys)
+                    vals = [kw.value] if isinstance(kw.value, ast.Constant) else \
+                        (kw.value.args if isinstance(kw.value, ast.Call) and getattr(kw.value.func, "id", "") == "AliasChoices" else [])
+                    for a in vals:
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                            fields[a.value] = None
     return fields, extra
 
 
