@@ -44,6 +44,16 @@ type Deployment struct {
 	ISL, OSL int64
 	Users    float64
 	Rate     float64
+	// SpecTokens are the draft tokens per step the plan timed (0: none); MTP says the model
+	// carries its own multi-token-prediction heads (num_nextn_predict_layers), the drafter the
+	// engines run for it. Without them a separate draft model is needed, which mrep cannot name.
+	SpecTokens int
+	MTP        bool
+	// FP4Weights: the plan timed 4-bit weights, which an engine loads from an FP4 checkpoint
+	// (NVFP4, MXFP4) as stored: MODEL must be one.
+	FP4Weights bool
+	// Release is the engine release to write for (ResolveRelease; "": the newest checked).
+	Release string
 }
 
 // DP is the attention data-parallel groups of the replica.
@@ -57,10 +67,13 @@ func (d Deployment) DP() int64 {
 // GPUs is one replica's GPUs.
 func (d Deployment) GPUs() int64 { return max(d.TP, d.EP) * max(d.PP, 1) }
 
-// Files is what an engine's emission writes: file name to contents (the launch script first).
+// Files is what an engine's emission writes: file name to contents (the launch script first),
+// and Notes, what the plan depends on that the files cannot say in the engine's own options
+// (each is also a comment in the script).
 type Files struct {
 	Names    []string
 	Contents map[string]string
+	Notes    []string
 }
 
 func (f *Files) add(name, body string) {
@@ -86,19 +99,49 @@ func Write(engine, prefix string, d Deployment) (Files, error) {
 		return Files{}, fmt.Errorf("%w: vLLM splits experts over all %d ranks or none, not EP%d x ETP%d; emit it for sglang or trtllm, or plan vLLM's own layouts",
 			ErrNotExpressible, d.TP, d.EP, d.TP/d.EP)
 	}
-	var f Files
-	switch engine {
-	case "vllm":
-		f.add(prefix+"-vllm.sh", vllm(d))
-	case "sglang":
-		f.add(prefix+"-sglang.sh", sglang(d))
-	case "trtllm":
-		f.add(prefix+"-trtllm.sh", trtllm(d, prefix+"-trtllm.yml"))
-		f.add(prefix+"-trtllm.yml", trtllmYAML(d))
-	default:
+	if engine != "vllm" && engine != "sglang" && engine != "trtllm" {
 		return Files{}, fmt.Errorf("engine %q: want vllm, sglang or trtllm", engine)
 	}
+	r, err := ResolveRelease(engine, d.Release)
+	if err != nil {
+		return Files{}, err
+	}
+	var f Files
+	f.Notes = d.unwritten(engine)
+	switch engine {
+	case "vllm":
+		f.add(prefix+"-vllm.sh", vllm(d, r))
+	case "sglang":
+		f.add(prefix+"-sglang.sh", sglang(d, r))
+	case "trtllm":
+		f.add(prefix+"-trtllm.sh", trtllm(d, r, prefix+"-trtllm.yml"))
+		f.add(prefix+"-trtllm.yml", trtllmYAML(d))
+	}
 	return f, nil
+}
+
+// unwritten says what the plan timed that the engine's options cannot carry: the draft model
+// of speculative decoding for a model without MTP heads, and the FP4 checkpoint 4-bit weights
+// come from (the engines read its quantization from the checkpoint, not from an option).
+func (d Deployment) unwritten(engine string) []string {
+	var notes []string
+	if d.SpecTokens > 0 && !d.MTP {
+		notes = append(notes, fmt.Sprintf("the plan timed speculative decoding with %d draft tokens per step, but the model has no MTP heads of its own: "+
+			"name a draft model in the %s options to run it (without one the engine decodes a token per step, slower than planned)", d.SpecTokens, engine))
+	}
+	if d.FP4Weights {
+		notes = append(notes, "the plan timed 4-bit (FP4) weights: MODEL must be an FP4 checkpoint (NVFP4 or MXFP4), whose quantization the engine reads from its config")
+	}
+	return notes
+}
+
+// noteLines are the notes as comment lines of a script.
+func (d Deployment) noteLines(engine string) string {
+	var b strings.Builder
+	for _, n := range d.unwritten(engine) {
+		fmt.Fprintf(&b, "# NOTE: %s.\n", n)
+	}
+	return b.String()
 }
 
 func (d Deployment) check() error {
@@ -155,9 +198,10 @@ func (d Deployment) load() (concurrency int64, rate float64, prompts int64) {
 	return d.MaxSeqs, 0, 5 * d.MaxSeqs
 }
 
-func vllm(d Deployment) string {
+func vllm(d Deployment, r Release) string {
 	var b strings.Builder
-	b.WriteString(header(d, "vLLM (V1 engine)"))
+	b.WriteString(header(d, "vLLM (V1 engine) "+r.Name))
+	b.WriteString(d.noteLines("vllm"))
 	args := []string{"vllm serve \"$MODEL\"", fmt.Sprintf("--tensor-parallel-size %d", d.TP)}
 	if d.PP > 1 {
 		args = append(args, fmt.Sprintf("--pipeline-parallel-size %d", d.PP))
@@ -175,8 +219,12 @@ func vllm(d Deployment) string {
 	if d.FP8KV {
 		args = append(args, "--kv-cache-dtype fp8")
 	}
-	if d.FP8Weights {
+	if d.FP8Weights && !d.FP4Weights {
 		args = append(args, "--quantization fp8")
+	}
+	if d.SpecTokens > 0 && d.MTP {
+		// the model's own MTP heads draft (vLLM's speculative decoding docs, "MTP")
+		args = append(args, fmt.Sprintf(`--speculative-config '{"method": %q, "num_speculative_tokens": %d}'`, r.mtpMethod(), d.SpecTokens))
 	}
 	args = append(args, "--port 8000")
 	b.WriteString(command(args))
@@ -185,12 +233,19 @@ func vllm(d Deployment) string {
 	return b.String()
 }
 
-func sglang(d Deployment) string {
+func sglang(d Deployment, r Release) string {
 	var b strings.Builder
-	b.WriteString(header(d, "SGLang"))
+	b.WriteString(header(d, "SGLang "+r.Name))
+	b.WriteString(d.noteLines("sglang"))
 	args := []string{"python -m sglang.launch_server --model-path \"$MODEL\"", fmt.Sprintf("--tp-size %d", max(d.TP, d.EP))}
 	if d.DP() > 1 {
-		args = append(args, fmt.Sprintf("--dp-size %d", d.DP()), "--enable-dp-attention")
+		if r.atLeast("0.5.23") {
+			// 0.5.23 deprecates --enable-dp-attention: the attention data-parallel size is its own
+			// option, and --dp-size counts whole model replicas (arg_groups/parallel_hook.py)
+			args = append(args, fmt.Sprintf("--attn-dp-size %d", d.DP()))
+		} else {
+			args = append(args, fmt.Sprintf("--dp-size %d", d.DP()), "--enable-dp-attention")
+		}
 	}
 	if d.EP > 1 {
 		args = append(args, fmt.Sprintf("--ep-size %d", d.EP))
@@ -205,8 +260,14 @@ func sglang(d Deployment) string {
 	if d.FP8KV {
 		args = append(args, "--kv-cache-dtype fp8_e4m3")
 	}
-	if d.FP8Weights {
+	if d.FP8Weights && !d.FP4Weights {
 		args = append(args, "--quantization fp8")
+	}
+	if d.SpecTokens > 0 && d.MTP {
+		// the model's MTP heads through SGLang's EAGLE path, a chain of SpecTokens drafts (its
+		// DeepSeek-V3 guide: --speculative-algorithm EAGLE, num-steps, eagle-topk 1, draft tokens)
+		args = append(args, "--speculative-algorithm EAGLE", fmt.Sprintf("--speculative-num-steps %d", d.SpecTokens),
+			"--speculative-eagle-topk 1", fmt.Sprintf("--speculative-num-draft-tokens %d", d.SpecTokens+1))
 	}
 	args = append(args, "--port 30000")
 	b.WriteString(command(args))
@@ -215,9 +276,10 @@ func sglang(d Deployment) string {
 	return b.String()
 }
 
-func trtllm(d Deployment, yml string) string {
+func trtllm(d Deployment, r Release, yml string) string {
 	var b strings.Builder
-	b.WriteString(header(d, "TensorRT-LLM (PyTorch backend)"))
+	b.WriteString(header(d, "TensorRT-LLM (PyTorch backend) "+r.Name))
+	b.WriteString(d.noteLines("trtllm"))
 	fmt.Fprintf(&b, "CONFIG=${CONFIG:-$(dirname \"$0\")/%s}  # the LLM API options written beside this script\n", shell.Quote(yml))
 	args := []string{"trtllm-serve \"$MODEL\"", "--backend pytorch", fmt.Sprintf("--tp_size %d", max(d.TP, d.EP)), fmt.Sprintf("--pp_size %d", d.PP),
 		fmt.Sprintf("--ep_size %d", d.EP), fmt.Sprintf("--max_batch_size %d", d.perRank()), fmt.Sprintf("--max_num_tokens %d", d.MaxTokens),
@@ -260,6 +322,10 @@ func trtllmYAML(d Deployment) string {
 	fmt.Fprintf(&b, "  free_gpu_memory_fraction: %.2f\n", d.KVFraction)
 	b.WriteString("cuda_graph_config:\n  enable_padding: true\n")
 	fmt.Fprintf(&b, "  max_batch_size: %d\n", d.perRank())
+	if d.SpecTokens > 0 && d.MTP {
+		// the DeepSeek-R1 deployment guide's MTP block
+		fmt.Fprintf(&b, "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: %d\n", d.SpecTokens)
+	}
 	return b.String()
 }
 
@@ -304,11 +370,21 @@ func WriteAll(w io.Writer, fs Files) error {
 	return nil
 }
 
-// FromPlan is the deployments of a serving plan's recommendations (at most top), each with the
+// For is what FromPlan writes for: the model id the engine loads, at most Top deployments,
+// whether the model carries its own MTP heads, and the engine release ("": the newest checked).
+type For struct {
+	Model   string
+	Top     int
+	MTP     bool
+	Release string
+}
+
+// FromPlan is the deployments of a serving plan's recommendations (at most f.Top), each with the
 // limits and layout mrep timed. Disaggregated deployments are skipped: each engine wires its
 // prefill and decode pools differently (and says so in notes).
-func FromPlan(pl serve.Plan, model string, top int) (ds []Deployment, notes []string) {
+func FromPlan(pl serve.Plan, f For) (ds []Deployment, notes []string) {
 	o := pl.Options
+	model, top := f.Model, f.Top
 	for i, c := range pl.Best {
 		if len(ds) == top {
 			break
@@ -332,8 +408,8 @@ func FromPlan(pl serve.Plan, model string, top int) (ds []Deployment, notes []st
 		reps := max(c.Replicas, 1)
 		d := Deployment{Model: model, TP: c.TP, EP: max(c.EP, 1), PP: max(c.PP, 1), Replicas: reps,
 			MaxSeqs: int64(math.Ceil(math.Max(seqs, 1))), MaxTokens: int64(o.Engine.TokenBudget), KVFraction: o.Engine.ForLayout(max(c.TP, c.EP), max(c.PP, 1), max(1, c.EP/max(c.TP, 1))).KVFraction, MaxLen: maxLen,
-			FP8Weights: o.Scenario.WeightBytes == 1, FP8KV: o.Scenario.KVBytes == 1, ISL: o.ISL, OSL: o.OSL,
-			Users: o.Users / float64(reps), Rate: o.Rate / float64(reps)}
+			FP8Weights: o.Scenario.WeightBytes == 1, FP8KV: o.Scenario.KVBytes == 1, FP4Weights: o.Scenario.WeightBytes == 0.5, ISL: o.ISL, OSL: o.OSL,
+			Users: o.Users / float64(reps), Rate: o.Rate / float64(reps), SpecTokens: o.Engine.SpecTokens, MTP: f.MTP, Release: f.Release}
 		d.Title = fmt.Sprintf("mrep plan serve, deployment %d: %s %s, %d GPUs in all; predicted per replica: %.0f sequences, TTFT %.3g s, TPOT %.3g ms, %.0f output tok/s",
 			i+1, c.Chip, c.Layout(), c.GPUs, c.Result.Concurrency, c.Result.TTFT, 1e3*c.Result.TPOT, c.Result.OutputTokS)
 		ds = append(ds, d)

@@ -1,6 +1,7 @@
 package emit
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,7 +27,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 var documented = map[string][]string{
 	"vllm serve": {"--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
 		"--max-num-seqs", "--max-num-batched-tokens", "--gpu-memory-utilization", "--max-model-len",
-		"--kv-cache-dtype", "--quantization", "--port"},
+		"--kv-cache-dtype", "--quantization", "--speculative-config", "--port"},
 	"vllm bench serve": {"--model", "--dataset-name", "--random-input-len", "--random-output-len", "--random-range-ratio",
 		"--ignore-eos", "--num-prompts", "--max-concurrency", "--request-rate", "--port"},
 	"python -m sglang.launch_server": {"--model-path", "--tp-size", "--dp-size", "--enable-dp-attention", "--ep-size", "--pp-size",
@@ -63,6 +64,7 @@ func TestEmittedConfigurations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			r, _ := ResolveRelease(engine, "")
 			for _, n := range fs.Names {
 				body := fs.Contents[n]
 				golden(t, filepath.Join(c.name, n), body)
@@ -70,7 +72,7 @@ func TestEmittedConfigurations(t *testing.T) {
 					checkYAML(t, n, body)
 					continue
 				}
-				checkOptions(t, n, body)
+				checkOptions(t, n, body, engine, r)
 			}
 			all := strings.Join(func() []string {
 				var v []string
@@ -114,7 +116,7 @@ func wants(engine string, d Deployment) []string {
 		return []string{"--tensor-parallel-size 4", "--pipeline-parallel-size 2", "--max-num-batched-tokens 2048", "--request-rate 2.5"}
 	case "sglang":
 		if d.DP() > 1 {
-			return []string{"--tp-size 8", "--dp-size 8", "--enable-dp-attention", "--ep-size 8", "--max-running-requests 256", fmt.Sprintf("--chunked-prefill-size %d", 8*d.MaxTokens)}
+			return []string{"--tp-size 8", "--attn-dp-size 8", "--ep-size 8", "--max-running-requests 256", fmt.Sprintf("--chunked-prefill-size %d", 8*d.MaxTokens)}
 		}
 		return []string{"--tp-size 4", "--pp-size 2", "--chunked-prefill-size 2048", "--mem-fraction-static 0.88"}
 	}
@@ -124,14 +126,53 @@ func wants(engine string, d Deployment) []string {
 	return []string{"--tp_size 4", "--pp_size 2", "enable_attention_dp: false", "dtype: auto", "--max_num_tokens 2048"}
 }
 
-var optRe = regexp.MustCompile(`(?:^|\s)(--[a-z0-9_-]+)`)
+var optRe = regexp.MustCompile(`(?:^|\s)(--[a-z0-9_-]+)(?:\s+('[^']*'|[^\s-][^\s]*))?`)
+
+// releaseTable is a release's transcribed table (emit/testdata/TABLE): section to names.
+func releaseTable(t *testing.T, r Release) map[string]map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", r.Table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]bool{}
+	section := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
+		case strings.HasPrefix(l, "["):
+			section = strings.Trim(l, "[]")
+			out[section] = map[string]bool{}
+		default:
+			out[section][l] = true
+		}
+	}
+	return out
+}
+
+// commandSections are, per engine, the table sections that hold each command's options, and the
+// options whose values the table lists (option: section).
+var commandSections = map[string]map[string]string{
+	"sglang": {"python -m sglang.launch_server": "launch_server", "python -m sglang.bench_serving": "bench_serving"},
+	"vllm":   {"vllm serve": "serve", "vllm bench serve": "bench serve"},
+}
+var valueSections = map[string]map[string]string{
+	"sglang": {"--kv-cache-dtype": "kv-cache-dtype", "--quantization": "quantization", "--speculative-algorithm": "speculative-algorithm"},
+	"vllm":   {"--kv-cache-dtype": "kv-cache-dtype", "--quantization": "quantization"},
+}
 
 // checkOptions splits the script into its commands (the server's, the benchmark's) and checks
-// each option against the engine's documented ones.
-func checkOptions(t *testing.T, name, body string) {
+// each option against the release's table transcribed from the engine's source (or, for an
+// engine without one, the names its documentation gives), and each value the table lists.
+func checkOptions(t *testing.T, name, body, engine string, r Release) {
 	t.Helper()
 	joined := strings.ReplaceAll(strings.ReplaceAll(body, "\\\n#", " "), "\\\n", " ")
 	found := 0
+	var table map[string]map[string]bool
+	if r.Table != "" {
+		table = releaseTable(t, r)
+	}
 	for _, line := range strings.Split(joined, "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "#"))
 		for cmd, opts := range documented {
@@ -143,9 +184,33 @@ func checkOptions(t *testing.T, name, body string) {
 			for _, o := range opts {
 				known[o] = true
 			}
+			source := "its documentation gives"
+			if sec, ok := commandSections[engine][cmd]; ok && table != nil {
+				known, source = table[sec], r.Table+" ["+sec+"] lists"
+				if len(known) < 50 {
+					t.Fatalf("%s: %d options in %s [%s]: truncated?", name, len(known), r.Table, sec)
+				}
+			}
 			for _, m := range optRe.FindAllStringSubmatch(line, -1) {
 				if !known[m[1]] {
-					t.Errorf("%s: %s %s is not an option %s documents", name, cmd, m[1], cmd)
+					t.Errorf("%s: %s %s is not an option %s", name, cmd, m[1], source)
+				}
+				if sec, ok := valueSections[engine][m[1]]; ok && table != nil && !table[sec][strings.Trim(m[2], "'")] {
+					t.Errorf("%s: %s %s: %q is not a value %s [%s] lists", name, cmd, m[1], m[2], r.Table, sec)
+				}
+				if m[1] == "--speculative-config" && table != nil {
+					var spec map[string]any
+					if err := json.Unmarshal([]byte(strings.Trim(m[2], "'")), &spec); err != nil {
+						t.Errorf("%s: --speculative-config %s: %v", name, m[2], err)
+					}
+					for k := range spec {
+						if !table["speculative-config"][k] {
+							t.Errorf("%s: --speculative-config key %q is not a field %s lists", name, k, r.Table)
+						}
+					}
+					if !table["speculative-config method"][fmt.Sprint(spec["method"])] {
+						t.Errorf("%s: --speculative-config method %v is not one %s lists", name, spec["method"], r.Table)
+					}
 				}
 			}
 		}
@@ -195,6 +260,67 @@ func golden(t *testing.T, name, got string) {
 	}
 	if string(want) != got {
 		t.Errorf("%s differs from its golden (go test ./emit -update to accept):\n%s", name, got)
+	}
+}
+
+// Each release of each engine gets its own options, every one checked against that release's
+// table: SGLang before 0.5.23 runs the attention data-parallel with --dp-size and
+// --enable-dp-attention, from 0.5.23 with --attn-dp-size; MTP speculative decoding is written
+// in each engine's own terms; what no option can carry (a draft model for a model without MTP
+// heads, the FP4 checkpoint) is a note in the script and in Files.Notes.
+func TestEmitReleasesAndFeatures(t *testing.T) {
+	for _, engine := range Engines {
+		for _, r := range Releases[engine] {
+			d := moe
+			d.Release, d.SpecTokens, d.MTP = r.Name, 2, true
+			fs, err := Write(engine, "x", d)
+			if err != nil {
+				t.Fatalf("%s %s: %v", engine, r.Name, err)
+			}
+			all := ""
+			for _, n := range fs.Names {
+				all += fs.Contents[n]
+				if !strings.HasSuffix(n, ".yml") {
+					checkOptions(t, engine+" "+r.Name, fs.Contents[n], engine, r)
+				}
+			}
+			var want []string
+			switch engine {
+			case "sglang":
+				want = []string{"--speculative-algorithm EAGLE", "--speculative-num-steps 2", "--speculative-num-draft-tokens 3"}
+				if r.atLeast("0.5.23") {
+					want = append(want, "--attn-dp-size 8")
+				} else {
+					want = append(want, "--dp-size 8", "--enable-dp-attention")
+				}
+			case "vllm":
+				want = []string{`--speculative-config '{"method": "` + r.mtpMethod() + `", "num_speculative_tokens": 2}'`}
+			case "trtllm":
+				want = []string{"speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: 2"}
+			}
+			for _, w := range want {
+				if !strings.Contains(all, w) {
+					t.Errorf("%s %s lacks %q:\n%s", engine, r.Name, w, all)
+				}
+			}
+			if len(fs.Notes) != 0 {
+				t.Errorf("%s %s: notes %v for what its options carry", engine, r.Name, fs.Notes)
+			}
+		}
+		d := dense
+		d.SpecTokens, d.FP4Weights = 3, true
+		fs, err := Write(engine, "x", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := fs.Contents[fs.Names[0]]
+		if len(fs.Notes) != 2 || !strings.Contains(body, "# NOTE: the plan timed speculative decoding with 3 draft tokens") ||
+			!strings.Contains(body, "# NOTE: the plan timed 4-bit (FP4) weights") || strings.Contains(body, "speculative") && strings.Contains(body, "--speculative") {
+			t.Errorf("%s: notes %v\n%s", engine, fs.Notes, body)
+		}
+	}
+	if _, err := Write("sglang", "x", Deployment{Release: "0.4"}); err == nil {
+		t.Error("an unknown release must be refused")
 	}
 }
 

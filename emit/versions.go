@@ -12,11 +12,26 @@ type Release struct {
 	Name   string // as --emit-version takes it
 	Source string // repository, tag or branch and commit the table was read from
 	Table  string // emit/testdata file of its options and fields
+	// MTPMethod is vLLM's --speculative-config method for a model's own MTP heads.
+	MTPMethod string
+}
+
+func (r Release) mtpMethod() string {
+	if r.MTPMethod == "" {
+		return "mtp"
+	}
+	return r.MTPMethod
 }
 
 // Releases are, per program, the releases mrep writes for, the default (newest checked) first.
 var Releases = map[string][]Release{
 	"megatron": {{Name: "d98e8a6", Source: "NVIDIA/Megatron-LM main d98e8a64ddf34856e74b24714e3bedb2f5a39553 (megatron/training/arguments.py)", Table: "megatron_args_d98e8a6.txt"}},
+	"vllm":     {{Name: "0.33", Source: "PENDING"}},
+	"trtllm":   {{Name: "main", Source: "PENDING"}},
+	"sglang": {
+		{Name: "0.5.23", Source: "sgl-project/sglang v0.5.23 (PyPI wheel, files of 2026-10-30; the wheel records no commit): python/sglang/srt/server_args.py, arg_groups/, bench_serving", Table: "sglang_v0.5.23.txt"},
+		{Name: "0.5.15", Source: "sgl-project/sglang v0.5.15 (PyPI wheel, files of 2026-07-10)", Table: "sglang_v0.5.15.txt"},
+	},
 	"torchtitan": {
 		{Name: "0.3", Source: "pytorch/torchtitan main b5bcd76c66d0acb1a08b176d9639425bc55e0b2a (2026-08-21): a run is a Python function returning Trainer.Config (torchtitan/config/README.md)", Table: "torchtitan_b5bcd76.txt"},
 		{Name: "0.2.2", Source: "pytorch/torchtitan v0.2.2 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce: TOML job files (torchtitan/config/job_config.py)"},
@@ -41,4 +56,22 @@ func ResolveRelease(program, version string) (Release, error) {
 		names = append(names, r.Name)
 	}
 	return Release{}, fmt.Errorf("%s %q: mrep writes for %s (the first is the default)", program, version, strings.Join(names, ", "))
+}
+
+// atLeast says whether the release is version v or later (dotted numbers compared in turn).
+func (r Release) atLeast(v string) bool {
+	a, b := strings.Split(r.Name, "."), strings.Split(v, ".")
+	for i := 0; i < max(len(a), len(b)); i++ {
+		var x, y int
+		if i < len(a) {
+			fmt.Sscan(a[i], &x)
+		}
+		if i < len(b) {
+			fmt.Sscan(b[i], &y)
+		}
+		if x != y {
+			return x > y
+		}
+	}
+	return true
 }

@@ -58,6 +58,7 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write serve.md, serve.json and the Pareto chart (serve.png) to `DIR`"},
 			&cli.StringFlag{Name: "chart", Usage: "what serve.png compares: chips (one curve per chip, its best layouts; the default with several --chip) or layouts (one curve per chip and layout; the default with one)"},
 			&cli.StringFlag{Name: "emit", Usage: "write each recommended deployment for `ENGINE` (vllm, sglang, trtllm): its launch command and config with the planned layout and limits, and the engine's benchmark command for the workload; into -o DIR, else printed after the plan (implies --engine ENGINE unless given)"},
+			&cli.StringFlag{Name: "emit-version", Usage: "with --emit: the `RELEASE` of the engine to write for (default: the newest mrep checked; one it does not know is refused with the list)"},
 			&cli.StringFlag{Name: "model-id", Usage: "the Hugging Face `ID` or path the emitted commands load (default: the config's _name_or_path, else the model's name)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -305,8 +306,10 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan, zoo bool) (
 	if id == "" {
 		id = launchID(d, zoo)
 	}
-	deps, notes := emit.FromPlan(plan, id, c.Int("top"))
+	mtp := fmt.Sprint(d.TextConfig()["num_nextn_predict_layers"]) // DeepSeek-V3's MTP heads: the drafter the engines run
+	deps, notes := emit.FromPlan(plan, emit.For{Model: id, Top: c.Int("top"), MTP: mtp != "<nil>" && mtp != "0", Release: c.String("emit-version")})
 	var out []emit.Files
+	said := map[string]bool{} // a note that holds for every deployment is said once
 	for i, dep := range deps {
 		fs, err := emit.Write(engine, fmt.Sprintf("deploy-%d", i+1), dep)
 		if errors.Is(err, emit.ErrNotExpressible) {
@@ -315,6 +318,12 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan, zoo bool) (
 		}
 		if err != nil {
 			return nil, nil, cli.Exit("--emit: "+err.Error(), exitUsage)
+		}
+		for _, n := range fs.Notes {
+			if !said[n] {
+				said[n] = true
+				notes = append(notes, n)
+			}
 		}
 		out = append(out, fs)
 	}

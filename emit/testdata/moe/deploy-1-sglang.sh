@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # test deployment
 # One replica on 8 GPUs (TP1, EP8, attention data-parallel x8); the plan runs 2 replicas behind a load balancer, each started like this one.
-# Written by mrep for SGLang. Start the server, then run the benchmark from another shell.
+# Written by mrep for SGLang 0.5.23. Start the server, then run the benchmark from another shell.
 set -euo pipefail
 MODEL=${MODEL:-deepseek-ai/DeepSeek-V3}  # the model's Hugging Face id or local path
 python -m sglang.launch_server --model-path "$MODEL" \
   --tp-size 8 \
-  --dp-size 8 \
-  --enable-dp-attention \
+  --attn-dp-size 8 \
   --ep-size 8 \
   --max-running-requests 256 \
   --chunked-prefill-size 65536 \
