@@ -133,6 +133,21 @@ func TestPlanServeEmit(t *testing.T) {
 	if _, _, err := run(t, db, "plan", "serve", "Qwen3-30B-A3B", "--emit", "tgi"); err == nil || !strings.Contains(err.Error(), `"tgi"`) {
 		t.Errorf("--emit tgi: %v", err)
 	}
+	// DeepSeek-V3's own MTP heads draft: written as the engine's speculative options; a model
+	// without them gets a note in the plan, once, naming the draft model it needs
+	md = mustRun(t, db, "plan", "serve", "DeepSeek-V3", "--chip", "H200", "--gpus", "16", "--users", "32", "--spec-tokens", "2", "--top", "1", "--emit", "vllm")
+	if !strings.Contains(md, `--speculative-config '{"method": "mtp", "num_speculative_tokens": 2}'`) || strings.Contains(md, "no MTP heads") {
+		t.Errorf("DeepSeek-V3 MTP:\n%.3000s", md)
+	}
+	md, stderr, err := run(t, db, "plan", "serve", "Qwen3-8B", "--users", "32", "--spec-tokens", "3", "--top", "2", "--emit", "sglang", "--emit-version", "0.5.15")
+	// the plan's note once, and each of the two scripts' comment
+	if err != nil || strings.Count(md, "the model has no MTP heads of its own") != 2 || strings.Count(stderr, "the model has no MTP heads of its own") != 1 ||
+		!strings.Contains(md, "SGLang 0.5.15") {
+		t.Errorf("a model without MTP heads: %v %s\n%.3000s", err, stderr, md)
+	}
+	if _, _, err := run(t, db, "plan", "serve", "Qwen3-8B", "--emit", "sglang", "--emit-version", "0.4.0"); err == nil || !strings.Contains(err.Error(), `sglang "0.4.0": mrep writes for 0.5.23, 0.5.15`) {
+		t.Errorf("--emit-version 0.4.0: %v", err)
+	}
 }
 
 // Each plan train row carries the one analyze command that times it alone, and that command
