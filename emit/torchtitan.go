@@ -70,6 +70,13 @@ func torchtitanModule(t Training, r Release) string {
 	fmt.Fprintf(&b, "    p.tensor_parallel_degree = %d\n", l.TP)
 	fmt.Fprintf(&b, "    p.context_parallel_degree = %d\n", l.CP)
 	fmt.Fprintf(&b, "    p.expert_parallel_degree = %d\n", max(l.EP, 1))
+	if l.EP > 1 && (l.Dispatcher == "deepep" || l.Dispatcher == "hybridep") {
+		fmt.Fprintf(&b, "    # mrep timed the %s dispatcher: it is a setting of the model's MoE config, not of the job (see the\n"+
+			"    # *_hybridep configurations in torchtitan's deepseek_v3 config_registry.py)\n", l.Dispatcher)
+	}
+	if l.EP > 1 && l.A2AOverlap != "" && l.A2AOverlap != "none" {
+		fmt.Fprintf(&b, "    # mrep timed the %s all-to-all overlap, which torchtitan has no option for: its all-to-all is exposed\n", pyDoc(l.A2AOverlap))
+	}
 	fmt.Fprintf(&b, "    p.pipeline_parallel_degree = %d\n", l.PP)
 	if l.PP > 1 {
 		schedule := "1F1B"

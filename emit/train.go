@@ -76,12 +76,17 @@ func megatronArgs(t Training) string {
 	var b strings.Builder
 	b.WriteString("#!/usr/bin/env bash\n")
 	fmt.Fprintf(&b, "# %s\n# Megatron-LM arguments for the layout mrep planned (model: %s); add your model, data and\n# tokenizer arguments and launch with torchrun on %d GPUs.\n", oneLine(t.Title), oneLine(t.Model), l.GPUs())
+	if l.EP > 1 && l.A2AOverlap == "dualpipe" {
+		// DeepSeek-V3's DualPipe is its own pipeline schedule, not one of Megatron-LM's
+		b.WriteString("# mrep timed DeepSeek's DualPipe (the expert all-to-all hidden by a bidirectional pipeline); Megatron-LM has no\n" +
+			"# such schedule: the nearest, --overlap-moe-expert-parallel-comm, is written, and hides less (plan with --a2a-overlap 1f1b to time it).\n")
+	}
 	fsdp := l.Stage() >= 2
 	switch {
 	case fsdp:
 		// Megatron-FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 (arguments.py)
 		b.WriteString("unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron-FSDP requires it unset or > 1\n")
-	case (l.TP > 1 || l.CP > 1) && !blackwellOrLater(t.Chip) && l.A2AOverlap == "1f1b":
+	case (l.TP > 1 || l.CP > 1) && !blackwellOrLater(t.Chip) && (l.A2AOverlap == "1f1b" || l.A2AOverlap == "dualpipe"):
 		b.WriteString("# CUDA_DEVICE_MAX_CONNECTIONS: 1 favours TP/CP overlap, 32 the expert all-to-all overlap (Megatron warns either way)\n")
 	case (l.TP > 1 || l.CP > 1) && !blackwellOrLater(t.Chip):
 		b.WriteString("export CUDA_DEVICE_MAX_CONNECTIONS=1  # required with TP or CP > 1 before Blackwell\n")
@@ -126,7 +131,7 @@ func megatronArgs(t Training) string {
 		default:
 			arg("--moe-token-dispatcher-type alltoall")
 		}
-		if l.A2AOverlap == "1f1b" {
+		if l.A2AOverlap == "1f1b" || l.A2AOverlap == "dualpipe" {
 			arg("--overlap-moe-expert-parallel-comm")
 		}
 	}

@@ -341,3 +341,28 @@ func TestTorchtitanHostileModelID(t *testing.T) {
 	}
 	checkTOML(t, "hostile", body)
 }
+
+// What the frameworks have no option for is said where it is written: DualPipe to Megatron-LM
+// (the nearest overlap written beside the comment), the dispatcher and the all-to-all overlap to
+// torchtitan.
+func TestTrainingSaysWhatItCannotWrite(t *testing.T) {
+	l := moeLayout
+	l.A2AOverlap = "dualpipe"
+	fs, err := WriteTraining("megatron", "x", Training{Model: "deepseek-ai/DeepSeek-V3", Layout: l, Layers: 61})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fs.Contents[fs.Names[0]]
+	if !strings.Contains(body, "# mrep timed DeepSeek's DualPipe") || !strings.Contains(body, "--overlap-moe-expert-parallel-comm") {
+		t.Errorf("dualpipe:\n%s", body)
+	}
+	checkMegatron(t, "dualpipe", body)
+	fs, err = WriteTraining("torchtitan", "x", Training{Model: "deepseek-ai/DeepSeek-V3", Name: "DeepSeek-V3", Layout: l, Layers: 61})
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := fs.Contents[fs.Names[0]]
+	if !strings.Contains(py, "# mrep timed the deepep dispatcher") || !strings.Contains(py, "# mrep timed the dualpipe all-to-all overlap") {
+		t.Errorf("torchtitan:\n%s", py)
+	}
+}

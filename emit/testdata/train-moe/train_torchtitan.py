@@ -24,6 +24,9 @@ def mrep_plan():
     p.tensor_parallel_degree = 1
     p.context_parallel_degree = 1
     p.expert_parallel_degree = 8
+    # mrep timed the deepep dispatcher: it is a setting of the model's MoE config, not of the job (see the
+    # *_hybridep configurations in torchtitan's deepseek_v3 config_registry.py)
+    # mrep timed the 1f1b all-to-all overlap, which torchtitan has no option for: its all-to-all is exposed
     p.pipeline_parallel_degree = 16
     p.pipeline_parallel_schedule = "1F1B"
     p.num_pp_microbatches = 64
