@@ -831,3 +831,10 @@ func Where(rows []Row, conds []string) ([]Row, error) {
 	}
 	return out, nil
 }
+
+// Check normalizes r as a rows file's row is (units, metric names) and says what is wrong with
+// it, for rows built in code (a measured result file's).
+func (r *Row) Check() error {
+	r.normalize()
+	return r.validate()
+}
