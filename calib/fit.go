@@ -1,6 +1,7 @@
 package calib
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -233,7 +234,9 @@ type ChipFit struct {
 	Chip        string             `json:"chip"`
 	Rows        int                `json:"rows"`
 	Params      map[string]float64 `json:"params"`
-	Before      Report             `json:"before"`
+	// Shipped are the parameters' figures before the fit (the chip's, or its lane's).
+	Shipped map[string]float64 `json:"shipped"`
+	Before  Report             `json:"before"`
 	After       Report             `json:"after"`
 	LeaveOneOut []Result           `json:"leave_one_out"`
 	// LeaveOut is the grouping LeaveOneOut held out together ("model", "source"; "": rows).
@@ -281,8 +284,12 @@ func GroupBy(name string) (func(Prepared) string, error) {
 		return func(p Prepared) string { return SourceOf(p.Row) }, nil
 	case "chip":
 		return func(p Prepared) string { return p.Chip.Name }, nil
+	case "run":
+		// the figures of one benchmark run (its TTFT, TPOT and throughput at each statistic)
+		// leave together: one run's rows are one measurement, not several
+		return func(p Prepared) string { return RunOf(p.Row) }, nil
 	}
-	return nil, fmt.Errorf("leave-out %q: want row, model, source or chip", name)
+	return nil, fmt.Errorf("leave-out %q: want row, run, model, source or chip", name)
 }
 
 // CalibrateWith is Calibrate with options.
@@ -332,10 +339,11 @@ func CalibrateWith(ps []Prepared, names []string, source string, o CalibrateOpti
 		if err != nil {
 			return nil, fmt.Errorf("fit %s: %w", chip, err)
 		}
-		cf := ChipFit{Chip: chip, Rows: len(rows), Params: map[string]float64{}}
+		cf := ChipFit{Chip: chip, Rows: len(rows), Params: map[string]float64{}, Shipped: map[string]float64{}}
 		for _, pr := range params {
 			v := pr.get(&eff)
 			cf.Params[pr.Name] = v
+			cf.Shipped[pr.Name] = pr.get(&base)
 			key := pr.Name
 			if strings.HasPrefix(key, "gemm_frac.") {
 				key = "gemm_frac"
@@ -424,4 +432,12 @@ func leaveGroupsOut(rows []Prepared, base chips.Efficiency, params []Param, loss
 		out = append(out, rep.Rows...)
 	}
 	return out, nil
+}
+
+// RunOf names the measured run a row is a figure of: the row without its figure (metric,
+// statistic, value), so a run's TTFT, TPOT and throughput rows share it.
+func RunOf(r Row) string {
+	r.ID, r.Metric, r.Stat, r.Measured, r.Unit, r.Note = "", "", "", 0, "", ""
+	b, _ := json.Marshal(r)
+	return string(b)
 }

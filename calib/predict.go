@@ -1,11 +1,13 @@
 package calib
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
@@ -266,14 +268,14 @@ func (r Row) limits(m *analyzer.Model, e serve.Engine) serve.Engine {
 // bench predicts a serving benchmark's figure. Its roofline: for throughput, the engine's
 // steady state at the row's concurrency on ideal kernels (no run beats it); a time under
 // queueing has no such bound and reports 0.
-func (p Prepared) bench(rp serve.Replica) (pred, roof float64, err error) {
+func (p Prepared) bench(rp serve.Replica, eff chips.Efficiency) (pred, roof float64, err error) {
 	r := p.Row
 	load := serve.Load{Kind: serve.Users, N: int(r.Concurrency), Requests: int(r.Requests), Seed: 1,
 		Lengths: benchLengths(r)}
 	if r.RequestRate > 0 {
 		load.Kind, load.N, load.Rate = serve.Rate, 0, r.RequestRate
 	}
-	res, err := rp.Simulate(load)
+	res, err := simulated(rp, load, r, eff)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -416,7 +418,7 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 			return p.disagg(rp, chip)
 		}
 		if p.Row.Kind == KindBenchServe {
-			return p.bench(rp)
+			return p.bench(rp, chip.Efficiency)
 		}
 		want := math.Inf(1)
 		if p.Row.Concurrency > 0 {
@@ -712,4 +714,45 @@ func (r Report) Phases() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// One benchmark run gives several rows (TTFT, TPOT, end to end and throughput, each at several
+// statistics) that one simulation answers: simulated runs it once per run and efficiency, so a
+// fit over a user's results (calibrate --from-history) simulates each run once per evaluation.
+var simCache = struct {
+	sync.Mutex
+	m map[string]serve.SimResult
+}{m: map[string]serve.SimResult{}}
+
+// maxSimCache bounds the cache (a fit's evaluations each bring new efficiencies).
+const maxSimCache = 4096
+
+func simulated(rp serve.Replica, load serve.Load, r Row, eff chips.Efficiency) (serve.SimResult, error) {
+	run := r
+	run.ID, run.Metric, run.Stat, run.Measured, run.Unit, run.Note, run.Source = "", "", "", 0, "", "", ""
+	kb, err := json.Marshal(struct {
+		Run Row
+		Eff chips.Efficiency
+	}{run, eff})
+	if err != nil {
+		return rp.Simulate(load)
+	}
+	key := string(kb)
+	simCache.Lock()
+	res, ok := simCache.m[key]
+	simCache.Unlock()
+	if ok {
+		return res, nil
+	}
+	res, err = rp.Simulate(load)
+	if err != nil {
+		return res, err
+	}
+	simCache.Lock()
+	if len(simCache.m) >= maxSimCache {
+		clear(simCache.m)
+	}
+	simCache.m[key] = res
+	simCache.Unlock()
+	return res, nil
 }

@@ -525,6 +525,8 @@ func FineTuneTimeSet() []Row {
 type RowSource struct {
 	Set  string
 	Path string
+	// Stored are rows read from the history (the results `mrep ingest` stored), when set.
+	Stored []Row
 }
 
 // ShippedSet is the shipped set of that name.
@@ -536,10 +538,13 @@ func ShippedSet(name string) (RowSource, error) {
 }
 
 // Shipped says whether the rows are built into mrep rather than read from a file.
-func (s RowSource) Shipped() bool { return s.Path == "" }
+func (s RowSource) Shipped() bool { return s.Path == "" && s.Stored == nil }
 
 // Rows are a shipped set's rows (nil for a file).
 func (s RowSource) Rows() []Row {
+	if s.Stored != nil {
+		return s.Stored
+	}
 	if !s.Shipped() {
 		return nil
 	}
@@ -553,6 +558,8 @@ func (s RowSource) Rows() []Row {
 // makes it safe to print).
 func (s RowSource) String() string {
 	switch {
+	case s.Stored != nil:
+		return "the measured results in the history"
 	case !s.Shipped():
 		return s.Path
 	case s.Set == "" || s.Set == "calibration":

@@ -7,6 +7,8 @@
 package emit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +56,10 @@ type Deployment struct {
 	FP4Weights bool
 	// Release is the engine release to write for (ResolveRelease; "": the newest checked).
 	Release string
+	// Meta are KEY=VALUE pairs the benchmark writes into its result file (vLLM's --metadata,
+	// SGLang's --tag): the plan's id and what ran, so `mrep ingest` of the result needs no flags.
+	Meta   []string
+	result string // the benchmark's result file (set by Write)
 }
 
 // DP is the attention data-parallel groups of the replica.
@@ -108,6 +114,13 @@ func Write(engine, prefix string, d Deployment) (Files, error) {
 	}
 	var f Files
 	f.Notes = d.unwritten(engine)
+	d.result = prefix + "-" + engine + "-result.json"
+	if len(d.Meta) > 0 {
+		d.Meta = append(append([]string(nil), d.Meta...), "mrep_engine="+engine, "mrep_release="+r.Name)
+	}
+	if engine == "sglang" {
+		d.result += "l" // one JSON line per run, appended
+	}
 	switch engine {
 	case "vllm":
 		f.add(prefix+"-vllm.sh", vllm(d, r))
@@ -228,8 +241,13 @@ func vllm(d Deployment, r Release) string {
 	}
 	args = append(args, "--port 8000")
 	b.WriteString(command(args))
-	b.WriteString(benchmark(d, "8000", "vllm bench serve --model \"$MODEL\"", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
-		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 0", "--ignore-eos"))
+	bench := []string{"vllm bench serve --model \"$MODEL\"", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
+		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 0", "--ignore-eos"}
+	if len(d.Meta) > 0 {
+		// the result file carries the plan: mrep ingest reads it back with nothing else said
+		bench = append(bench, "--save-result", "--result-filename "+shell.Quote(d.result), "--metadata "+strings.Join(quoteAll(d.Meta), " "))
+	}
+	b.WriteString(benchmark(d, "8000", bench...))
 	return b.String()
 }
 
@@ -271,8 +289,13 @@ func sglang(d Deployment, r Release) string {
 	}
 	args = append(args, "--port 30000")
 	b.WriteString(command(args))
-	b.WriteString(benchmark(d, "30000", "python -m sglang.bench_serving --backend sglang", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
-		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 1"))
+	bench := []string{"python -m sglang.bench_serving --backend sglang", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
+		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 1"}
+	if len(d.Meta) > 0 {
+		// --tag is written into each result line (benchmark/serving.py: "tag")
+		bench = append(bench, "--output-file "+shell.Quote(d.result), "--tag "+shell.Quote(strings.Join(d.Meta, ";")))
+	}
+	b.WriteString(benchmark(d, "30000", bench...))
 	return b.String()
 }
 
@@ -286,8 +309,13 @@ func trtllm(d Deployment, r Release, yml string) string {
 		fmt.Sprintf("--max_seq_len %d", d.MaxLen), fmt.Sprintf("--kv_cache_free_gpu_memory_fraction %.2f", d.KVFraction),
 		"--extra_llm_api_options \"$CONFIG\"", "--port 8000"}
 	b.WriteString(command(args))
-	b.WriteString(benchmark(d, "8000", "python -m tensorrt_llm.serve.scripts.benchmark_serving --model \"$MODEL\"", "--backend openai", "--dataset-name random",
-		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-ids", "--ignore-eos"))
+	bench := []string{"python -m tensorrt_llm.serve.scripts.benchmark_serving --model \"$MODEL\"", "--backend openai", "--dataset-name random",
+		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-ids", "--ignore-eos"}
+	if len(d.Meta) > 0 {
+		// vLLM's result format and flags (the script derives from vLLM's benchmark_serving.py)
+		bench = append(bench, "--save-result", "--result-filename "+shell.Quote(d.result), "--metadata "+strings.Join(quoteAll(d.Meta), " "))
+	}
+	b.WriteString(benchmark(d, "8000", bench...))
 	return b.String()
 }
 
@@ -323,8 +351,9 @@ func trtllmYAML(d Deployment) string {
 	b.WriteString("cuda_graph_config:\n  enable_padding: true\n")
 	fmt.Fprintf(&b, "  max_batch_size: %d\n", d.perRank())
 	if d.SpecTokens > 0 && d.MTP {
-		// the DeepSeek-R1 deployment guide's MTP block
-		fmt.Fprintf(&b, "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: %d\n", d.SpecTokens)
+		// the DeepSeek-R1 deployment guide's MTP block; at 44373a3 its draft depth is
+		// max_draft_len (num_nextn_predict_layers is deprecated there and moved to it)
+		fmt.Fprintf(&b, "speculative_config:\n  decoding_type: MTP\n  max_draft_len: %d\n", d.SpecTokens)
 	}
 	return b.String()
 }
@@ -333,6 +362,14 @@ func trtllmYAML(d Deployment) string {
 // its own sequences (the DeepSeek-R1 guide's "max batch per rank").
 func (d Deployment) perRank() int64 {
 	return (d.MaxSeqs + d.DP() - 1) / d.DP()
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = shell.Quote(x)
+	}
+	return out
 }
 
 // command lays out a command one argument per line.
@@ -377,6 +414,25 @@ type For struct {
 	Top     int
 	MTP     bool
 	Release string
+	// PlanID names the plan (PlanID) and Name the model as mrep names it: with them, each
+	// benchmark writes what ran into its result file, for mrep ingest.
+	PlanID, Name string
+}
+
+// PlanID is a plan's id: the first 12 hex digits of the SHA-256 of the command that makes it.
+func PlanID(command string) string {
+	sum := sha256.Sum256([]byte(command))
+	return hex.EncodeToString(sum[:6])
+}
+
+// metaValue keeps a metadata value one token: no spaces, separators or control characters.
+func metaValue(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f || r == ';' || r == '=' || r == '\'' || r == '"' {
+			return '_'
+		}
+		return r
+	}, s)
 }
 
 // FromPlan is the deployments of a serving plan's recommendations (at most f.Top), each with the
@@ -412,6 +468,12 @@ func FromPlan(pl serve.Plan, f For) (ds []Deployment, notes []string) {
 			Users: o.Users / float64(reps), Rate: o.Rate / float64(reps), SpecTokens: o.Engine.SpecTokens, MTP: f.MTP, Release: f.Release}
 		d.Title = fmt.Sprintf("mrep plan serve, deployment %d: %s %s, %d GPUs in all; predicted per replica: %.0f sequences, TTFT %.3g s, TPOT %.3g ms, %.0f output tok/s",
 			i+1, c.Chip, c.Layout(), c.GPUs, c.Result.Concurrency, c.Result.TTFT, 1e3*c.Result.TPOT, c.Result.OutputTokS)
+		if f.PlanID != "" {
+			sc := o.Scenario
+			d.Meta = []string{"mrep_plan=" + f.PlanID, fmt.Sprintf("mrep_deployment=%d", i+1), "mrep_model=" + metaValue(f.Name), "mrep_chip=" + metaValue(c.Chip),
+				fmt.Sprintf("mrep_tp=%d", c.TP), fmt.Sprintf("mrep_ep=%d", max(c.EP, 1)), fmt.Sprintf("mrep_pp=%d", max(c.PP, 1)),
+				"mrep_dtype=" + string(sc.ComputeDType), "mrep_weight_dtype=" + string(sc.WeightDType), "mrep_kv_dtype=" + string(sc.KVDType)}
+		}
 		ds = append(ds, d)
 	}
 	return ds, notes

@@ -26,8 +26,11 @@ func (r Release) mtpMethod() string {
 // Releases are, per program, the releases mrep writes for, the default (newest checked) first.
 var Releases = map[string][]Release{
 	"megatron": {{Name: "d98e8a6", Source: "NVIDIA/Megatron-LM main d98e8a64ddf34856e74b24714e3bedb2f5a39553 (megatron/training/arguments.py)", Table: "megatron_args_d98e8a6.txt"}},
-	"vllm":     {{Name: "0.33", Source: "PENDING"}},
-	"trtllm":   {{Name: "main", Source: "PENDING"}},
+	"vllm": {
+		{Name: "0.33.0", Source: "vllm-project/vllm v0.33.0 4ba787ec9 (PyPI sdist of 2026-11-02): vllm/engine/arg_utils.py, vllm/config/*.py, vllm/benchmarks/serve.py", Table: "vllm_v0.33.0.txt", MTPMethod: "mtp"},
+		{Name: "0.26.0", Source: "vllm-project/vllm v0.26.0 f2654939e69b4069b13977e9aef3e31d4dcaf051 (PyPI sdist of 2026-07-25)", Table: "vllm_v0.26.0.txt", MTPMethod: "mtp"},
+	},
+	"trtllm": {{Name: "main-44373a3", Source: "NVIDIA/TensorRT-LLM main 44373a31ee62ab48501d4d14dc2b6ec7f71df403 (tensorrt_llm/commands/serve.py, llmapi/llm_args.py; serve/scripts/benchmark_serving.py at 0228a71): the repository is too large to fetch whole here, so no release tag was read", Table: "trtllm_44373a3.txt"}},
 	"sglang": {
 		{Name: "0.5.23", Source: "sgl-project/sglang v0.5.23 (PyPI wheel, files of 2026-10-30; the wheel records no commit): python/sglang/srt/server_args.py, arg_groups/, bench_serving", Table: "sglang_v0.5.23.txt"},
 		{Name: "0.5.15", Source: "sgl-project/sglang v0.5.15 (PyPI wheel, files of 2026-07-10)", Table: "sglang_v0.5.15.txt"},

@@ -21,6 +21,9 @@ type Context struct {
 	Seq, MBS, GBS               int64
 	Framework                   string
 	Plan                        string // the emitted plan's id, when the run came from one
+	// Replicas the benchmark's load was spread over (behind a load balancer): each replica
+	// served 1/Replicas of the users or the rate, and the throughput is the replicas'.
+	Replicas int64
 }
 
 // Resolve is the context of run r: flags where given, else the run's mrep_* metadata, else what
@@ -52,7 +55,7 @@ func (r Run) Resolve(flags Context) Context {
 		DType: s(flags.DType, "mrep_dtype", ""), WeightDType: s(flags.WeightDType, "mrep_weight_dtype", ""), KVDType: s(flags.KVDType, "mrep_kv_dtype", ""),
 		Engine: s(flags.Engine, "mrep_engine", r.Engine), EngineVersion: s(flags.EngineVersion, "mrep_release", r.EngineVersion),
 		Seq: n(flags.Seq, "mrep_seq", 0), MBS: n(flags.MBS, "mrep_mbs", 0), GBS: n(flags.GBS, "mrep_gbs", r.GBS),
-		Framework: s(flags.Framework, "mrep_framework", ""), Plan: m["mrep_plan"],
+		Framework: s(flags.Framework, "mrep_framework", ""), Plan: m["mrep_plan"], Replicas: n(flags.Replicas, "mrep_replicas", 1),
 	}
 	c.TP, c.EP, c.PP = max(c.TP, 1), max(c.EP, 1), max(c.PP, 1)
 	if c.GPUs == 0 {
@@ -83,17 +86,25 @@ func (r Run) Rows(c Context, id, source string) ([]calib.Row, error) {
 		row.Measured = f.Value
 		switch f.Metric {
 		case "ttft", "tpot", "e2e", "output_throughput":
+			// one replica's share: rows are predicted on one replica
+			reps := float64(max(c.Replicas, 1))
 			row.Kind, row.Metric, row.Stat = calib.KindBenchServe, f.Metric, f.Stat
-			row.ISL, row.OSL, row.Requests = int64(math.Round(r.ISL)), int64(math.Round(r.OSL)), r.Requests
+			row.ISL, row.OSL, row.Requests = int64(math.Round(r.ISL)), int64(math.Round(r.OSL)), max(1, int64(math.Round(float64(r.Requests)/reps)))
 			switch {
 			case r.Users >= 1:
-				row.Concurrency = int64(math.Round(r.Users))
+				row.Concurrency = max(1, int64(math.Round(r.Users/reps)))
 			case r.Rate > 0:
-				row.RequestRate = r.Rate
+				row.RequestRate = r.Rate / reps
 			default: // every request at once: a closed loop as large as the run
-				row.Concurrency = r.Requests
+				row.Concurrency = row.Requests
+			}
+			if f.Metric == "output_throughput" {
+				row.Measured = f.Value / reps
 			}
 			row.Note = fmt.Sprintf("%s: %d requests of about %.0f in / %.0f out", r.Tool, r.Requests, r.ISL, r.OSL)
+			if reps > 1 {
+				row.Note += fmt.Sprintf(", over %.0f replicas (one replica's share)", reps)
+			}
 		case "step_time", "tokens_per_gpu":
 			if c.Seq < 1 || c.GBS < 1 {
 				return nil, fmt.Errorf("record %d: a training step needs its sequence length and global batch: give --seq and --gbs", r.Record)

@@ -108,9 +108,18 @@ func WriteCalibration(out io.Writer, fits []calib.ChipFit) error {
 		w.printf("# Calibration of %s (%d rows)\n\n", f.Chip, f.Rows)
 		var ps [][]string
 		for _, k := range sortedKeys(f.Params) {
-			ps = append(ps, []string{code(k), fmt.Sprintf("%.4g", f.Params[k])})
+			was, moved := "—", "—"
+			if v, ok := f.Shipped[k]; ok {
+				was = fmt.Sprintf("%.4g", v)
+				if v != 0 {
+					moved = fmt.Sprintf("%+.0f%%", 100*(f.Params[k]/v-1))
+				} else {
+					moved = fmt.Sprintf("%+.4g", f.Params[k]) // from nothing: the figure itself
+				}
+			}
+			ps = append(ps, []string{code(k), was, fmt.Sprintf("%.4g", f.Params[k]), moved})
 		}
-		table(w, []string{"Parameter", "Fitted"}, "lr", ps)
+		table(w, []string{"Parameter", "Before (shipped)", "Fitted", "Moved"}, "lrrr", ps)
 		w.printf("\n")
 		loo := map[string]calib.Result{}
 		for _, r := range f.LeaveOneOut {

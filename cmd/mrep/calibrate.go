@@ -29,8 +29,9 @@ func calibrateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "kernels", Usage: "fit each chip's serving-engine lanes to the engine's measured kernels shipped with mrep (validate --kernels): GEMM fraction per precision, prefill attention, decode attention's KV bandwidth; a figure is taken only where it predicts the held-out shapes better"},
 			&cli.StringFlag{Name: "rows", Usage: "fit to the row set `NAME` shipped with mrep instead of a file: calibration, extended, heldout, amd-vllm, bench-serve, finetune, finetune-time"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
+			&cli.BoolFlag{Name: "from-history", Usage: "fit to the results you measured and stored with mrep ingest (your own cluster's benchmark results and training logs)"},
 			&cli.StringFlag{Name: "lane", Usage: "fit on top of each chip's `LANE` figures (a serving engine's, e.g. those calibrate --kernels wrote) and write the fitted figures into that lane, leaving the chip's own and its other lanes as they are"},
-			&cli.StringFlag{Name: "leave-out", Value: "row", Usage: "the check's held-out group: row (one at a time), model, source (one published table) or chip; each refitted without it and then predicted"},
+			&cli.StringFlag{Name: "leave-out", Value: "row", Usage: "the check's held-out group: row (one at a time), run (a benchmark run's figures together; the default with --from-history), model, source (one published table) or chip; each refitted without it and then predicted"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
@@ -42,7 +43,11 @@ func calibrateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			group, err := calib.GroupBy(c.String("leave-out"))
+			leaveOut := c.String("leave-out")
+			if c.Bool("from-history") && !c.IsSet("leave-out") {
+				leaveOut = "run"
+			}
+			group, err := calib.GroupBy(leaveOut)
 			if err != nil {
 				return cli.Exit("calibrate --"+err.Error(), exitUsage)
 			}
@@ -52,7 +57,7 @@ func calibrateCommand() *cli.Command {
 				}
 				return calibrateLanes(c, src)
 			}
-			given := !src.Shipped() || src.Set != "" // a rows file or --rows
+			given := !src.Shipped() || src.Set != "" // a rows file, --rows or --from-history
 			what := rowsName(src)
 			switch {
 			case len(c.StringSlice("from")) > 0 && given:
@@ -72,8 +77,19 @@ func calibrateCommand() *cli.Command {
 			if w := c.StringSlice("where"); len(w) > 0 {
 				what += " where " + strings.Join(w, " and ")
 			}
+			if c.Bool("from-history") {
+				// a run's figures are one measurement: fewer runs than parameters fit nothing
+				runs := map[string]bool{}
+				for _, p := range ps {
+					runs[calib.RunOf(p.Row)] = true
+				}
+				if n := len(c.StringSlice("fit")); len(runs) < n {
+					return cli.Exit(fmt.Sprintf("calibrate --from-history: %d measured runs for %d parameters (%s): store more runs (other loads, lengths or layouts) or fit fewer parameters (--fit)",
+						len(runs), n, strings.Join(c.StringSlice("fit"), ", ")), exitFailure)
+				}
+			}
 			fits, err := calib.CalibrateWith(ps, c.StringSlice("fit"), what, calib.CalibrateOptions{
-				AbsLoss: c.Bool("abs-loss"), LeaveOut: group, LeaveOutName: c.String("leave-out"), Lane: strings.ToLower(c.String("lane"))})
+				AbsLoss: c.Bool("abs-loss"), LeaveOut: group, LeaveOutName: leaveOut, Lane: strings.ToLower(c.String("lane"))})
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("calibrate %s: %v", render.Visible(what), err), exitFailure)
 			}

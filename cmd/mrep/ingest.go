@@ -123,10 +123,26 @@ func expandPaths(args []string) ([]string, []string, error) {
 func ingestCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "ingest",
-		Usage:     "validate dumps and store them as runs (files, directories, globs; .json or .json.gz)",
+		Usage:     "validate dumps and store them as runs (files, directories, globs; .json or .json.gz); store what your benchmarks and training logs measured (vLLM/SGLang benchmark results, genai-perf, trtllm-bench, Megatron-LM and torchtitan logs, trainer_state.json), named as files",
 		ArgsUsage: "PATH...",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "keep-going", Usage: "store the valid dumps even when others are rejected (still exits non-zero)"},
+			&cli.StringFlag{Name: "model", Usage: "result files: the `MODEL` that ran, as mrep names it (a zoo name or a stored run), where the file does not say (an emitted plan's results do)"},
+			&cli.StringFlag{Name: "chip", Usage: "result files: the `CHIP` it ran on, as `mrep chips` lists it"},
+			&cli.Int64Flag{Name: "gpus", Usage: "result files: GPUs of one replica (default TP x EP x PP) or of the training job"},
+			&cli.Int64Flag{Name: "replicas", Usage: "result files: replicas the benchmark's load was spread over (behind a load balancer); the rows are one replica's share"},
+			&cli.Int64Flag{Name: "tp", Usage: "result files: tensor parallel size"},
+			&cli.Int64Flag{Name: "ep", Usage: "result files: expert parallel size"},
+			&cli.Int64Flag{Name: "pp", Usage: "result files: pipeline stages"},
+			&cli.StringFlag{Name: "dtype", Usage: "result files: the precision the run used (default bf16)"},
+			&cli.StringFlag{Name: "weight-dtype", Usage: "result files: weight precision (default: --dtype)"},
+			&cli.StringFlag{Name: "kv-dtype", Usage: "result files: KV-cache precision (default: --dtype)"},
+			&cli.StringFlag{Name: "engine", Usage: "result files: the serving engine (vllm, sglang, trtllm), where the file does not say"},
+			&cli.StringFlag{Name: "engine-version", Usage: "result files: the engine's `RELEASE`, where the file does not say"},
+			&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Usage: "training logs: S, tokens per sequence"},
+			&cli.Int64Flag{Name: "mbs", Usage: "training logs: micro-batch, sequences"},
+			&cli.Int64Flag{Name: "gbs", Usage: "training logs: global batch, sequences (Megatron's log states it)"},
+			&cli.StringFlag{Name: "framework", Usage: "training logs: megatron, fsdp or deepspeed (default: the log's tool's)"},
 			&cli.Int64Flag{Name: "max-bytes", Value: ingest.DefaultMaxBytes, Usage: "refuse a dump larger than this once decompressed"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output: one entry per file (path, run id, created or already there, or the error)"},
 		},
@@ -154,6 +170,16 @@ func ingestCommand(env Env) *cli.Command {
 			maxBytes := c.Int64("max-bytes")
 			if maxBytes <= 0 {
 				return cli.Exit(fmt.Sprintf("--max-bytes %d: want a positive number of bytes", maxBytes), exitFailure)
+			}
+			results, dumps, err := load.Classify(paths)
+			if err != nil {
+				return cli.Exit(render.Visible(fmt.Sprintf("ingest: %v; nothing was stored", err)), exitFailure)
+			}
+			if len(results) > 0 {
+				if len(dumps) > 0 {
+					return cli.Exit(fmt.Sprintf("ingest: give result files and dumps in separate commands (%d results, %d dumps); nothing was stored", len(results), len(dumps)), exitUsage)
+				}
+				return ingestResults(c, env, results)
 			}
 			opt := ingest.Options{MaxBytes: maxBytes}
 			// One pass: each dump is stored while it is decoded, in one transaction (a rejected

@@ -307,7 +307,8 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan, zoo bool) (
 		id = launchID(d, zoo)
 	}
 	mtp := fmt.Sprint(d.TextConfig()["num_nextn_predict_layers"]) // DeepSeek-V3's MTP heads: the drafter the engines run
-	deps, notes := emit.FromPlan(plan, emit.For{Model: id, Top: c.Int("top"), MTP: mtp != "<nil>" && mtp != "0", Release: c.String("emit-version")})
+	deps, notes := emit.FromPlan(plan, emit.For{Model: id, Top: c.Int("top"), MTP: mtp != "<nil>" && mtp != "0", Release: c.String("emit-version"),
+		PlanID: emit.PlanID(plan.Command), Name: d.Model.Name})
 	var out []emit.Files
 	said := map[string]bool{} // a note that holds for every deployment is said once
 	for i, dep := range deps {

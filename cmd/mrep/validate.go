@@ -12,6 +12,7 @@ import (
 	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
+	"github.com/mrep-dev/mrep/load"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -39,7 +40,7 @@ func bundledModels(ctx context.Context, dbPath string, sets configSets) calib.Mo
 
 // readRows reads src: a shipped set, or the rows file it names.
 func readRows(src calib.RowSource) ([]calib.Row, error) {
-	if src.Shipped() {
+	if src.Shipped() || src.Stored != nil {
 		return src.Rows(), nil
 	}
 	f, err := openRegular(src.Path)
@@ -97,6 +98,7 @@ func validateCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "loo", Usage: "also refit the training lanes without each source and predict its rows (leave one source out: one full lane fit per source, about 8 s each on 2 cores; the time taken is printed on stderr)"},
 			&cli.BoolFlag{Name: "no-loo", Hidden: true, Usage: "without --loo, the default: kept so scripts written for earlier releases still run"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
+			&cli.BoolFlag{Name: "from-history", Usage: "the results you measured and stored with mrep ingest (benchmark result files, training logs), each figure against its prediction"},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 		},
 		Action: func(c *cli.Context) error {
@@ -159,6 +161,24 @@ func validateCommand(env Env) *cli.Command {
 func rowSource(c *cli.Context) (calib.RowSource, error) {
 	path := c.Args().First()
 	set := c.String("rows")
+	if c.Bool("from-history") {
+		if path != "" || set != "" {
+			return calib.RowSource{}, cli.Exit(c.Command.Name+": give --from-history, a rows file or --rows, one of them", exitUsage)
+		}
+		db, err := openDBRead(c, Env{})
+		if err != nil {
+			return calib.RowSource{}, err
+		}
+		defer db.Close()
+		rows, err := load.StoredRows(c.Context, db)
+		if err != nil {
+			return calib.RowSource{}, cli.Exit(err.Error(), exitFailure)
+		}
+		if len(rows) == 0 {
+			return calib.RowSource{}, cli.Exit(fmt.Sprintf("%s --from-history: the history (%s) holds no measured results: store a benchmark's result file or a training log with mrep ingest FILE", c.Command.Name, render.Visible(store.Redact(c.String("db")))), exitFailure)
+		}
+		return calib.RowSource{Stored: rows}, nil
+	}
 	if set == "" {
 		return calib.RowSource{Path: path}, nil
 	}

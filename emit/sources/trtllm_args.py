@@ -12,7 +12,9 @@ Method (static, Python `ast`; nothing of tensorrt_llm, click or pydantic is impo
       ("--tensor_parallel_size", "--tp_size"); "--a/--b" boolean pairs give both names.  A
       decorator that is a plain name (a shared option-set decorator) is followed to its
       definition in serve.py or the module it is imported from, and every `.option(...)` call in
-      that function counts.  click's implicit --help is not listed.
+      that function counts.  A decorator that calls a plain name with option strings (an option
+      wrapper, `@stability_option("--tensor_parallel_size", "--tp_size", status=..., help=...)`)
+      gives those strings too.  click's implicit --help is not listed.
   [llm_api]  tensorrt_llm/llmapi/llm_args.py: the pydantic fields of TorchLlmArgs (the PyTorch
       backend's args, what the YAML is validated into), its bases (BaseLlmArgs, ...) followed
       through the file and through `from ... import` of other tensorrt_llm modules.  A field is
@@ -21,7 +23,9 @@ Method (static, Python `ast`; nothing of tensorrt_llm, click or pydantic is impo
       `validation_alias=` ("x" or AliasChoices("x", "y")) in Field(...) is listed too (pydantic
       accepts those as the YAML key).  A name that is a type alias rather than a class
       (`CudaGraphConfig = Annotated[Union[A, B], ...]`) gives the union of its classes' fields.
-  [kv_cache_config] KvCacheConfig, [cuda_graph_config] CudaGraphConfig,
+  [kv_cache_config] KvCacheConfig, [cuda_graph_config] CudaGraphConfigType where the file has it
+      (the type of TorchLlmArgs.cuda_graph_config in newer trees: decode and encode graph configs,
+      the mode inferred from the keys), else CudaGraphConfig,
   [speculative_config MTP] MTPDecodingConfig (with DecodingBaseConfig's fields, the bases being
       followed the same way); its `decoding_type` (a ClassVar in older releases, a
       Literal-typed field in newer ones) is listed as a key, and its value goes in a header
@@ -30,10 +34,16 @@ Method (static, Python `ast`; nothing of tensorrt_llm, click or pydantic is impo
       every `<x>.add_argument(...)` call in the module, and in functions it imports from other
       tensorrt_llm modules and calls (shared parser helpers).  action=BooleanOptionalAction
       also registers "--no-<name>".  argparse's implicit -h/--help is not listed.
+  Modules of tensorrt_llm that an import names but the tree lacks are listed on stderr (with
+  --src-root: files not downloaded); what they would define is not followed.
 
 Usage:
   trtllm_args.py --git-dir /work/.mirror/NVIDIA+TensorRT-LLM/repo --tag v1.2.0 > emit/testdata/trtllm_v1.2.0.txt
   trtllm_args.py --src-root DIR --tag v1.2.0 --commit SHA > ...
+  trtllm_args.py --src-root DIR --tag main --commit SHA \
+      --file-commit tensorrt_llm/serve/scripts/benchmark_serving.py=SHA2 > ...
+      (files got one by one, not all at --commit: each such file's own commit is written as a
+      `# <path>: <commit>` header line)
 """
 import argparse
 import ast
@@ -53,6 +63,7 @@ class Reader:
     def __init__(self, git_dir=None, tag=None, src_root=None):
         self.git_dir, self.tag, self.src_root = git_dir, tag, src_root
         self.read_paths = []
+        self.missing = []
         self._cache = {}
 
     def commit(self):
@@ -98,6 +109,8 @@ def module_path(reader, importer, node):
     for cand in (mod + ".py", mod + "/__init__.py"):
         if reader.read(cand) is not None:
             return cand
+    if mod not in reader.missing:
+        reader.missing.append(mod)
     return None
 
 
@@ -183,6 +196,9 @@ def serve_options(reader):
         if is_attr_call(d, "option"):
             names.update(option_names(d))
         elif deco_name(d):
+            if isinstance(d, ast.Call):
+                # an option wrapper: @stability_option("--port", type=int, status="beta", help=...)
+                names.update(option_names(d))
             found = resolve(reader, SERVE, deco_name(d), ast.FunctionDef)
             if found:
                 for n in ast.walk(found[1]):
@@ -304,11 +320,21 @@ def main():
     ap.add_argument("--tag", required=True, help="release tag, e.g. v1.2.0")
     ap.add_argument("--src-root", help="read the files from this directory instead of git")
     ap.add_argument("--commit", help="with --src-root: the full commit hash the files are from")
+    ap.add_argument("--file-commit", action="append", default=[], metavar="PATH=SHA",
+                    help="with --src-root: a file taken at another commit than --commit (repeatable)")
     a = ap.parse_args()
     if bool(a.git_dir) == bool(a.src_root):
         ap.error("give one of --git-dir and --src-root")
     if a.src_root and not a.commit:
         ap.error("--src-root needs --commit")
+    file_commits = {}
+    for fc in a.file_commit:
+        path, sep, sha = fc.partition("=")
+        if not sep or not path or not sha:
+            ap.error(f"--file-commit {fc!r}: want PATH=SHA")
+        if not a.src_root:
+            ap.error("--file-commit needs --src-root")
+        file_commits[path] = sha
     reader = Reader(git_dir=a.git_dir, tag=a.tag, src_root=a.src_root)
     commit = a.commit or reader.commit()
 
@@ -318,9 +344,13 @@ def main():
         sys.exit(f"{LLM_ARGS}: no TorchLlmArgs")
     sections = [("trtllm-serve", serve), ("llm_api", llm)]
     mtp_type = None
-    for section, cls in [("kv_cache_config", "KvCacheConfig"), ("cuda_graph_config", "CudaGraphConfig"),
-                         ("speculative_config MTP", "MTPDecodingConfig")]:
-        f, extra = class_fields(reader, LLM_ARGS, cls)
+    for section, classes in [("kv_cache_config", ["KvCacheConfig"]),
+                             ("cuda_graph_config", ["CudaGraphConfigType", "CudaGraphConfig"]),
+                             ("speculative_config MTP", ["MTPDecodingConfig"])]:
+        for cls in classes:
+            f, extra = class_fields(reader, LLM_ARGS, cls)
+            if f:
+                break
         if not f:
             print(f"warning: {cls} not found in {LLM_ARGS} (or what it imports)", file=sys.stderr)
         if cls == "MTPDecodingConfig":
@@ -331,13 +361,21 @@ def main():
     out = [f"# repository: {REPO}",
            f"# tag: {a.tag}",
            f"# commit: {commit}",
-           "# files: " + " ".join(reader.read_paths),
-           f"# speculative_config MTP decoding_type: {mtp_type}",
-           "# generator: emit/sources/trtllm_args.py"]
+           "# files: " + " ".join(reader.read_paths)]
+    for path in reader.read_paths:
+        if path in file_commits:
+            out.append(f"# {path}: {file_commits[path]}")
+    unread = sorted(set(file_commits) - set(reader.read_paths))
+    if unread:
+        sys.exit("--file-commit names files the generator did not read: " + " ".join(unread))
+    out += [f"# speculative_config MTP decoding_type: {mtp_type}",
+            "# generator: emit/sources/trtllm_args.py"]
     for section, names in sections:
         out.append(f"[{section}]")
         out += sorted(names)
     print("\n".join(out))
+    if reader.missing:
+        print("not in the tree (imports not followed): " + " ".join(sorted(reader.missing)), file=sys.stderr)
 
 
 if __name__ == "__main__":

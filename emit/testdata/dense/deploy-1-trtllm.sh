@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dense test
 # One replica on 8 GPUs (TP4, PP2).
-# Written by mrep for TensorRT-LLM (PyTorch backend) main. Start the server, then run the benchmark from another shell.
+# Written by mrep for TensorRT-LLM (PyTorch backend) main-44373a3. Start the server, then run the benchmark from another shell.
 set -euo pipefail
 MODEL=${MODEL:-meta-llama/Llama-3.1-70B-Instruct}  # the model's Hugging Face id or local path
 CONFIG=${CONFIG:-$(dirname "$0")/deploy-1-trtllm.yml}  # the LLM API options written beside this script

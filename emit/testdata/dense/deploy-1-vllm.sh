@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dense test
 # One replica on 8 GPUs (TP4, PP2).
-# Written by mrep for vLLM (V1 engine) 0.33. Start the server, then run the benchmark from another shell.
+# Written by mrep for vLLM (V1 engine) 0.33.0. Start the server, then run the benchmark from another shell.
 set -euo pipefail
 MODEL=${MODEL:-meta-llama/Llama-3.1-70B-Instruct}  # the model's Hugging Face id or local path
 vllm serve "$MODEL" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test deployment
 # One replica on 8 GPUs (TP1, EP8, attention data-parallel x8); the plan runs 2 replicas behind a load balancer, each started like this one.
-# Written by mrep for vLLM (V1 engine) 0.33. Start the server, then run the benchmark from another shell.
+# Written by mrep for vLLM (V1 engine) 0.33.0. Start the server, then run the benchmark from another shell.
 set -euo pipefail
 MODEL=${MODEL:-deepseek-ai/DeepSeek-V3}  # the model's Hugging Face id or local path
 vllm serve "$MODEL" \

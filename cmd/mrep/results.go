@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mrep-dev/mrep/calib"
+	"github.com/mrep-dev/mrep/load"
+	"github.com/mrep-dev/mrep/measure"
+	"github.com/mrep-dev/mrep/render"
+	"github.com/mrep-dev/mrep/store"
+)
+
+// resultContext is ingest's flags as the context of result files (what the files do not say).
+func resultContext(c *cli.Context) measure.Context {
+	return measure.Context{Model: c.String("model"), Chip: c.String("chip"), GPUs: c.Int64("gpus"), TP: c.Int64("tp"), EP: c.Int64("ep"), PP: c.Int64("pp"),
+		DType: strings.ToLower(c.String("dtype")), WeightDType: strings.ToLower(c.String("weight-dtype")), KVDType: strings.ToLower(c.String("kv-dtype")),
+		Engine: strings.ToLower(c.String("engine")), EngineVersion: c.String("engine-version"), Seq: c.Int64("seq"), MBS: c.Int64("mbs"), GBS: c.Int64("gbs"),
+		Framework: strings.ToLower(c.String("framework")), Replicas: c.Int64("replicas")}
+}
+
+// ingestResults stores what result files measured: each run's rows are built and checked
+// against the chips and models (as validate would predict them) before anything is stored, in
+// one transaction.
+func ingestResults(c *cli.Context, env Env, files []load.ResultFile) error {
+	results, rows, err := load.ResultRows(files, resultContext(c))
+	if err != nil {
+		return cli.Exit(render.Visible(fmt.Sprintf("ingest: %v; nothing was stored", err)), exitFailure)
+	}
+	cdb, err := chipDB(c)
+	if err != nil {
+		return err
+	}
+	if _, err := calib.Prepare(rows, cdb, bundledModels(c.Context, c.String("db"), runSets(c))); err != nil {
+		return cli.Exit(render.Visible(fmt.Sprintf("ingest: %v; nothing was stored", err)), exitFailure)
+	}
+	db, err := store.Open(c.Context, c.String("db"), store.Options{Now: env.Now, Who: env.who(), IntegrityCheck: c.Bool("integrity-check")})
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	defer db.Close()
+	added, err := db.AddResults(c.Context, results)
+	if err != nil {
+		return cli.Exit(render.Visible(fmt.Sprintf("ingest: %v; nothing was stored", err)), exitFailure)
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, struct {
+			Added   int            `json:"added"`
+			Results []store.Result `json:"results"`
+		}{added, results})
+	}
+	for _, f := range files {
+		for _, r := range f.Runs {
+			what := fmt.Sprintf("%d figures", len(r.Figures))
+			load := ""
+			switch {
+			case r.Users >= 1:
+				load = fmt.Sprintf(", %g users", r.Users)
+			case r.Rate > 0:
+				load = fmt.Sprintf(", %g requests/s", r.Rate)
+			}
+			fmt.Fprintf(c.App.Writer, "%s record %d: %s, %s%s\n", render.Visible(f.Path), r.Record, r.Tool, what, load)
+		}
+	}
+	fmt.Fprintf(c.App.Writer, "stored %d new of %d results (%d measured rows); compare them with mrep validate --from-history, fit to them with mrep calibrate --from-history\n",
+		added, len(results), len(rows))
+	return nil
+}
