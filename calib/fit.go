@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mrep-dev/mrep/chips"
 )
@@ -231,12 +233,12 @@ func clone(e chips.Efficiency) chips.Efficiency {
 // ChipFit is one chip's calibration: the fitted figures, and errors before, after and
 // leave-one-out (each row predicted by a fit on the others: does the fit generalise?).
 type ChipFit struct {
-	Chip        string             `json:"chip"`
-	Rows        int                `json:"rows"`
-	Params      map[string]float64 `json:"params"`
+	Chip   string             `json:"chip"`
+	Rows   int                `json:"rows"`
+	Params map[string]float64 `json:"params"`
 	// Shipped are the parameters' figures before the fit (the chip's, or its lane's).
-	Shipped map[string]float64 `json:"shipped"`
-	Before  Report             `json:"before"`
+	Shipped     map[string]float64 `json:"shipped"`
+	Before      Report             `json:"before"`
 	After       Report             `json:"after"`
 	LeaveOneOut []Result           `json:"leave_one_out"`
 	// LeaveOut is the grouping LeaveOneOut held out together ("model", "source"; "": rows).
@@ -408,28 +410,49 @@ func leaveGroupsOut(rows []Prepared, base chips.Efficiency, params []Param, loss
 			order = append(order, g)
 		}
 	}
-	var out []Result
 	if len(order) < 2 {
 		return nil, nil
 	}
-	for _, g := range order {
-		var rest, held []Prepared
-		for _, p := range rows {
-			if group(p) == g {
-				held = append(held, p)
-			} else {
-				rest = append(rest, p)
+	// each group's refit is independent: they run side by side, one per core, and are
+	// gathered in the groups' order
+	per := make([][]Result, len(order))
+	errs := make([]error, len(order))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, g := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var rest, held []Prepared
+			for _, p := range rows {
+				if group(p) == g {
+					held = append(held, p)
+				} else {
+					rest = append(rest, p)
+				}
 			}
+			e, _, err := fitWith(rest, base, params, loss)
+			if err != nil {
+				errs[i] = fmt.Errorf("fit %s without %s: %w", chip, g, err)
+				return
+			}
+			rep, err := Validate(held, map[string]chips.Efficiency{chip: e})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			per[i] = rep.Rows
+		}()
+	}
+	wg.Wait()
+	var out []Result
+	for i := range order {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		e, _, err := fitWith(rest, base, params, loss)
-		if err != nil {
-			return nil, fmt.Errorf("fit %s without %s: %w", chip, g, err)
-		}
-		rep, err := Validate(held, map[string]chips.Efficiency{chip: e})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rep.Rows...)
+		out = append(out, per[i]...)
 	}
 	return out, nil
 }

@@ -39,6 +39,10 @@ func torchtitanModule(t Training, r Release) string {
 		fmt.Fprintf(&b, "from torchtitan.models.%s.config_registry import %s as base\n", base[0], base[1])
 	}
 	b.WriteString("\n\ndef mrep_plan():\n")
+	if t.PlanID != "" {
+		// into the training log, where mrep ingest reads the run back with no flag
+		fmt.Fprintf(&b, "    print(%s, flush=True)\n", pyString("mrep-plan: "+t.planLine("fsdp")))
+	}
 	if fw := l.Framework; fw != "" && fw != layout.FSDP {
 		fmt.Fprintf(&b, "    # mrep timed this layout under %s; torchtitan runs FSDP2 (parameters, gradients and optimizer\n"+
 			"    # state sharded over the data-parallel ranks): plan with --framework fsdp to time what this runs.\n", pyDoc(oneLine(fw)))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mrep-dev/mrep/internal/shell"
 	"github.com/mrep-dev/mrep/layout"
 )
 
@@ -16,11 +17,14 @@ type Training struct {
 	Name  string // the model as mrep names it (the zoo's name): torchtitan's config to start from
 	// Release is the framework's release to write for (ResolveRelease; "": the newest checked).
 	Release string
-	Title   string
-	Chip    string // the chip it runs on: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule depends on its generation
-	Layout  layout.Layout
-	Layers  int64
-	FP8     string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
+	// PlanID names the plan (PlanID): the written file prints it, with what runs, as a line
+	// of the training log, so `mrep ingest LOG` reads the run back with no flag.
+	PlanID string
+	Title  string
+	Chip   string // the chip it runs on: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule depends on its generation
+	Layout layout.Layout
+	Layers int64
+	FP8    string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
 }
 
 // WriteTraining is the framework's files for t: Megatron-LM's pretrain_gpt.py arguments, or a
@@ -80,6 +84,9 @@ func megatronArgs(t Training) string {
 		// DeepSeek-V3's DualPipe is its own pipeline schedule, not one of Megatron-LM's
 		b.WriteString("# mrep timed DeepSeek's DualPipe (the expert all-to-all hidden by a bidirectional pipeline); Megatron-LM has no\n" +
 			"# such schedule: the nearest, --overlap-moe-expert-parallel-comm, is written, and hides less (plan with --a2a-overlap 1f1b to time it).\n")
+	}
+	if t.PlanID != "" {
+		fmt.Fprintf(&b, "echo %s  # read back by mrep ingest from the training log\n", shell.Quote("mrep-plan: "+t.planLine("megatron")))
 	}
 	fsdp := l.Stage() >= 2
 	switch {
@@ -308,4 +315,21 @@ func tomlString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// planLine is the plan as the training log's "mrep-plan:" line says it: KEY=VALUE pairs that
+// measure reads back (the layout, batches, precision and where it ran).
+func (t Training) planLine(framework string) string {
+	l := t.Layout
+	dtype := "bf16"
+	if t.FP8 != "" {
+		dtype = "fp8"
+	}
+	pairs := []string{"plan=" + t.PlanID, "model=" + metaValue(t.Name), "chip=" + metaValue(t.Chip), fmt.Sprintf("gpus=%d", l.GPUs()),
+		fmt.Sprintf("tp=%d", l.TP), fmt.Sprintf("pp=%d", l.PP), fmt.Sprintf("ep=%d", max(l.EP, 1)), fmt.Sprintf("cp=%d", max(l.CP, 1)),
+		fmt.Sprintf("seq=%d", l.Seq), fmt.Sprintf("gbs=%d", l.GBS), fmt.Sprintf("mbs=%d", l.MBS), "framework=" + framework, "dtype=" + dtype}
+	if t.FP8 != "" {
+		pairs = append(pairs, "recipe="+metaValue(t.FP8))
+	}
+	return strings.Join(pairs, " ")
 }

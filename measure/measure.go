@@ -107,6 +107,10 @@ func parseJSON(name string, data []byte) ([]Run, error) {
 		d := json.NewDecoder(bytes.NewReader(line))
 		d.UseNumber()
 		if err := d.Decode(&obj); err != nil {
+			if len(runs) == 0 {
+				// nothing read as a result yet: not a result file (a truncated dump, say)
+				return nil, fmt.Errorf("%s:%d: not JSON (%v): %w", name, i+1, err, ErrNotResult)
+			}
 			return nil, fmt.Errorf("%s:%d: not JSON (%v): a result file is one JSON object or one object per line", name, i+1, err)
 		}
 		r, err := fromObject(name, i+1, obj)

@@ -46,7 +46,7 @@ func figure(r Run, metric, stat string) float64 {
 // Each tool's file is recognised by its content and its figures read as the file states them,
 // in seconds and tokens/s (values checked by hand against the fixtures).
 func TestParseEachTool(t *testing.T) {
-	v := read(t, "vllm/benchmark_serving_results_nerdalert.jsonl")
+	v := read(t, "../../examples/results/vllm-bench-llama-3.2-3b-4xl40s.jsonl")
 	if len(v) != 9 || v[0].Tool != "vllm" || v[0].Model != "meta-llama/Llama-3.2-3B-Instruct" || v[0].Rate != 10 || v[0].Users != 0 || v[0].Requests != 300 {
 		t.Fatalf("vllm: %d runs, first %+v", len(v), v[0])
 	}
@@ -138,7 +138,7 @@ func TestParseRefuses(t *testing.T) {
 // A run becomes calibration rows the time model predicts: context from the flags first, then an
 // emitted plan's mrep_* metadata, then the file; what is missing is named with its flag.
 func TestRowsFromRuns(t *testing.T) {
-	v := read(t, "vllm/benchmark_serving_results_nerdalert.jsonl")[0]
+	v := read(t, "../../examples/results/vllm-bench-llama-3.2-3b-4xl40s.jsonl")[0]
 	if _, err := v.Rows(v.Resolve(Context{}), "x", "f"); err == nil || !strings.Contains(err.Error(), "give --chip") {
 		t.Errorf("no chip: %v", err)
 	}

@@ -20,6 +20,8 @@ type Context struct {
 	Engine, EngineVersion       string
 	Seq, MBS, GBS               int64
 	Framework                   string
+	Recipe                      string // training: the low-precision recipe (fp8-cs, mxfp8...)
+	CP                          int64  // training: context parallel size
 	Plan                        string // the emitted plan's id, when the run came from one
 	// Replicas the benchmark's load was spread over (behind a load balancer): each replica
 	// served 1/Replicas of the users or the rate, and the throughput is the replicas'.
@@ -56,6 +58,7 @@ func (r Run) Resolve(flags Context) Context {
 		Engine: s(flags.Engine, "mrep_engine", r.Engine), EngineVersion: s(flags.EngineVersion, "mrep_release", r.EngineVersion),
 		Seq: n(flags.Seq, "mrep_seq", 0), MBS: n(flags.MBS, "mrep_mbs", 0), GBS: n(flags.GBS, "mrep_gbs", r.GBS),
 		Framework: s(flags.Framework, "mrep_framework", ""), Plan: m["mrep_plan"], Replicas: n(flags.Replicas, "mrep_replicas", 1),
+		Recipe: s(flags.Recipe, "mrep_recipe", ""), CP: n(flags.CP, "mrep_cp", 1),
 	}
 	c.TP, c.EP, c.PP = max(c.TP, 1), max(c.EP, 1), max(c.PP, 1)
 	if c.GPUs == 0 {
@@ -113,7 +116,7 @@ func (r Run) Rows(c Context, id, source string) ([]calib.Row, error) {
 			if f.Metric == "tokens_per_gpu" {
 				row.Kind, row.Unit = calib.KindTrainTokens, "tok/s/gpu"
 			}
-			row.Seq, row.GBS, row.MBS, row.Framework = c.Seq, c.GBS, max(c.MBS, 1), c.Framework
+			row.Seq, row.GBS, row.MBS, row.Framework, row.Recipe, row.CP = c.Seq, c.GBS, max(c.MBS, 1), c.Framework, c.Recipe, max(c.CP, 1)
 			if row.Framework == "" {
 				row.Framework = map[string]string{"torchtitan": "fsdp", "hf-trainer": "fsdp"}[r.Tool]
 			}

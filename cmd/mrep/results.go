@@ -60,6 +60,8 @@ func ingestResults(c *cli.Context, env Env, files []load.ResultFile) error {
 				load = fmt.Sprintf(", %g users", r.Users)
 			case r.Rate > 0:
 				load = fmt.Sprintf(", %g requests/s", r.Rate)
+			case r.Requests > 0 && r.Figures[0].Metric != "step_time" && r.Figures[0].Metric != "tokens_per_gpu":
+				load = fmt.Sprintf(", all %d requests at once", r.Requests)
 			}
 			fmt.Fprintf(c.App.Writer, "%s record %d: %s, %s%s\n", render.Visible(f.Path), r.Record, r.Tool, what, load)
 		}
