@@ -24,14 +24,32 @@ type Result struct {
 // place); it returns how many were new. IngestedAt and IngestedBy are the store's clock and
 // user.
 func (db *DB) AddResults(ctx context.Context, rs []Result) (int, error) {
+	return db.addResults(ctx, rs, false)
+}
+
+// CopyResults copies every result of src that dst lacks, keeping when and by whom each was
+// ingested (a history copied to a team's keeps what was measured, and where).
+func CopyResults(ctx context.Context, src, dst *DB) (int, error) {
+	rs, err := src.Results(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return dst.addResults(ctx, rs, true)
+}
+
+func (db *DB) addResults(ctx context.Context, rs []Result, keep bool) (int, error) {
 	if db.readOnly {
 		return 0, fmt.Errorf("storing results: %w", ErrReadOnly)
 	}
 	added := 0
 	err := db.tx(ctx, func(tx sqlTx) error {
 		added = 0
-		now := db.now().UTC().Format("2006-01-02T15:04:05Z")
+		now, who := db.now().UTC().Format("2006-01-02T15:04:05Z"), db.who
 		for _, r := range rs {
+			at, by := now, who
+			if keep {
+				at, by = r.IngestedAt, r.IngestedBy
+			}
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM results WHERE digest = ? AND record = ?`, r.Digest, r.Record).Scan(&n); err != nil {
 				return err
@@ -44,7 +62,7 @@ func (db *DB) AddResults(ctx context.Context, rs []Result) (int, error) {
 				plan = r.Plan
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO results (digest, record, source, tool, plan, run, rows, ingested_at, ingested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				r.Digest, r.Record, clip(r.Source, 4096), r.Tool, plan, r.Run, r.Rows, now, db.who); err != nil {
+				r.Digest, r.Record, clip(r.Source, 4096), r.Tool, plan, r.Run, r.Rows, at, by); err != nil {
 				return fmt.Errorf("storing %s record %d: %w", r.Source, r.Record, err)
 			}
 			added++

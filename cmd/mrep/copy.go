@@ -68,11 +68,20 @@ func copyCommand(env Env) *cli.Command {
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("copy: %s (%d runs done before it; copying again resumes)", render.Visible(err.Error()), len(done)), exitFailure)
 			}
+			results := 0
+			if len(ids) == 0 { // the whole history: what was measured goes with the runs
+				if results, err = store.CopyResults(c.Context, src, dst); err != nil {
+					return cli.Exit(fmt.Sprintf("copy: measured results: %s (every run was copied)", render.Visible(err.Error())), exitFailure)
+				}
+			}
 			if c.Bool("json") {
 				if done == nil {
 					done = []store.Copied{}
 				}
 				return writeJSON(c.App.Writer, done)
+			}
+			if results > 0 {
+				fmt.Fprintf(c.App.Writer, "copied %d measured results\n", results)
 			}
 			created := 0
 			for _, r := range done {

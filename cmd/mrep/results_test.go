@@ -96,6 +96,14 @@ func TestIngestResults(t *testing.T) {
 	if _, _, err := run(t, one, "calibrate", "--from-history", "--fit", "step_overhead_us,request_overhead_us"); err == nil || !strings.Contains(err.Error(), "1 measured runs for 2 parameters") {
 		t.Errorf("one run, two parameters: %v", err)
 	}
+	// a history copied whole keeps what was measured, once
+	team := filepath.Join(dir, "team.db")
+	if out := mustRun(t, db, "copy", "--to", team); !strings.Contains(out, "copied 9 measured results") || storedResults(t, team) != 9 {
+		t.Errorf("copy: %s", out)
+	}
+	if out := mustRun(t, db, "copy", "--to", team); strings.Contains(out, "measured results") || storedResults(t, team) != 9 {
+		t.Errorf("copy again: %s", out)
+	}
 	runsOnly := filepath.Join(dir, "runs.db")
 	mustRun(t, runsOnly, "ingest", "../../examples/dumps/gpt2.json.gz")
 	if _, _, err := run(t, runsOnly, "validate", "--from-history"); err == nil || !strings.Contains(err.Error(), "holds no measured results") {
