@@ -37,7 +37,7 @@ func noData(err error) error {
 func diffCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
-		Usage:     "compare two runs: config, parameters, the performance model and (checkpoints) weight drift",
+		Usage:     "compare two runs: config, parameters, the performance model and (checkpoints) weight drift; or two measured results (DIGEST#RECORD, as validate --from-history names them): which part of the step moved",
 		ArgsUsage: "RUN_A RUN_B",
 		Flags: append(scenarioFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write diff.md, diff.json and the drift chart to `DIR`"},
@@ -51,6 +51,9 @@ func diffCommand(env Env) *cli.Command {
 			}
 			if c.NArg() != 2 {
 				return cli.Exit("diff: give two runs (RUN_A RUN_B), or one run with --scenario-a and --scenario-b", exitFailure)
+			}
+			if measuredRef.MatchString(c.Args().Get(0)) && measuredRef.MatchString(c.Args().Get(1)) {
+				return measuredDiff(c, c.Args().Get(0), c.Args().Get(1))
 			}
 			o, err := readScenario(c)
 			if err != nil {

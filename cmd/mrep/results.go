@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -69,4 +70,63 @@ func ingestResults(c *cli.Context, env Env, files []load.ResultFile) error {
 	fmt.Fprintf(c.App.Writer, "stored %d new of %d results (%d measured rows); compare them with mrep validate --from-history, fit to them with mrep calibrate --from-history\n",
 		added, len(results), len(rows))
 	return nil
+}
+
+// measuredRef is a stored result as validate --from-history's row ids name it: the result
+// file's SHA-256 prefix and the record, DIGEST#RECORD.
+var measuredRef = regexp.MustCompile(`^[0-9a-f]{12}#[0-9]+$`)
+
+// measuredDiff compares two stored measured runs: each figure measured and predicted, and the
+// part of the engine's step that moved.
+func measuredDiff(c *cli.Context, a, b string) error {
+	db, err := openDBRead(c, Env{})
+	if err != nil {
+		return err
+	}
+	rows, err := load.StoredRows(c.Context, db)
+	db.Close()
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	pick := func(ref string) ([]calib.Row, error) {
+		var out []calib.Row
+		for _, r := range rows {
+			if strings.HasPrefix(r.ID, ref+"-") && r.Kind == calib.KindBenchServe {
+				out = append(out, r)
+			}
+		}
+		if len(out) == 0 {
+			return nil, cli.Exit(fmt.Sprintf("diff: no measured serving run %s in the history (mrep validate --from-history lists them as DIGEST#RECORD-figure)", ref), exitFailure)
+		}
+		return out, nil
+	}
+	ra, err := pick(a)
+	if err != nil {
+		return err
+	}
+	rb, err := pick(b)
+	if err != nil {
+		return err
+	}
+	cdb, err := chipDB(c)
+	if err != nil {
+		return err
+	}
+	models := bundledModels(c.Context, c.String("db"), runSets(c))
+	pa, err := calib.Prepare(ra, cdb, models)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	pb, err := calib.Prepare(rb, cdb, models)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	d, err := calib.DiffRuns(pa, pb)
+	if err != nil {
+		return cli.Exit("diff: "+err.Error(), exitFailure)
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, d)
+	}
+	return render.WriteRunDiff(c.App.Writer, d)
 }

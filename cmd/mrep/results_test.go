@@ -80,6 +80,16 @@ func TestIngestResults(t *testing.T) {
 			t.Errorf("%s: measured %g, predicted %g", r.ID, r.Measured, r.Predicted)
 		}
 	}
+	// two measured runs side by side: the rate tripled, and the simulation says which part of
+	// the step grew with it
+	d := mustRun(t, db, "diff", "6ef60c057af5#1", "6ef60c057af5#2")
+	if !strings.Contains(d, "| tpot median | 13.69 ms | 25.47 ms | +86% |") || !strings.Contains(d, "What moved, as mrep's simulation of each run sees it: the step goes from") ||
+		!strings.Contains(d, "| Attention |") {
+		t.Errorf("diff of two measured runs:\n%s", d)
+	}
+	if _, _, err := run(t, db, "diff", "6ef60c057af5#1", "000000000000#7"); err == nil || !strings.Contains(err.Error(), "no measured serving run 000000000000#7") {
+		t.Errorf("an unknown measured run: %v", err)
+	}
 	// the fit writes a chips file whose figures then time the plans
 	chipsFile := filepath.Join(dir, "mine.json")
 	out = mustRun(t, db, "calibrate", "--from-history", "--fit", "step_overhead_us", "--where", "stat=median", "--where", "kind=bench_serve", "-o", chipsFile)
@@ -201,8 +211,8 @@ func TestREADMEMeasuredLoop(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "loop.db")
 	blocks := strings.Split(s[start:end], "```console\n")[1:]
-	if len(blocks) != 5 {
-		t.Fatalf("%d blocks, want the plan, ingest, validate, calibrate and the next plan", len(blocks))
+	if len(blocks) != 6 {
+		t.Fatalf("%d blocks, want the plan, ingest, validate, diff, calibrate and the next plan", len(blocks))
 	}
 	for _, b := range blocks {
 		b = b[:strings.Index(b, "```")]
