@@ -72,7 +72,14 @@ func historyCommand(env Env) *cli.Command {
 			if c.Bool("json") {
 				return writeJSON(c.App.Writer, h.Points)
 			}
-			return render.WriteHistory(c.App.Writer, h, "")
+			if err := render.WriteHistory(c.App.Writer, h, ""); err != nil {
+				return err
+			}
+			// what was measured with the users' own tools sits beside the runs' history
+			if rs, err := db.Results(c.Context); err == nil && len(rs) > 0 {
+				fmt.Fprintf(c.App.Writer, "\nThe history also holds %d measured runs (benchmark results, training logs): `mrep validate --from-history` sets each figure beside mrep's prediction, `mrep show DIGEST#RECORD` one run, `mrep diff A B` two.\n", len(rs))
+			}
+			return nil
 		},
 	}
 }

@@ -130,3 +130,39 @@ func measuredDiff(c *cli.Context, a, b string) error {
 	}
 	return render.WriteRunDiff(c.App.Writer, d)
 }
+
+// showMeasured is one stored measured run (DIGEST#RECORD): each of its figures beside mrep's
+// prediction, as validate --from-history prints them.
+func showMeasured(c *cli.Context, ref string) error {
+	db, err := openDBRead(c, Env{})
+	if err != nil {
+		return err
+	}
+	rows, err := load.StoredRows(c.Context, db)
+	db.Close()
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	var mine []calib.Row
+	for _, r := range rows {
+		if strings.HasPrefix(r.ID, ref+"-") {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return cli.Exit(fmt.Sprintf("show: no measured run %s in the history (mrep validate --from-history lists them as DIGEST#RECORD-figure)", ref), exitFailure)
+	}
+	ps, err := preparedRows(c, calib.RowSource{Stored: mine})
+	if err != nil {
+		return err
+	}
+	rep, err := calib.Validate(ps, nil)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, rep)
+	}
+	fmt.Fprintf(c.App.Writer, "Measured run %s: %s\n\n", ref, render.Visible(mine[0].Note))
+	return render.WriteValidation(c.App.Writer, rep)
+}

@@ -87,6 +87,9 @@ func TestIngestResults(t *testing.T) {
 		!strings.Contains(d, "| Attention |") {
 		t.Errorf("diff of two measured runs:\n%s", d)
 	}
+	if out := mustRun(t, db, "show", "6ef60c057af5#2"); !strings.Contains(out, "Measured run 6ef60c057af5#2: vllm: 900 requests") || !strings.Contains(out, "`6ef60c057af5#2-tpot-median`") {
+		t.Errorf("show of a measured run:\n%s", out)
+	}
 	if _, _, err := run(t, db, "diff", "6ef60c057af5#1", "000000000000#7"); err == nil || !strings.Contains(err.Error(), "no measured serving run 000000000000#7") {
 		t.Errorf("an unknown measured run: %v", err)
 	}

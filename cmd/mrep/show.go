@@ -24,6 +24,9 @@ func showCommand(env Env) *cli.Command {
 			&cli.StringFlag{Name: "chip", Usage: "chip to predict a measured training step on (default: the one the measured device names)"},
 		},
 		Action: func(c *cli.Context) error {
+			if ref := c.Args().First(); measuredRef.MatchString(ref) {
+				return showMeasured(c, ref)
+			}
 			return withRun(c, env, func(_ *store.DB, run store.Run, d *model.Dump) error {
 				view := render.Show{Run: run, Summary: analyzer.Summarize(d), Patterns: analyzer.Breakdown(d), Tensors: analyzer.Tensors(d)}
 				if d.Measurement != nil {
