@@ -23,8 +23,8 @@ type Copied struct {
 // repeated (or resumed after a failure) safely. progress, when set, hears of each run as it
 // is done.
 func Copy(ctx context.Context, src, dst *DB, ids []int64, progress func(Copied)) ([]Copied, error) {
-	if dst.readOnly {
-		return nil, fmt.Errorf("copy into %s: %w", dst.Path(), ErrReadOnly)
+	if err := dst.writable(); err != nil {
+		return nil, fmt.Errorf("copy into %s: %w", dst.Path(), err)
 	}
 	if len(ids) == 0 {
 		runs, err := src.ListRuns(ctx, Filter{})

@@ -38,8 +38,8 @@ func CopyResults(ctx context.Context, src, dst *DB) (int, error) {
 }
 
 func (db *DB) addResults(ctx context.Context, rs []Result, keep bool) (int, error) {
-	if db.readOnly {
-		return 0, fmt.Errorf("storing results: %w", ErrReadOnly)
+	if err := db.writable(); err != nil {
+		return 0, fmt.Errorf("storing results: %w", err)
 	}
 	added := 0
 	err := db.tx(ctx, func(tx sqlTx) error {

@@ -666,6 +666,9 @@ func allDigits(s string) bool {
 
 // DeleteRun removes a run and everything stored with it.
 func (db *DB) DeleteRun(ctx context.Context, id int64) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	return db.tx(ctx, func(tx sqlTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, id)
 		if err != nil {

@@ -46,6 +46,9 @@ type DB struct {
 	now      func() time.Time
 	who      string
 	readOnly bool
+	// newer is the schema version of a history written by a newer mrep (0: none): it is read as
+	// far as this mrep knows it and never written.
+	newer int
 }
 
 // Options configure Open.
@@ -78,6 +81,30 @@ func clip(s string, n int) string {
 
 // ErrNoDatabase: a read command named a database that does not exist.
 var ErrNoDatabase = errors.New("no database")
+
+// ErrNewerSchema: the history was written by a newer mrep; this one reads it but does not write.
+var ErrNewerSchema = errors.New("written by a newer mrep")
+
+// Writable says whether the history may be written: nil, ErrReadOnly, or (a newer mrep's
+// history) an error wrapping ErrNewerSchema that names both schema versions.
+func (db *DB) Writable() error { return db.writable() }
+
+// writable says whether the history may be written: not opened read-only, not of a newer
+// mrep's schema (a migration this mrep does not know may have added what a write must fill).
+func (db *DB) writable() error {
+	if db.newer > 0 {
+		ms, _ := migrations()
+		known := 0
+		if len(ms) > 0 {
+			known = ms[len(ms)-1].version
+		}
+		return fmt.Errorf("%s has schema version %d, this mrep knows up to %d: upgrade mrep to write it; nothing was changed: %w", db.path, db.newer, known, ErrNewerSchema)
+	}
+	if db.readOnly {
+		return ErrReadOnly
+	}
+	return nil
+}
 
 // ReadOnly says whether the database was opened read-only.
 func (db *DB) ReadOnly() bool { return db.readOnly }
@@ -302,6 +329,15 @@ func (db *DB) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
+	}
+	var top int
+	if err := db.sql.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&top); err != nil {
+		return err
+	}
+	if len(ms) > 0 && top > ms[len(ms)-1].version {
+		// a newer mrep's history: read what this mrep knows of it, write nothing
+		db.readOnly, db.newer = true, top
+		return nil
 	}
 	for _, m := range ms {
 		err := db.tx(ctx, func(tx sqlTx) error {

@@ -24,6 +24,9 @@ type Stream struct {
 
 // IngestStream runs fn in one transaction; an error from fn rolls everything back.
 func (db *DB) IngestStream(ctx context.Context, fn func(s *Stream) error) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	return db.tx(ctx, func(tx sqlTx) error {
 		return fn(&Stream{ctx: ctx, tx: tx, now: db.now().UTC(), who: db.who})
 	})

@@ -98,7 +98,10 @@ func openDBWrite(c *cli.Context, env Env) (*store.DB, error) {
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
-	if db.ReadOnly() {
+	if err := db.Writable(); errors.Is(err, store.ErrNewerSchema) {
+		db.Close()
+		return nil, cli.Exit(render.Visible(err.Error()), exitFailure)
+	} else if err != nil {
 		db.Close()
 		return nil, cli.Exit(fmt.Sprintf("%s is read-only: runs cannot be removed from it", dbName(c)), exitFailure)
 	}
@@ -121,7 +124,9 @@ func openRead(c *cli.Context, env Env, missingOK bool) (*store.DB, error) {
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
-	if db.ReadOnly() {
+	if err := db.Writable(); errors.Is(err, store.ErrNewerSchema) {
+		fmt.Fprintf(c.App.ErrWriter, "note: %s was written by a newer mrep: it is read as far as this one knows it, and not written (analysis results are not cached)\n", dbName(c))
+	} else if db.ReadOnly() {
 		fmt.Fprintf(c.App.ErrWriter, "note: %s is opened read-only; analysis results are not cached\n", dbName(c))
 	}
 	return db, nil

@@ -328,3 +328,38 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// A history a newer mrep wrote (a migration this one does not know) is read but never written:
+// ingest, rm, copy into it and storing results are refused naming both schema versions, and
+// what it holds stays as it was.
+func TestNewerHistoryIsNotWritten(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "newer.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/gpt2.json.gz")
+	raw, err := sql.Open("sqlite3", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, '0099_future.sql', '2030-01-01T00:00:00Z')`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	for _, args := range [][]string{
+		{"ingest", "../../examples/dumps/Llama-3.1-8B.json.gz"},
+		{"rm", "1"},
+		{"ingest", nerdalert, "--chip", "L40S", "--model", "Llama-3.2-3B-Instruct"},
+	} {
+		if _, _, err := run(t, db, args...); err == nil || !strings.Contains(err.Error(), "schema version 99, this mrep knows up to") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	other := filepath.Join(dir, "other.db")
+	mustRun(t, other, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz")
+	if _, _, err := run(t, other, "copy", "--to", db); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+		t.Errorf("copy into it: %v", err)
+	}
+	out := mustRun(t, db, "runs")
+	if !strings.Contains(out, "gpt2") || strings.Contains(out, "Llama-3.1-8B") {
+		t.Errorf("runs of the newer history:\n%s", out)
+	}
+}

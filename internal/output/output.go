@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -140,9 +141,17 @@ func writeSynced(path string, b []byte) error {
 // WriteFile writes data via a temp file in the same directory and a rename, so a
 // reader never sees half a report.
 func WriteFile(path string, write func(io.Writer) error) error {
+	// only a regular file is replaced: a rename over a device node, a FIFO or a link would
+	// put a regular file in its place (as root, -o /dev/full would replace the device)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("write %s: %w (%s): give the path of a file", path, ErrNotRegular, kind(fi.Mode()))
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("write %s: its directory %s cannot be written by this user: %w", path, dir, fs.ErrPermission)
+		}
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
@@ -180,4 +189,24 @@ func readManifest(dir string) (map[string]bool, bool) {
 		}
 	}
 	return out, true
+}
+
+// ErrNotRegular: the output path holds something other than a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// kind names what a non-regular file is, for the message.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }

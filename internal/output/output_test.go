@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -99,5 +100,38 @@ func TestWriteDirNeverOverwritesAUsersFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(fresh, "notes.md")); err != nil {
 		t.Error("the added file was removed")
+	}
+}
+
+// Only a regular file is replaced: a FIFO, a device node, a symbolic link or a directory at the
+// path is refused, named, and left as it was.
+func TestWriteFileRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "target"), link); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	for _, c := range []struct{ path, what string }{{fifo, "a FIFO"}, {link, "a symbolic link"}, {sub, "a directory"}, {"/dev/null", "a device"}} {
+		before, _ := os.Lstat(c.path)
+		err := WriteFile(c.path, func(w io.Writer) error { _, err := w.Write([]byte("x")); return err })
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), c.what) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("%s: %v", c.path, err)
+		}
+		after, _ := os.Lstat(c.path)
+		if before.Mode() != after.Mode() {
+			t.Errorf("%s changed: %v -> %v", c.path, before.Mode(), after.Mode())
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("a temporary file was left: %s", e.Name())
+		}
 	}
 }
