@@ -61,6 +61,9 @@ func Resolve(ctx context.Context, db *store.DB, sel string) (Ref, error) {
 	if isFile(sel) {
 		return file(sel)
 	}
+	if name, ok := strings.CutPrefix(sel, "zoo:"); ok { // the zoo's model even where a stored run has its name
+		return zoo(name, sel)
+	}
 	if db != nil {
 		id, err := db.Resolve(ctx, sel)
 		switch {
@@ -73,21 +76,39 @@ func Resolve(ctx context.Context, db *store.DB, sel string) (Ref, error) {
 			if err != nil {
 				return Ref{}, err
 			}
-			return Ref{Dump: d, Run: run, From: "database"}, nil
+			ref := Ref{Dump: d, Run: run, From: "database"}
+			// in a shared history one mislabelled run would change everyone's sizing of the zoo
+			// model it is named after: say so when the two differ
+			if z, ok := examples.Resolve(run.ModelName); ok && strings.EqualFold(z, run.ModelName) {
+				if zd, err := examples.Decode(z); err == nil && !sameShape(shape(zd.Config), shape(d.Config)) {
+					ref.Note = fmt.Sprintf("%q is stored run %d (%s), not the zoo model %s, whose architecture or sizes differ: the stored run is used; zoo:%s names the zoo's",
+						sel, run.ID, fmt.Sprint(d.Config["model_type"]), z, z)
+				}
+			}
+			return ref, nil
 		case errors.Is(err, store.ErrAmbiguous):
 			return Ref{}, err
 		case !errors.Is(err, store.ErrNotFound):
 			return Ref{}, err
 		}
 	}
-	if name, ok := examples.Resolve(sel); ok && !strings.ContainsAny(sel, "/\\") {
-		d, err := examples.Decode(name)
-		if err != nil {
-			return Ref{}, fmt.Errorf("zoo model %s: %w", name, err)
-		}
-		return Ref{Dump: d, Run: store.Run{ModelName: name, SourceKind: "zoo"}, From: "zoo"}, nil
+	if _, ok := examples.Resolve(sel); ok && !strings.ContainsAny(sel, "/\\") {
+		return zoo(sel, sel)
 	}
 	return Ref{}, fmt.Errorf("%q: %w", sel, ErrNoSuch)
+}
+
+// zoo is the zoo model name names (sel as the user wrote it, for the error).
+func zoo(name, sel string) (Ref, error) {
+	z, ok := examples.Resolve(name)
+	if !ok {
+		return Ref{}, fmt.Errorf("%q: no zoo model of that name (mrep models lists them): %w", sel, ErrNoSuch)
+	}
+	d, err := examples.Decode(z)
+	if err != nil {
+		return Ref{}, fmt.Errorf("zoo model %s: %w", z, err)
+	}
+	return Ref{Dump: d, Run: store.Run{ModelName: z, SourceKind: "zoo"}, From: "zoo"}, nil
 }
 
 // isFile: sel names something on disk (a path, or a name ending in .json/.json.gz that exists).

@@ -65,6 +65,17 @@ func TestResolve(t *testing.T) {
 	if err != nil || r.From != "database" || r.Run.ID == 0 {
 		t.Fatalf("stored run: %+v %v", r.Run, err)
 	}
+	// the stored run (multi-head attention) is not the zoo's Llama-3.1-8B (grouped-query): said,
+	// and zoo: names the zoo's
+	if !strings.Contains(r.Note, `"Llama-3.1-8B" is stored run 1`) || !strings.Contains(r.Note, "zoo:Llama-3.1-8B names the zoo's") {
+		t.Errorf("a stored run shadowing a zoo model of another shape: note %q", r.Note)
+	}
+	if z, err := Resolve(ctx, db, "zoo:Llama-3.1-8B"); err != nil || z.From != "zoo" || z.Dump.Model.Name != "Llama-3.1-8B" {
+		t.Errorf("zoo:Llama-3.1-8B: %+v %v", z.Run, err)
+	}
+	if _, err := Resolve(ctx, db, "zoo:No-Such"); !errors.Is(err, ErrNoSuch) {
+		t.Errorf("zoo:No-Such: %v", err)
+	}
 	r, err = Resolve(ctx, db, "Qwen2.5-7B")
 	if err != nil || r.From != "zoo" {
 		t.Fatalf("zoo model beside a database: %+v %v", r.Run, err)
