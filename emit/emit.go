@@ -159,6 +159,8 @@ func (d Deployment) noteLines(engine string) string {
 
 func (d Deployment) check() error {
 	switch {
+	case strings.HasPrefix(d.Model, "-"):
+		return fmt.Errorf("model %q starts with '-': the engine would read it as an option; give --model-id a path (./%s) or a Hugging Face id", oneLine(d.Model), oneLine(d.Model))
 	case d.TP < 1 || d.EP < 1 || d.PP < 1:
 		return fmt.Errorf("layout TP%d EP%d PP%d: every degree must be >= 1", d.TP, d.EP, d.PP)
 	case d.MaxSeqs < 1 || d.MaxTokens < 1 || d.MaxLen < 2:
@@ -388,7 +390,8 @@ func oneLine(s string) string {
 }
 
 // WriteAll writes every file of fs to w, each under a heading with its name, in a fenced block
-// (for a terminal or a markdown report).
+// (for a terminal or a markdown report). Control characters a hostile name carried into a file
+// are shown as \xNN here (the files themselves keep them, quoted): a terminal never acts on them.
 func WriteAll(w io.Writer, fs Files) error {
 	for _, n := range fs.Names {
 		lang := "sh"
@@ -400,7 +403,7 @@ func WriteAll(w io.Writer, fs Files) error {
 		case strings.HasSuffix(n, ".toml"):
 			lang = "toml"
 		}
-		if _, err := fmt.Fprintf(w, "\n`%s`:\n\n```%s\n%s```\n", n, lang, fs.Contents[n]); err != nil {
+		if _, err := fmt.Fprintf(w, "\n`%s`:\n\n```%s\n%s```\n", n, lang, visibleText(fs.Contents[n])); err != nil {
 			return err
 		}
 	}
@@ -477,4 +480,17 @@ func FromPlan(pl serve.Plan, f For) (ds []Deployment, notes []string) {
 		ds = append(ds, d)
 	}
 	return ds, notes
+}
+
+// visibleText is s with every control character but newline and tab as \xNN.
+func visibleText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

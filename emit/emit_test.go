@@ -352,3 +352,28 @@ func TestVLLMRefusesExpertGroupsInsideTP(t *testing.T) {
 		}
 	}
 }
+
+// A model id an engine would read as an option is refused; control characters a name brings
+// into a file are quoted in it and shown escaped when the files are printed.
+func TestEmitHostileModelIDs(t *testing.T) {
+	d := dense
+	d.Model = "--trust-remote-code"
+	if _, err := Write("vllm", "x", d); err == nil || !strings.Contains(err.Error(), "starts with '-'") {
+		t.Errorf("a dash id: %v", err)
+	}
+	if _, err := WriteTraining("megatron", "x", Training{Model: "-x", Layout: denseLayout, Layers: 80}); err == nil {
+		t.Error("a dash id for training must be refused")
+	}
+	d.Model = "evil\x1b[31m\x07name"
+	fs, err := Write("sglang", "x", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteAll(&b, fs); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), `evil\x1b[31m\x07name`) {
+		t.Errorf("printed:\n%q", b.String())
+	}
+}

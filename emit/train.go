@@ -31,6 +31,9 @@ type Training struct {
 // torchtitan config module (0.3 and later; a job TOML for 0.2.2).
 func WriteTraining(framework, prefix string, t Training) (Files, error) {
 	l := t.Layout
+	if strings.HasPrefix(t.Model, "-") {
+		return Files{}, fmt.Errorf("model %q starts with '-': a launcher would read it as an option; give --model-id a path (./%s) or a Hugging Face id", oneLine(t.Model), oneLine(t.Model))
+	}
 	if l.TP < 1 || l.PP < 1 || l.DP < 1 || l.MBS < 1 || l.GBS < 1 || l.Seq < 1 {
 		return Files{}, fmt.Errorf("layout %s MBS %d GBS %d: every degree and batch must be >= 1", l, l.MBS, l.GBS)
 	}
