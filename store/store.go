@@ -315,6 +315,48 @@ func migrations() ([]migration, error) {
 // its DDL takes no lock that would make a second process wait for the first (two CREATE
 // TABLE IF NOT EXISTS at once fail there), so the lock orders them.
 func (db *DB) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	// a current history needs no DDL: a writer role without CREATE on the schema (a team's
+	// least-privilege account on PostgreSQL) opens it as the owner does
+	if have, err := db.AppliedMigrations(ctx); err == nil && len(ms) > 0 {
+		known := map[int]bool{}
+		top := 0
+		for _, v := range have {
+			known[v] = true
+			top = max(top, v)
+		}
+		if top > ms[len(ms)-1].version {
+			db.readOnly, db.newer = true, top // a newer mrep's history: read, never written
+			return nil
+		}
+		current := true
+		for _, m := range ms {
+			current = current && known[m.version]
+		}
+		if current {
+			return nil
+		}
+	}
+	if err := db.migrateDDL(ctx, ms); err != nil {
+		if isPermission(err) {
+			return fmt.Errorf("%w: creating or migrating mrep's tables needs the CREATE right on the schema (PostgreSQL: GRANT CREATE ON SCHEMA public TO this role, or open the history once as its owner); reading and writing runs afterwards needs only SELECT, INSERT, UPDATE and DELETE on its tables", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// isPermission says whether err is the database refusing a right (PostgreSQL's SQLSTATE 42501,
+// insufficient_privilege).
+func isPermission(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLSTATE 42501") || strings.Contains(err.Error(), "permission denied"))
+}
+
+// migrateDDL creates the migrations table and applies the migrations it does not record.
+func (db *DB) migrateDDL(ctx context.Context, ms []migration) error {
 	create := `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
 	if err := db.tx(ctx, func(tx sqlTx) error {
@@ -325,19 +367,6 @@ func (db *DB) migrate(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
-	}
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	var top int
-	if err := db.sql.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&top); err != nil {
-		return err
-	}
-	if len(ms) > 0 && top > ms[len(ms)-1].version {
-		// a newer mrep's history: read what this mrep knows of it, write nothing
-		db.readOnly, db.newer = true, top
-		return nil
 	}
 	for _, m := range ms {
 		err := db.tx(ctx, func(tx sqlTx) error {
