@@ -62,7 +62,14 @@ func validMoEOptions(dispatchers, overlaps []string) error {
 }
 
 func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
+	dense := fp.MoE == nil && fp.Layers > 0
 	switch {
+	case dense && l.EP > 1:
+		return fmt.Errorf("ep %d splits experts, and the model is dense (no routed experts)", l.EP)
+	case dense && l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll:
+		return fmt.Errorf("dispatcher %s dispatches tokens to experts, and the model is dense (no routed experts)", l.Dispatcher)
+	case dense && l.A2AOverlap != "" && l.A2AOverlap != OverlapNone:
+		return fmt.Errorf("a2a overlap %s hides the experts' all-to-all, and the model is dense (no routed experts)", l.A2AOverlap)
 	case l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll && l.Dispatcher != DispatchDeepEP && l.Dispatcher != DispatchHybridEP:
 		return fmt.Errorf("dispatcher %q: want alltoall, deepep or hybridep", l.Dispatcher)
 	case l.A2AOverlap != "" && l.A2AOverlap != OverlapNone && l.A2AOverlap != Overlap1F1B && l.A2AOverlap != OverlapDualPipe:

@@ -1,14 +1,18 @@
 package layout
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Spec is a training layout as a user states it (analyze's flags): the degrees, batches and
 // recompute given, 0 for those left to their defaults. Layout fills the defaults, so every
 // command that takes a layout from a user fills them the same way.
 type Spec struct {
 	TP, PP, VP, CP, DP, EP, ETP int64
-	// GPUs, when given, sets DP = GPUs / (TP x PP x CP).
-	GPUs int64
+	// GPUs, when given, sets DP = GPUs / (TP x PP x CP); a DP given too (DPSet) must agree.
+	GPUs  int64
+	DPSet bool
 	// MBS defaults to Batch (the scenario's sequences per step); GBS to MBS x DP x GradAccum.
 	MBS, GBS, Batch, GradAccum int64
 	Seq                        int64
@@ -42,10 +46,49 @@ func (s Spec) Layout(k Knobs) (Layout, error) {
 		if per <= 0 || s.GPUs%per != 0 {
 			return l, fmt.Errorf("--gpus %d is not a multiple of TP x PP x CP = %d x %d x %d", s.GPUs, l.TP, l.PP, l.CP)
 		}
+		if s.DPSet && s.DP != s.GPUs/per {
+			return l, fmt.Errorf("--gpus %d and --dp %d disagree: TP x PP x CP x DP = %d x %d x %d x %d is %d GPUs; give one of them", s.GPUs, s.DP, l.TP, max(l.PP, 1), max(l.CP, 1), s.DP, per*s.DP)
+		}
 		l.DP = s.GPUs / per
+	}
+	if err := contradictions(l, s, k); err != nil {
+		return l, err
 	}
 	if l.GBS == 0 {
 		l.GBS = l.MBS * l.DP * max(s.GradAccum, 1)
 	}
 	return l, nil
+}
+
+// contradictions refuses settings that say two things at once, which would otherwise be timed as
+// one of them without a word.
+func contradictions(l Layout, s Spec, k Knobs) error {
+	fsdp := l.Framework == FSDP
+	switch {
+	case s.RecomputeLayers > 0 && l.Recompute != "full":
+		return fmt.Errorf("--recompute-layers %d counts fully recomputed layers: it needs --recompute full (it is %q)", s.RecomputeLayers, l.Recompute)
+	case k.FP8ParamGather && !strings.HasPrefix(l.Precision, "fp8") && l.Precision != "mxfp8":
+		return fmt.Errorf("--fp8-param-gather gathers FP8 parameters: it needs --dtype fp8 (the run is %s)", orBF16(l.Precision))
+	case k.Replicas > 1 && !fsdp && l.Framework != DeepSpeed:
+		return fmt.Errorf("--hsdp-replicas %d is FSDP's hybrid sharding: it needs --framework fsdp (%s replicates by its DP groups)", k.Replicas, orMegatron(l.Framework))
+	case k.NoReshard && !fsdp:
+		return fmt.Errorf("--no-reshard is FSDP's reshard_after_forward=False: it needs --framework fsdp (%s does not reshard)", orMegatron(l.Framework))
+	case fsdp && s.ZeROSet && s.ZeRO < 2:
+		return fmt.Errorf("--framework fsdp --zero %d: FSDP shards gradients and optimizer state, at least (ZeRO-3 by default; ZeRO-2's with --no-reshard)", s.ZeRO)
+	}
+	return nil
+}
+
+func orBF16(p string) string {
+	if p == "" {
+		return "bf16"
+	}
+	return p
+}
+
+func orMegatron(f string) string {
+	if f == "" {
+		return Megatron
+	}
+	return f
 }

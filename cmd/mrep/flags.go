@@ -251,7 +251,7 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 		zero, zeroSet = st.ZeRO, true
 	}
 	l, err := layout.Spec{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
-		GPUs: c.Int64("gpus"), MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Batch: s.Batch, GradAccum: s.GradAccum, Seq: s.Seq,
+		GPUs: c.Int64("gpus"), DPSet: c.IsSet("dp"), MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Batch: s.Batch, GradAccum: s.GradAccum, Seq: s.Seq,
 		ZeRO: zero, ZeROSet: zeroSet, Recompute: s.Recompute, RecomputeLayers: c.Int64("recompute-layers"),
 		NoSP: c.Bool("no-sp")}.Layout(k)
 	if err != nil {

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Flags that say two things at once are refused naming both, instead of being timed as one of
+// them (issue 37's list); the consistent forms next to them are timed.
+func TestContradictoryFlagsAreRefused(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	base := []string{"analyze", "Llama-3.1-8B", "--phase", "training", "--gpus", "8", "--gbs", "64"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--recompute", "none", "--recompute-layers", "2"}, "--recompute-layers 2 counts fully recomputed layers: it needs --recompute full"},
+		{[]string{"--fp8-param-gather"}, "--fp8-param-gather gathers FP8 parameters: it needs --dtype fp8"},
+		{[]string{"--framework", "megatron", "--hsdp-replicas", "2"}, "--hsdp-replicas 2 is FSDP's hybrid sharding"},
+		{[]string{"--framework", "megatron", "--no-reshard"}, "--no-reshard is FSDP's reshard_after_forward=False"},
+		{[]string{"--framework", "fsdp", "--zero", "1"}, "--framework fsdp --zero 1: FSDP shards gradients and optimizer state"},
+		{[]string{"--dp", "3"}, "--gpus 8 and --dp 3 disagree"},
+		{[]string{"--dispatcher", "deepep"}, "dispatcher deepep dispatches tokens to experts, and the model is dense"},
+		{[]string{"--ep", "8"}, "ep 8 splits experts, and the model is dense"},
+	} {
+		_, _, err := run(t, db, append(append([]string{}, base...), c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	for _, ok := range [][]string{{"--dp", "8"}, {"--recompute", "full", "--recompute-layers", "2"}, {"--dtype", "fp8", "--fp8-param-gather"},
+		{"--framework", "fsdp", "--no-reshard", "--zero", "2"}} {
+		if out := mustRun(t, db, append(append([]string{}, base...), ok...)...); !strings.Contains(out, "**Training on 8 GPUs") {
+			t.Errorf("%v: %.300s", ok, out)
+		}
+	}
+}
