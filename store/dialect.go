@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,17 +19,53 @@ import (
 
 // IsPostgres says whether a --db value names a PostgreSQL database rather than a SQLite file.
 func IsPostgres(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+	l := strings.ToLower(s) // a URL's scheme is case-insensitive (RFC 3986): Postgres:// too
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// libpqKeywords matches a libpq keyword/value connection string ("host=db user=me password=…"),
+// which mrep does not take: given as --db it would otherwise name a SQLite file.
+var libpqKeywords = regexp.MustCompile(`(?i)(^|\s)(host|hostaddr|dbname|user|password|port|sslmode|passfile|service)\s*=`)
+
+// IsKeywordDSN says whether s is a libpq keyword string rather than a path or a URL.
+func IsKeywordDSN(s string) bool { return !IsPostgres(s) && libpqKeywords.MatchString(s) }
+
+// ErrBadURL: a --db value that is neither a SQLite path nor a PostgreSQL URL mrep can use as
+// written; the message never repeats it (it may hold a password).
+var ErrBadURL = errors.New("bad history location")
+
+// CheckLocation says what is wrong with a --db value without echoing it: a libpq keyword string,
+// or a PostgreSQL URL whose password (or any part) holds a character that must be percent-encoded
+// (@, #, /, ?, % or a space: a second @, a fragment, a space; otherwise the driver would read part
+// of the password as the host).
+func CheckLocation(s string) error {
+	if IsKeywordDSN(s) {
+		return fmt.Errorf("%w: a libpq keyword string (host=… dbname=…) is not taken: give a postgres://USER@HOST/DB URL (password from PGPASSWORD or ~/.pgpass)", ErrBadURL)
+	}
+	if !IsPostgres(s) {
+		return nil
+	}
+	rest := s[strings.Index(s, "://")+3:]
+	if strings.Count(rest, "@") > 1 || strings.ContainsAny(s, "# \t\r\n") {
+		return fmt.Errorf("%w: the PostgreSQL URL has a character that must be percent-encoded (a password with @, #, /, ?, %% or a space: encode it, or leave it out and use PGPASSWORD or ~/.pgpass)", ErrBadURL)
+	}
+	if _, err := url.Parse(s); err != nil {
+		return fmt.Errorf("%w: the PostgreSQL URL does not parse (percent-encode its password, or use PGPASSWORD or ~/.pgpass)", ErrBadURL)
+	}
+	return nil
 }
 
 // Redact is a --db value fit to print: a PostgreSQL URL without its password (nor a password
 // given as a query parameter); a SQLite path as it is.
 func Redact(s string) string {
+	if IsKeywordDSN(s) {
+		return "(a libpq keyword string, withheld)"
+	}
 	if !IsPostgres(s) {
 		return s
 	}
 	u, err := url.Parse(s)
-	if err != nil {
+	if err != nil || CheckLocation(s) != nil {
 		// never echo what could not be parsed: it may hold a password in any place
 		return strings.SplitN(s, "://", 2)[0] + "://(unparsable URL)"
 	}

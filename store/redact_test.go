@@ -14,6 +14,10 @@ func TestRedact(t *testing.T) {
 		"postgres://db/mrep?password=s3cret&user=u":        "postgres://db/mrep?password=xxxxx&user=u",
 		"postgres://u:s3%3Acret@db/mrep":                   "postgres://u:xxxxx@db/mrep",
 		"postgres://u:pw@[bad":                             "postgres://(unparsable URL)",
+		// an unencoded password: nothing of it survives (a second @, a '#', a space)
+		"postgres://me:p@ss#wo/rd:%25?x y@host/db": "postgres://(unparsable URL)",
+		"Postgres://u:s3cret@db/mrep":              "postgres://u:xxxxx@db/mrep",
+		"host=db dbname=mrep password=s3cret":      "(a libpq keyword string, withheld)",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
@@ -29,7 +33,7 @@ func FuzzRedact(f *testing.F) {
 	f.Add("postgresql://u:p%40ss@h/d?PASSWORD=x&sslpassword=y")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := Redact(s)
-		if !IsPostgres(s) {
+		if !IsPostgres(s) && !IsKeywordDSN(s) {
 			if out != s {
 				t.Fatalf("a path changed: %q -> %q", s, out)
 			}
@@ -60,4 +64,21 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// --db values mrep cannot use as written are refused without a word of what they hold: a libpq
+// keyword string (it would otherwise name a SQLite file, password and all), a URL whose password
+// needs percent-encoding (the driver would read part of it as the host).
+func TestCheckLocation(t *testing.T) {
+	for _, bad := range []string{"host=db password=s3cret", "postgres://me:p@ss@host/db", "postgres://me:pw#x@host/db", "postgres://me:a b@host/db"} {
+		err := CheckLocation(bad)
+		if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "p@ss") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	for _, ok := range []string{"mrep.db", "dir/with space/mrep.db", "postgres://me@host/db?sslmode=require", "postgres://me:p%40ss@host/db"} {
+		if err := CheckLocation(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
 }

@@ -157,6 +157,9 @@ func writable(p string) bool {
 // Open opens (creating if needed) and migrates the database at path. Opening and migrating a
 // new database is retried while another process holds the lock (parallel first opens).
 func Open(ctx context.Context, p string, opt Options) (*DB, error) {
+	if err := CheckLocation(p); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", Redact(p), err)
+	}
 	if IsPostgres(p) {
 		return openPostgres(ctx, p, opt)
 	}
