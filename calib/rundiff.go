@@ -26,11 +26,14 @@ type RunDiff struct {
 
 // Figures is one figure of both runs, measured and predicted ("ttft median", in its unit).
 type Figures struct {
-	Name                        string  `json:"name"`
-	Unit                        string  `json:"unit"`
-	MeasuredA, MeasuredB        float64 `json:"measured_a"`
-	PredictedA, PredictedB      float64 `json:"predicted_a"`
-	MeasuredMove, PredictedMove float64 // B/A - 1
+	Name          string  `json:"name"`
+	Unit          string  `json:"unit"`
+	MeasuredA     float64 `json:"measured_a"`
+	MeasuredB     float64 `json:"measured_b"`
+	PredictedA    float64 `json:"predicted_a"`
+	PredictedB    float64 `json:"predicted_b"`
+	MeasuredMove  float64 `json:"measured_move"` // B/A - 1
+	PredictedMove float64 `json:"predicted_move"`
 }
 
 // Move is one part of the step, as the report names it, in each run (seconds per step).
