@@ -175,11 +175,17 @@ func (m *Model) WithFineTune(f FineTune) (*Model, error) {
 	}
 	out := *m
 	out.Ops = nil
-	matched, targets := 0, 0
+	matched, targets, weighted, frozenWeights := 0, 0, 0, 0
 	for _, op := range m.Ops {
+		if op.Numel > 0 {
+			weighted++
+		}
 		if len(f.Freeze) > 0 && matchAny(f.Freeze, op.Module, op.Module+"."+strings.TrimPrefix(op.Name, op.Module+".")) {
 			op.Frozen = true
 			matched++
+			if op.Numel > 0 {
+				frozenWeights++
+			}
 		}
 		if f.LoRARank > 0 {
 			target := f.loraTarget(op)
@@ -192,6 +198,9 @@ func (m *Model) WithFineTune(f FineTune) (*Model, error) {
 				op.QuantNative = !f.QLoRA
 			}
 			if target {
+				if w := min(op.In, op.Out); w > 0 && f.LoRARank > w {
+					return nil, fmt.Errorf("lora rank %d exceeds the width of %s (%d in, %d out): an adapter's rank is at most its layer's", f.LoRARank, op.Module, op.In, op.Out)
+				}
 				targets++
 				op.Adapter = f.LoRARank
 				op.AdapterDropout = f.LoRADropout
@@ -202,6 +211,9 @@ func (m *Model) WithFineTune(f FineTune) (*Model, error) {
 			}
 		}
 		out.Ops = append(out.Ops, op)
+	}
+	if f.LoRARank == 0 && frozenWeights > 0 && frozenWeights >= weighted {
+		return nil, fmt.Errorf("--freeze %s freezes every parameter of %s: nothing would train (add --lora-rank to train adapters beside the frozen base)", strings.Join(f.Freeze, ","), m.Name)
 	}
 	if len(f.Freeze) > 0 && matched == 0 {
 		return nil, fmt.Errorf("--freeze %s matches no parameter of %s (patterns match module names such as %q)", strings.Join(f.Freeze, ","), m.Name, sampleModule(m))

@@ -29,6 +29,17 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyze", "Llama-3.1-8B", "--phase", "training", "--gpus", "8", "--gbs", "64", "--freeze", "*"}, "freezes every parameter of Llama-3.1-8B: nothing would train"},
+		{[]string{"analyze", "Llama-3.1-8B", "--phase", "training", "--gpus", "8", "--gbs", "64", "--lora-rank", "8192"}, "lora rank 8192 exceeds the width of"},
+	} {
+		if _, _, err := run(t, db, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
 	for _, ok := range [][]string{{"--dp", "8"}, {"--recompute", "full", "--recompute-layers", "2"}, {"--dtype", "fp8", "--fp8-param-gather"},
 		{"--framework", "fsdp", "--no-reshard", "--zero", "2"}} {
 		if out := mustRun(t, db, append(append([]string{}, base...), ok...)...); !strings.Contains(out, "**Training on 8 GPUs") {
