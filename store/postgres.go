@@ -12,6 +12,13 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 )
 
+// LockTimeout and StatementTimeout are the PostgreSQL sessions' lock_timeout and
+// statement_timeout unless the URL sets them (?lock_timeout=5min).
+const (
+	LockTimeout      = "60s"
+	StatementTimeout = "30min"
+)
+
 // openPostgres opens the mrep history in a PostgreSQL database (jackc/pgx through
 // database/sql). The URL is the driver's: credentials may come from it, from PGPASSWORD or a
 // pgpass file (PGPASSFILE, ~/.pgpass), and sslmode, sslrootcert and the other TLS settings
@@ -27,11 +34,19 @@ func openPostgres(ctx context.Context, p string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: not a PostgreSQL URL", name)
 	}
+	q := u.Query()
 	if opt.ReadOnly {
-		q := u.Query()
 		q.Set("default_transaction_read_only", "on") // passed to the server as a run-time parameter
-		u.RawQuery = q.Encode()
 	}
+	// a lock another session holds (a long transaction, a stuck ingest) fails a statement after
+	// LockTimeout instead of stalling ingest, reads and the training hook for as long as it is
+	// held; no statement runs longer than StatementTimeout. The URL's own settings win.
+	for k, v := range map[string]string{"lock_timeout": LockTimeout, "statement_timeout": StatementTimeout} {
+		if !q.Has(k) {
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
 	sdb, err := sql.Open("pgx", u.String())
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", name, redactErr(err, p))

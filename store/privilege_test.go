@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A least-privilege writer (SELECT, INSERT, UPDATE, DELETE on mrep's tables, no CREATE on the
@@ -59,5 +60,55 @@ func TestLeastPrivilegeWriter(t *testing.T) {
 		t.Errorf("a new database opened by the writer role: %v", err)
 	} else if errors.Is(err, ErrNewerSchema) {
 		t.Errorf("wrong error: %v", err)
+	}
+}
+
+// A lock another session holds fails a write after the lock timeout instead of stalling it for
+// as long as the lock is held (here the URL's lock_timeout=1s; 60 s by default). PostgreSQL only.
+func TestHeldLockTimesOut(t *testing.T) {
+	if pg == nil {
+		t.Skip("PostgreSQL only (MREP_TEST_BACKEND=postgres)")
+	}
+	ctx := context.Background()
+	p := newDBPath(t)
+	db, err := Open(ctx, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	holder, err := sql.Open("pgx", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	tx, err := holder.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("LOCK TABLE results IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(p)
+	q := u.Query()
+	q.Set("lock_timeout", "1s")
+	u.RawQuery = q.Encode()
+	w, err := Open(ctx, u.String(), Options{Existing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.AddResults(ctx, []Result{{Digest: "d", Record: 1, Source: "s", Tool: "vllm", Run: "{}", Rows: "[]"}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "lock timeout") {
+			t.Errorf("a write under a held lock: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the write waited on the lock past its timeout")
 	}
 }

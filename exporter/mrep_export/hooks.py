@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import time
@@ -98,6 +99,7 @@ class CheckpointDumper:
         self.mrep_bin = mrep_bin
         self._ingests: list[tuple[str, subprocess.Popen]] = []
         self.ingest_failures: list[str] = []
+        self.dump_failures: list[str] = []
         self._warned_no_bin = False
         self.model = model
         self.out_dir = os.fspath(out_dir)
@@ -152,21 +154,33 @@ class CheckpointDumper:
         self._times = []
         if rank != 0:
             return None
-        os.makedirs(self.out_dir, exist_ok=True)
         name = self.name or type(model).__name__
         path = checkpoint_path(self.out_dir, self.label or name, step, self.gz)
-        summary = dump_model(
-            model,
-            path,
-            config=self.config,
-            name=self.name,
-            label=self.label,
-            step=step,
-            tags=self.tags,
-            stats=True,
-            source={"kind": "checkpoint", "path": os.path.basename(path)},  # no machine paths in the hash
-            measurement=measured,
-        )
+        try:
+            os.makedirs(self.out_dir, exist_ok=True)
+            summary = dump_model(
+                model,
+                path,
+                config=self.config,
+                name=self.name,
+                label=self.label,
+                step=step,
+                tags=self.tags,
+                stats=True,
+                source={"kind": "checkpoint", "path": os.path.basename(path)},  # no machine paths in the hash
+                measurement=measured,
+            )
+        except OSError as e:
+            # a dump is a by-product of training: a directory that cannot be made or a full
+            # disk is a warning, never the end of the training loop
+            msg = f"mrep dump at step {step} not written ({path}): {e.strerror or e}"
+            self.dump_failures.append(msg)
+            warnings.warn(msg + "; training goes on", stacklevel=2)
+            try:
+                os.remove(path)  # no partial dump left behind
+            except OSError:
+                pass
+            return None
         self.written.append(summary)
         if self.ingest_db:
             self._ingest(path)
@@ -183,8 +197,10 @@ class CheckpointDumper:
             return
         env = dict(os.environ, MREP_DB=self.ingest_db)
         try:
+            # its own session: a timeout stops it and anything it started, not the training job
             proc = subprocess.Popen([binary, "ingest", path], env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=os.name == "posix")
         except OSError as e:
             self._fail(path, str(e))
             return
@@ -206,8 +222,25 @@ class CheckpointDumper:
         self.ingest_failures.append(msg)
         warnings.warn(msg + " (the dump stays on disk; `mrep ingest` it later)", stacklevel=4)
 
-    def wait_ingests(self) -> list[str]:
-        """Wait for the background ingests; returns every failure seen so far."""
+    def wait_ingests(self, timeout: float | None = 120.0) -> list[str]:
+        """Wait for the background ingests, at most `timeout` seconds in all (None: as long as
+        they take); returns every failure seen so far. An ingest still running then is stopped
+        (its transaction stores nothing) and reported: its dump stays on disk for `mrep ingest`."""
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        finished = []
+        for path, proc in self._ingests:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                proc.wait(timeout=left)
+                finished.append((path, proc))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # the ingest's whole session
+                except (AttributeError, OSError):
+                    proc.kill()
+                proc.communicate()
+                self._fail(path, f"still running after {timeout:g} s (a lock held on the history?): stopped")
+        self._ingests = finished
         self._reap(block=True)
         return list(self.ingest_failures)
 

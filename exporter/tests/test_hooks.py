@@ -125,3 +125,43 @@ def test_lightning_callback_dumps_with_measurements(tmp_path):
     validate(last)
     assert last["measurement"]["tokens_per_step"] == 32 and last["measurement"]["seq_len"] == 8
     assert last["measurement"]["steps_timed"] == 2
+
+
+def test_a_dump_that_cannot_be_written_never_stops_training(tmp_path):
+    """A dump directory that cannot be made (a file where a folder should be) is a warning and a
+    recorded failure; the training loop's step returns and goes on."""
+    import warnings
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    model = nn.Sequential(nn.Linear(8, 8))
+    d = CheckpointDumper(model, blocker / "dumps", every=2, name="tiny")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(0, 5):
+            assert d.maybe_dump(step) is None
+    assert len(d.dump_failures) == 3, d.dump_failures  # steps 0, 2 and 4
+    assert "not written" in d.dump_failures[0] and any("training goes on" in str(w.message) for w in caught)
+
+
+def test_wait_ingests_gives_up_after_its_timeout(tmp_path):
+    """An ingest that hangs (a lock held on the history) is stopped when wait_ingests' timeout
+    runs out and reported; the call returns instead of waiting for as long as the lock is held."""
+    import time
+    import warnings
+
+    slow = tmp_path / "mrep"
+    slow.write_text("#!/bin/sh\nsleep 60\n")
+    slow.chmod(0o755)
+    model = nn.Sequential(nn.Linear(8, 8))
+    d = CheckpointDumper(model, tmp_path / "dumps", every=1, name="tiny", ingest_db=str(tmp_path / "h.db"), mrep_bin=str(slow))
+    d.maybe_dump(0)
+    start = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        failures = d.wait_ingests(timeout=0.5)
+    took = time.monotonic() - start
+    print(f"wait_ingests(timeout=0.5) returned after {took:.2f} s")
+    assert took < 10, took
+    assert len(failures) == 1 and "still running after 0.5 s" in failures[0], failures
+    assert glob.glob(str(tmp_path / "dumps" / "*.json.gz")), "the dump stays on disk"
