@@ -88,6 +88,9 @@ func calibrateCommand() *cli.Command {
 						len(runs), n, strings.Join(c.StringSlice("fit"), ", ")), exitFailure)
 				}
 			}
+			if err := fitBounds(ps); err != nil {
+				return err
+			}
 			fits, err := calib.CalibrateWith(ps, c.StringSlice("fit"), what, calib.CalibrateOptions{
 				AbsLoss: c.Bool("abs-loss"), LeaveOut: group, LeaveOutName: leaveOut, Lane: strings.ToLower(c.String("lane"))})
 			if err != nil {
@@ -268,4 +271,30 @@ func calibrateKernels(c *cli.Context) error {
 		return writeJSON(c.App.Writer, fits)
 	}
 	return render.WriteKernelLaneFits(c.App.Writer, fits)
+}
+
+// MaxFitRows and MaxFitSimulated bound what one calibrate fits: each evaluation predicts every
+// row (a serving benchmark's row runs the scheduler step by step), a fit takes hundreds of
+// evaluations and each held-out group a refit, so beyond these a fit runs for hours. Narrow
+// the rows with --where instead.
+const (
+	MaxFitRows      = 5000
+	MaxFitSimulated = 600
+)
+
+// fitBounds refuses a fit too large to finish in minutes, saying how to narrow it.
+func fitBounds(ps []calib.Prepared) error {
+	sim := map[string]bool{}
+	for _, p := range ps {
+		if p.Row.Kind == calib.KindBenchServe {
+			sim[calib.RunOf(p.Row)] = true
+		}
+	}
+	switch {
+	case len(ps) > MaxFitRows:
+		return cli.Exit(fmt.Sprintf("calibrate: %d rows, more than one fit takes (%d): narrow them with --where (chip=, model=, kind=, engine=...)", len(ps), MaxFitRows), exitUsage)
+	case len(sim) > MaxFitSimulated:
+		return cli.Exit(fmt.Sprintf("calibrate: %d serving benchmark runs, each simulated step by step at every evaluation: more than one fit takes (%d); narrow them with --where (chip=, engine=, concurrency=...)", len(sim), MaxFitSimulated), exitUsage)
+	}
+	return nil
 }

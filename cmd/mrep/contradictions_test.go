@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Flags that say two things at once are refused naming both, instead of being timed as one of
@@ -46,4 +49,24 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 			t.Errorf("%v: %.300s", ok, out)
 		}
 	}
+}
+
+// A fit too large to finish in minutes is refused at once, saying how to narrow it (issue 37:
+// 100,000 rows ran for over ten minutes).
+func TestCalibrateRefusesUnboundedFits(t *testing.T) {
+	dir := t.TempDir()
+	var rows []string
+	for i := 0; i <= MaxFitRows; i++ {
+		rows = append(rows, fmt.Sprintf(`{"id":"r%d","kind":"train_throughput","source":"bound","model":"Llama-3.1-8B","chip":"H100-SXM","dtype":"bf16","gpus":8,"tp":1,"seq":4096,"gbs":64,"mbs":1,"measured":%d,"unit":"tok/s/gpu"}`, i, 1000+i))
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"rows":[`+strings.Join(rows, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err := run(t, filepath.Join(dir, "none.db"), "calibrate", big)
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "5001 rows, more than one fit takes (5000): narrow them with --where") {
+		t.Errorf("%d rows: %v", MaxFitRows+1, err)
+	}
+	t.Logf("refused in %v", time.Since(start))
 }
