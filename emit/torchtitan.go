@@ -136,23 +136,7 @@ func pyBool(v bool) string {
 
 // pyString is s as a Python string literal: backslash and quote escaped, control characters as
 // \xNN, the rest as is (Python 3 source is UTF-8).
-func pyString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+func pyString(s string) string { return quoted(s, "\\x%02x") }
 
 // pyDoc keeps text inside a docstring or comment: no backslash escapes, no closing quotes.
 func pyDoc(s string) string {

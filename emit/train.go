@@ -302,7 +302,11 @@ func torchtitanTOML(t Training) string {
 
 // tomlString is s as a TOML basic string: backslash and quote escaped, control characters as
 // \uXXXX (TOML has no \x escape, so Go's %q would not parse).
-func tomlString(s string) string {
+func tomlString(s string) string { return quoted(s, "\\u%04X") }
+
+// quoted is s in double quotes, backslash and quote escaped and each control character written
+// with control (a format taking the rune): the one escaper of the TOML and Python files.
+func quoted(s, control string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
@@ -311,7 +315,7 @@ func tomlString(s string) string {
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\u%04X", r)
+			fmt.Fprintf(&b, control, r)
 		default:
 			b.WriteRune(r)
 		}
