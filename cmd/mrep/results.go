@@ -79,19 +79,14 @@ var measuredRef = regexp.MustCompile(`^[0-9a-f]{12}#[0-9]+$`)
 // measuredDiff compares two stored measured runs: each figure measured and predicted, and the
 // part of the engine's step that moved.
 func measuredDiff(c *cli.Context, a, b string) error {
-	db, err := openDBRead(c, Env{})
+	rows, err := historyRows(c)
 	if err != nil {
 		return err
 	}
-	rows, err := load.StoredRows(c.Context, db)
-	db.Close()
-	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
-	}
 	pick := func(ref string) ([]calib.Row, error) {
 		var out []calib.Row
-		for _, r := range rows {
-			if strings.HasPrefix(r.ID, ref+"-") && r.Kind == calib.KindBenchServe {
+		for _, r := range runRows(rows, ref) {
+			if r.Kind == calib.KindBenchServe {
 				out = append(out, r)
 			}
 		}
@@ -134,21 +129,11 @@ func measuredDiff(c *cli.Context, a, b string) error {
 // showMeasured is one stored measured run (DIGEST#RECORD): each of its figures beside mrep's
 // prediction, as validate --from-history prints them.
 func showMeasured(c *cli.Context, ref string) error {
-	db, err := openDBRead(c, Env{})
+	rows, err := historyRows(c)
 	if err != nil {
 		return err
 	}
-	rows, err := load.StoredRows(c.Context, db)
-	db.Close()
-	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
-	}
-	var mine []calib.Row
-	for _, r := range rows {
-		if strings.HasPrefix(r.ID, ref+"-") {
-			mine = append(mine, r)
-		}
-	}
+	mine := runRows(rows, ref)
 	if len(mine) == 0 {
 		return cli.Exit(fmt.Sprintf("show: no measured run %s in the history (mrep validate --from-history lists them as DIGEST#RECORD-figure)", ref), exitFailure)
 	}
@@ -165,4 +150,29 @@ func showMeasured(c *cli.Context, ref string) error {
 	}
 	fmt.Fprintf(c.App.Writer, "Measured run %s: %s\n\n", ref, render.Visible(mine[0].Note))
 	return render.WriteValidation(c.App.Writer, rep)
+}
+
+// historyRows are the calibration rows of every measured result the history holds.
+func historyRows(c *cli.Context) ([]calib.Row, error) {
+	db, err := openDBRead(c, Env{})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := load.StoredRows(c.Context, db)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	return rows, nil
+}
+
+// runRows are the rows of one measured run, DIGEST#RECORD (its figures' ids extend it).
+func runRows(rows []calib.Row, ref string) []calib.Row {
+	var out []calib.Row
+	for _, r := range rows {
+		if strings.HasPrefix(r.ID, ref+"-") {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/mrep-dev/mrep/calib"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/examples"
-	"github.com/mrep-dev/mrep/load"
 	"github.com/mrep-dev/mrep/model"
 	"github.com/mrep-dev/mrep/render"
 	"github.com/mrep-dev/mrep/store"
@@ -165,14 +164,9 @@ func rowSource(c *cli.Context) (calib.RowSource, error) {
 		if path != "" || set != "" {
 			return calib.RowSource{}, cli.Exit(c.Command.Name+": give --from-history, a rows file or --rows, one of them", exitUsage)
 		}
-		db, err := openDBRead(c, Env{})
+		rows, err := historyRows(c)
 		if err != nil {
 			return calib.RowSource{}, err
-		}
-		defer db.Close()
-		rows, err := load.StoredRows(c.Context, db)
-		if err != nil {
-			return calib.RowSource{}, cli.Exit(err.Error(), exitFailure)
 		}
 		if len(rows) == 0 {
 			return calib.RowSource{}, cli.Exit(fmt.Sprintf("%s --from-history: the history (%s) holds no measured results: store a benchmark's result file or a training log with mrep ingest FILE", c.Command.Name, render.Visible(store.Redact(c.String("db")))), exitFailure)
