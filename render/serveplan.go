@@ -295,12 +295,9 @@ func ServePlanChart(title string, p serve.Plan) gochart.Chart {
 	}
 	top := 1.05 * math.Max(maxY, 1)
 	if o := p.Options; o.TPOT > 0 {
-		// a TPOT SLO is a floor on tokens/s per user: the deployments right of the line meet it
-		x := 1 / o.TPOT
-		maxX = math.Max(maxX, x)
-		series = append(series, gochart.ContinuousSeries{Name: "TPOT SLO", XValues: []float64{x, x}, YValues: []float64{0, top},
-			Style: gochart.Style{StrokeWidth: 1.5, StrokeColor: drawing.ColorFromHex("c0392b"), StrokeDashArray: []float64{6, 4}}})
-		entries = append(entries, chart.LegendEntry{Label: fmt.Sprintf("TPOT ≤ %s: meet it right of the line", seconds(o.TPOT)), Color: drawing.ColorFromHex("c0392b"), Dash: []float64{6, 4}})
+		maxX = math.Max(maxX, 1/o.TPOT)
+		line, entry := tpotLine(o.TPOT, top)
+		series, entries = append(series, line), append(entries, entry)
 	}
 	if len(p.Best) > 0 {
 		b := p.Best[0]
@@ -320,9 +317,24 @@ func ServePlanChart(title string, p serve.Plan) gochart.Chart {
 		series = append(series, gochart.AnnotationSeries{Annotations: notes,
 			Style: gochart.Style{FontSize: 7, StrokeColor: drawing.ColorFromHex("bbbbbb"), FillColor: drawing.ColorWhite}})
 	}
+	return frontChart(title, series, entries, maxX, top, 290)
+}
+
+// tpotLine is a TPOT SLO drawn as the floor it is on tokens/s per user (the deployments right
+// of it meet it), up to top, with its legend entry.
+func tpotLine(tpot, top float64) (gochart.Series, chart.LegendEntry) {
+	x, red := 1/tpot, drawing.ColorFromHex("c0392b")
+	return gochart.ContinuousSeries{Name: "TPOT SLO", XValues: []float64{x, x}, YValues: []float64{0, top},
+			Style: gochart.Style{StrokeWidth: 1.5, StrokeColor: red, StrokeDashArray: []float64{6, 4}}},
+		chart.LegendEntry{Label: fmt.Sprintf("TPOT ≤ %s: meet it right of the line", seconds(tpot)), Color: red, Dash: []float64{6, 4}}
+}
+
+// frontChart is a serving Pareto chart: tokens/s per GPU against tokens/s per user, the legend
+// right of the plot (legend pixels wide), the value axis on the left.
+func frontChart(title string, series []gochart.Series, entries []chart.LegendEntry, maxX, top float64, legend int) gochart.Chart {
 	c := gochart.Chart{
 		Title: title, TitleStyle: gochart.Style{FontSize: 12}, Width: 1100, Height: 640,
-		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 290, Bottom: 20}},
+		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: legend, Bottom: 20}},
 		XAxis:          chart.NiceXAxis("output tokens/s per user (1/TPOT)", 0, 1.05*maxX),
 		YAxis:          chart.NiceAxis("output tokens/s per GPU", 0, top),
 		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()},
@@ -404,22 +416,11 @@ func ServeChipsChart(title string, p serve.Plan) gochart.Chart {
 	top := 1.05 * math.Max(maxY, 1)
 	if floor > 0 {
 		maxX = math.Max(maxX, floor)
-		series = append(series, gochart.ContinuousSeries{Name: "TPOT SLO", XValues: []float64{floor, floor}, YValues: []float64{0, top},
-			Style: gochart.Style{StrokeWidth: 1.5, StrokeColor: drawing.ColorFromHex("c0392b"), StrokeDashArray: []float64{6, 4}}})
-		entries = append(entries, chart.LegendEntry{Label: fmt.Sprintf("TPOT ≤ %s: meet it right of the line", seconds(p.Options.TPOT)), Color: drawing.ColorFromHex("c0392b"), Dash: []float64{6, 4}})
+		line, entry := tpotLine(p.Options.TPOT, top)
+		series, entries = append(series, line), append(entries, entry)
 	}
 	entries = append(entries, chart.LegendEntry{Label: "ringed: each chip's best at the SLO", Color: drawing.ColorBlack, Dot: true})
-	c := gochart.Chart{
-		Title: title, TitleStyle: gochart.Style{FontSize: 12}, Width: 1100, Height: 640,
-		Background:     gochart.Style{Padding: gochart.Box{Top: 50, Left: 20, Right: 360, Bottom: 20}},
-		XAxis:          chart.NiceXAxis("output tokens/s per user (1/TPOT)", 0, 1.05*maxX),
-		YAxis:          chart.NiceAxis("output tokens/s per GPU", 0, top),
-		YAxisSecondary: gochart.YAxis{Style: gochart.Hidden()},
-		Series:         append(series, marks...),
-	}
-	c.Elements = []gochart.Renderable{chart.Legend(entries)}
-	chart.LeftAxis(&c)
-	return c
+	return frontChart(title, append(series, marks...), entries, maxX, top, 360)
 }
 
 // writeTTFTQuantiles lists, for a workload of mixed lengths, the TTFT of its p50/p90/p99
