@@ -174,13 +174,7 @@ func TestREADMEServeExamples(t *testing.T) {
 		if *update {
 			// the head: through the end of the best-deployments table (the prose around the
 			// blocks is read again by hand)
-			head := out
-			if i := strings.Index(out, "\n| 1 |"); i >= 0 {
-				if j := strings.Index(out[i:], "\n\n"); j >= 0 {
-					head = out[:i+j+1]
-				}
-			}
-			s = strings.Replace(s, b, cmd+"\n"+head, 1)
+			s = strings.Replace(s, b, cmd+"\n"+planHead(out), 1)
 			continue
 		}
 		if !strings.HasPrefix(out, want) {
@@ -234,6 +228,17 @@ func TestPlanTrainCost(t *testing.T) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
+}
+
+// planHead is a plan's output through the end of its best-deployments table: what the README
+// shows of it.
+func planHead(out string) string {
+	if i := strings.Index(out, "\n| 1 |"); i >= 0 {
+		if j := strings.Index(out[i:], "\n\n"); j >= 0 {
+			return out[:i+j+1]
+		}
+	}
+	return out
 }
 
 // readmeArgs runs a README command from this package's directory: paths into the repository

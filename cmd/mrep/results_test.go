@@ -233,11 +233,7 @@ func TestREADMEMeasuredLoop(t *testing.T) {
 		out := mustRun(t, db, argv...)
 		out = strings.ReplaceAll(out, "../../examples/", "examples/")
 		if strings.Contains(args, "plan serve") {
-			if i := strings.Index(out, "\n| 1 |"); i >= 0 {
-				if j := strings.Index(out[i:], "\n\n"); j >= 0 {
-					out = out[:i+j+1]
-				}
-			}
+			out = planHead(out)
 		}
 		if *update {
 			s = strings.Replace(s, b, cmd+"\n"+out, 1)
