@@ -203,7 +203,8 @@ func fromGenAIPerf(where string, o map[string]any) (Run, error) {
 	if models, ok := cfg["model"].([]any); ok && len(models) > 0 {
 		r.Model = str(models[0])
 	}
-	r.Engine = str(cfg["backend"])
+	// genai-perf's backend names the engine behind the server (tensorrtllm, vllm): mrep's names
+	r.Engine = map[string]string{"tensorrtllm": "trtllm", "vllm": "vllm"}[str(cfg["backend"])]
 	if c := num(cfg["concurrency"]); c >= 1 {
 		r.Users = c
 	}

@@ -68,7 +68,7 @@ func TestParseEachTool(t *testing.T) {
 	}
 
 	g := read(t, "genai-perf/perf_analyzer_issue298_streaming_genai_perf.json")[0]
-	if g.Tool != "genai-perf" || g.Users != 100 || g.Model != "ensemble" {
+	if g.Tool != "genai-perf" || g.Users != 100 || g.Model != "ensemble" || g.Engine != "trtllm" {
 		t.Fatalf("genai-perf: %+v", g)
 	}
 	near(t, "genai-perf mean TTFT", figure(g, "ttft", "mean"), 184.63779366666665e-3)
