@@ -3,7 +3,7 @@ package calib
 import (
 	"bytes"
 	"compress/gzip"
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -22,12 +22,13 @@ import (
 //go:embed kernels.json.gz
 var kernelsGz []byte
 
-// kernelsTorch is the same grid timed with PyTorch (cuBLAS, SDPA) on a lent H100 by
-// calib/sources/torch_kernels.py: an independent collector, predicted with the chip's own
-// figures (engine "torch" has no lane).
+// kernelsTorch is the same grid timed with PyTorch (cuBLAS, SDPA) by
+// calib/sources/torch_kernels.py, one file per lent GPU: kernels_torch_h100.json on an H100
+// and kernels_torch_h200.json on an H200, both under PyTorch 2.11.0 with CUDA 13.0. An
+// independent collector, predicted with the chip's own figures (engine "torch" has no lane).
 //
-//go:embed kernels_torch_h100.json
-var kernelsTorch []byte
+//go:embed kernels_torch_*.json
+var kernelsTorch embed.FS
 
 // KernelSet is measured kernels: groups of one chip, engine release, kernel family, precision
 // and the kernel the engine ran, each row a shape and its latency.
@@ -73,12 +74,24 @@ func Kernels() (KernelSet, error) {
 	if err := json.NewDecoder(zr).Decode(&ks); err != nil {
 		return ks, fmt.Errorf("embedded kernel set: %w", err)
 	}
-	var torch KernelSet
-	if err := json.Unmarshal(kernelsTorch, &torch); err != nil {
-		return ks, fmt.Errorf("embedded torch kernel set: %w", err)
+	files, err := kernelsTorch.ReadDir(".") // sorted by name: H100, then H200
+	if err != nil {
+		return ks, fmt.Errorf("embedded torch kernel sets: %w", err)
 	}
-	ks.About += " " + torch.About
-	ks.Groups = append(ks.Groups, torch.Groups...)
+	for _, f := range files {
+		b, err := kernelsTorch.ReadFile(f.Name())
+		if err != nil {
+			return ks, fmt.Errorf("embedded torch kernel set %s: %w", f.Name(), err)
+		}
+		var torch KernelSet
+		if err := json.Unmarshal(b, &torch); err != nil {
+			return ks, fmt.Errorf("embedded torch kernel set %s: %w", f.Name(), err)
+		}
+		if !strings.Contains(ks.About, torch.About) { // the files share one description
+			ks.About += " " + torch.About
+		}
+		ks.Groups = append(ks.Groups, torch.Groups...)
+	}
 	for _, g := range ks.Groups {
 		want := map[string]int{"gemm": 4, "context_attention": 7, "generation_attention": 7, "moe": 8, "context_mla": 7, "generation_mla": 7}[g.Family]
 		if want == 0 || len(g.Cols) != want {
