@@ -183,7 +183,7 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 		{"pd.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"prefill_replicas":2,"measured":1}]`, "a bench_serve row with a closed loop"},
 		{"pd.csv", "id,kind,model,chip,dtype,isl,osl,prefill_tp,measured,unit\na,serving,m,c,fp8,1,1,4,1,tok/s\n", "pd.csv: line 2 (id \"a\"): a disaggregated run needs prefill_replicas"},
 		{"pdbig.json", `[{"id":"a","kind":"bench_serve","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":2,"concurrency":1,"metric":"tpot","stat":"mean","prefill_replicas":9223372036854775807,"measured":1,"unit":"s"}]`, "at most 1048576"},
-		{"spec.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"spec_tokens":3,"measured":1}]`, "spec_tokens 3 needs spec_accept"},
+		{"spec.json", `[{"id":"a","kind":"serving","engine":"tgi","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"spec_tokens":3,"measured":1}]`, "spec_tokens 3 needs spec_accept"},
 		{"acc.csv", "id,kind,model,chip,dtype,isl,osl,spec_tokens,spec_accept,measured,unit\na,serving,m,c,fp8,1,1,3,1.2,1,tok/s\n", "acc.csv: line 2 (id \"a\"): spec_accept 1.2"},
 	}
 	for _, c := range cases {

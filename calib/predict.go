@@ -235,7 +235,7 @@ func (p *Prepared) count(m *analyzer.Model) error {
 // engine it names (serve.EnginePreset), else trtllm-bench's (benchEngine); the limits and KV
 // fraction the row states it set itself override either.
 func rowEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
-	if e := engineOf(r, chip); e == "vllm" || e == "sglang" {
+	if e := engineOf(r, chip); e == "vllm" || e == "sglang" || e == "atom" {
 		if eng, err := serve.EnginePreset(e, chip.MemoryGiB); err == nil {
 			tp, ep := max(r.TP, 1), max(r.EP, 1)
 			return r.limits(m, eng).ForLayout(max(tp, ep), r.PP, max(1, ep/tp))
@@ -249,8 +249,16 @@ func rowEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 func (r Row) limits(m *analyzer.Model, e serve.Engine) serve.Engine {
 	if r.SpecTokens > 0 {
 		e.SpecTokens, e.SpecAccept, e.SpecDraftCost = int(r.SpecTokens), r.SpecAccept, r.SpecDraftCost
+		// what the row does not state is the engine's measured MTP figures (serve.Figures),
+		// else an MTP head of one layer, as plan serve's default
+		if e.SpecAccept == 0 {
+			e.SpecAccept = e.MTP.AcceptAt(e.SpecTokens)
+		}
+		if e.SpecDraftCost == 0 {
+			e.SpecDraftCost = e.MTP.MTPDraftCost
+		}
 		if e.SpecDraftCost == 0 && m.Fingerprint.Layers > 0 {
-			e.SpecDraftCost = 1 / float64(m.Fingerprint.Layers) // an MTP head of one layer, as plan serve's default
+			e.SpecDraftCost = 1 / float64(m.Fingerprint.Layers)
 		}
 	}
 	if r.MaxBatch > 0 {
@@ -335,7 +343,7 @@ func (p Prepared) disagg(dec serve.Replica, chip chips.Chip) (pred, roof float64
 	pre.Scenario.TP, pre.Scenario.EP = max(r.PrefillTP, 1), max(r.PrefillEP, 1)
 	pre.Scenario.ETP = serve.InferenceETP(pre.Scenario.TP, pre.Scenario.EP)
 	pre.Engine.PP = max(r.PrefillPP, 1)
-	if e := engineOf(r, chip); e == "vllm" || e == "sglang" {
+	if e := engineOf(r, chip); e == "vllm" || e == "sglang" || e == "atom" {
 		pre.Engine = pre.Engine.ForLayout(max(pre.Scenario.TP, pre.Scenario.EP), pre.Engine.PP, max(1, pre.Scenario.EP/pre.Scenario.TP))
 	}
 	res, err := serve.DisaggUsers(pre, dec, r.PrefillReplicas, max(r.DecodeReplicas, 1), r.ISL, r.OSL, float64(r.Concurrency), node)
@@ -378,6 +386,7 @@ func benchEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
 	s, _ := r.Scenario()
 	e := serve.TRTLLMBench(m, serve.BenchRun{ISL: r.ISL, OSL: r.OSL, TP: r.TP, PP: r.PP,
 		WeightBytes: s.WeightBytes, KVBytes: s.KVBytes, MemBytes: chip.MemoryBytes()})
+	e.MTP = serve.Figures("trtllm") // its MTP figures; an offline run has no request path
 	return r.limits(m, e)
 }
 
@@ -549,6 +558,12 @@ type Report struct {
 	Sources []GroupSummary `json:"sources,omitempty"`
 	// Engines summarises the inference rows by serving engine, chip family and dense or MoE.
 	Engines []GroupSummary `json:"engines,omitempty"`
+	// EngineChips summarises them by serving engine and chip, per figure (throughput, TTFT,
+	// TPOT): the lane a plan on that chip with that engine is timed with.
+	EngineChips []GroupSummary `json:"engine_chips,omitempty"`
+	// Releases summarises them by engine release as each row states it, against the release
+	// its lane on the chip was fitted on: the drift between releases.
+	Releases []GroupSummary `json:"releases,omitempty"`
 	// LeaveOneSourceOut: each training source predicted by lanes fitted without it.
 	LeaveOneSourceOut []SourceError `json:"leave_one_source_out,omitempty"`
 	// LeaveOneSourceOutPending is how many training sources a leave-one-source-out check would
@@ -584,12 +599,68 @@ func (r Row) group(chip string) string {
 	return g
 }
 
+// gkey is a summary group: its name and phase.
+type gkey struct{ group, phase string }
+
+// grouper collects the results of groups in the order they first appear.
+type grouper struct {
+	order  []gkey
+	ratios map[gkey][]float64
+	errs   map[gkey][]float64
+}
+
+func newGrouper() *grouper {
+	return &grouper{ratios: map[gkey][]float64{}, errs: map[gkey][]float64{}}
+}
+
+func (g *grouper) add(k gkey, res Result) {
+	if g.ratios[k] == nil {
+		g.order = append(g.order, k)
+	}
+	g.ratios[k] = append(g.ratios[k], res.Ratio)
+	g.errs[k] = append(g.errs[k], math.Abs(res.Err()))
+}
+
+// summaries are the groups sorted by name, then phase.
+func (g *grouper) summaries() []GroupSummary {
+	keys := append([]gkey(nil), g.order...)
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].group != keys[j].group {
+			return keys[i].group < keys[j].group
+		}
+		return keys[i].phase < keys[j].phase
+	})
+	var out []GroupSummary
+	for _, k := range keys {
+		rs, es := append([]float64(nil), g.ratios[k]...), append([]float64(nil), g.errs[k]...)
+		sort.Float64s(rs)
+		sort.Float64s(es)
+		out = append(out, GroupSummary{Group: k.group, Phase: k.phase, Rows: len(rs), MedianRatio: median(rs), MedianAbsErr: median(es), WorstAbsErr: es[len(es)-1]})
+	}
+	return out
+}
+
+// releaseGroup names a row's engine release beside the one its lane on the chip was fitted on.
+func releaseGroup(engine string, r Row, chip chips.Chip) string {
+	rel := strings.TrimSpace(r.EngineVersion)
+	if rel == "" {
+		rel = "release not stated"
+	}
+	lane := "no lane on " + chip.Name
+	if l, ok := chip.Efficiency.Lanes[engine]; ok {
+		lane = "lane on " + chip.Name + " fitted on " + l.Release
+		if l.Release == "" {
+			lane = "lane on " + chip.Name + ", release not recorded"
+		}
+	}
+	return fmt.Sprintf("%s %s (%s)", engine, rel, lane)
+}
+
 // Validate predicts every row with each chip's own efficiency (or the override for a chip
 // name, as a fit produces).
 func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, error) {
 	rep := Report{Summary: map[string]Summary{}}
 	errs := map[string][]float64{}
-	type gkey struct{ group, phase string }
 	var order []gkey
 	ratios, gerrs := map[gkey][]float64{}, map[gkey][]float64{}
 	var lanes []string
@@ -597,6 +668,8 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 	isTrain := map[string]bool{}
 	sratio, serr := map[string][]float64{}, map[string][]float64{}
 	var sources []string
+	inf := newGrouper() // inference rows by engine x chip and by release
+	rel := newGrouper()
 	for _, p := range ps {
 		r := p.Row
 		res := Result{ID: r.ID, Phase: r.Phase(), Measured: r.Measured, Unit: r.Unit, Model: r.Model, Chip: p.Chip.Name, Fits: p.Fits}
@@ -647,6 +720,11 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 		lratio[ln] = append(lratio[ln], res.Ratio)
 		lerr[ln] = append(lerr[ln], math.Abs(res.Err()))
 		isTrain[ln] = p.train != nil
+		if p.train == nil {
+			eng := engineOf(r, p.Chip)
+			inf.add(gkey{eng + " on " + p.Chip.Name, res.Phase}, res)
+			rel.add(gkey{releaseGroup(eng, r, p.Chip), res.Phase}, res)
+		}
 		if p.train != nil {
 			src := SourceOf(r)
 			if serr[src] == nil {
@@ -679,6 +757,7 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			rep.Engines = append(rep.Engines, g)
 		}
 	}
+	rep.EngineChips, rep.Releases = inf.summaries(), rel.summaries()
 	for _, k := range order {
 		rs, es := ratios[k], gerrs[k]
 		sort.Float64s(rs)

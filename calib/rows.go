@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mrep-dev/mrep/serve"
 	"io"
 	"math"
 	"slices"
@@ -49,6 +50,9 @@ var fineTuneTimeRows []byte
 
 //go:embed bench_serve.json
 var benchServeRows []byte
+
+//go:embed amd_serving.json
+var amdServingRows []byte
 
 // Kinds of measurement a row holds, with the unit its value is in.
 const (
@@ -411,8 +415,8 @@ func (r Row) validate() error {
 		return errors.New("a disaggregated run needs prefill_replicas (its prefill pool's replica count)")
 	case r.PrefillReplicas > 0 && (r.Kind != KindBenchServe || r.Concurrency == 0):
 		return errors.New("a disaggregated run is a bench_serve row with a closed loop of users (concurrency)")
-	case r.SpecTokens > 0 && r.SpecAccept == 0:
-		return fmt.Errorf("spec_tokens %d needs spec_accept, the acceptance rate the run saw", r.SpecTokens)
+	case r.SpecTokens > 0 && r.SpecAccept == 0 && serve.Figures(engineOfNamed(r)).AcceptAt(int(r.SpecTokens)) == 0:
+		return fmt.Errorf("spec_tokens %d needs spec_accept, the acceptance rate the run saw (engine %q has no measured MTP figures to stand for it)", r.SpecTokens, engineOfNamed(r))
 	case !(r.KVFraction >= 0 && r.KVFraction <= 1):
 		return fmt.Errorf("kv_fraction %g: want a share in (0, 1]", r.KVFraction)
 	case !(r.MemoryGiB >= 0 && r.MemoryGiB < 1e6):
@@ -491,6 +495,13 @@ func AMDvLLM() []Row {
 	return embedded("amd_vllm.json", amdVLLMRows)
 }
 
+// AMDServing returns AMD's own published serving benchmarks on Instinct GPUs (amd_serving.json:
+// the ATOM engine's nightly CI on MI355X and its recipes on MI355X and MI300X), the fit set of
+// the atom lanes.
+func AMDServing() []Row {
+	return embedded("amd_serving.json", amdServingRows)
+}
+
 // embedded parses a rows file built into mrep; a parse error is a build defect (the tests
 // parse every set), so it panics rather than burden every caller with an error.
 func embedded(name string, b []byte) []Row {
@@ -502,7 +513,7 @@ func embedded(name string, b []byte) []Row {
 }
 
 // Sets are the row sets shipped with mrep, by the name `mrep validate --rows` takes.
-var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "bench-serve": BenchServe,
+var Sets = map[string]func() []Row{"calibration": Default, "extended": Extended, "heldout": HeldOutTraining, "amd-vllm": AMDvLLM, "amd-serving": AMDServing, "bench-serve": BenchServe,
 	"finetune": FineTuneSet, "finetune-time": FineTuneTimeSet}
 
 // FineTuneSet returns the measured peak memory of published fine-tunes (finetune.json: LoRA,
@@ -529,10 +540,18 @@ type RowSource struct {
 	Stored []Row
 }
 
+// SetNames are the shipped sets' names, as --rows lists them.
+var SetNames = []string{"calibration", "extended", "heldout", "amd-vllm", "amd-serving", "bench-serve", "finetune", "finetune-time"}
+
+// setList is SetNames as an error lists them.
+func setList() string {
+	return strings.Join(SetNames[:len(SetNames)-1], ", ") + " or " + SetNames[len(SetNames)-1]
+}
+
 // ShippedSet is the shipped set of that name.
 func ShippedSet(name string) (RowSource, error) {
 	if _, ok := Sets[name]; !ok {
-		return RowSource{}, fmt.Errorf("rows %q: want calibration, extended, heldout, amd-vllm, bench-serve, finetune or finetune-time", name)
+		return RowSource{}, fmt.Errorf("rows %q: want %s", name, setList())
 	}
 	return RowSource{Set: name}, nil
 }

@@ -156,8 +156,12 @@ type Efficiency struct {
 	// Lanes are a training framework's figures on this chip (megatron, fsdp): what its kernels
 	// achieve where they differ from the chip's own (Transformer Engine's FP8 GEMMs, grouped
 	// GEMMs), each with its fit set. A lane names only the figures it changes.
-	Lanes   map[string]Efficiency `json:"lanes,omitempty"`
-	Sources map[string]string     `json:"sources,omitempty"`
+	Lanes map[string]Efficiency `json:"lanes,omitempty"`
+	// Release is, in a serving engine's lane, the engine release its figures were fitted on
+	// (engines move fast: a row or plan of another release is timed with them, and validate
+	// reports the error by release so the drift shows).
+	Release string            `json:"release,omitempty"`
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // LanesOf is the lanes of the named chip (nil when it has none or is unknown).
@@ -253,6 +257,9 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.MoELaunchUs, o.MoELaunchUs)
 	setF(&out.SeqOverheadUs, o.SeqOverheadUs)
 	setF(&out.RequestOverheadUs, o.RequestOverheadUs)
+	if o.Release != "" {
+		out.Release = o.Release
+	}
 	if len(o.Lanes) > 0 {
 		out.Lanes = map[string]Efficiency{}
 		for k, v := range e.Lanes {

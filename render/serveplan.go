@@ -50,8 +50,17 @@ func WriteServePlan(out io.Writer, model string, p serve.Plan, inputs []ServeInp
 		w.printf("Prefix cache: %.0f%% of each prompt is a hit and is not prefilled.\n\n", 100*o.Engine.PrefixHit)
 	}
 	if e := o.Engine; e.SpecTokens > 0 {
-		w.printf("Speculative decoding: %d draft tokens per step, each accepted with probability %.2f, so a step emits %.2f tokens per sequence on average; a step verifies %d query rows per sequence (weights and KV read once) and drafting costs %.3g of a decode step per draft token (estimate: an MTP head of one layer unless --spec-draft-cost says otherwise).\n\n",
-			e.SpecTokens, e.SpecAccept, e.SpecTokensPerStep(), e.SpecTokens+1, e.SpecDraftCost)
+		why := "estimates: --spec-accept's, and an MTP head of one layer unless --spec-draft-cost says otherwise"
+		if e.MTP.MTPSrc != "" && e.SpecAccept == e.MTP.AcceptAt(e.SpecTokens) {
+			why = "the engine's measured MTP figures at this many drafts: " + e.MTP.MTPSrc
+		}
+		w.printf("Speculative decoding: %d draft tokens per step, each accepted with probability %.2f, so a step emits %.2f tokens per sequence on average; a step verifies %d query rows per sequence (weights and KV read once) and drafting costs %.3g of a decode step per draft token (%s).\n\n",
+			e.SpecTokens, e.SpecAccept, e.SpecTokensPerStep(), e.SpecTokens+1, e.SpecDraftCost, Visible(why))
+	}
+	if e := o.Engine; e.RequestPathUs > 0 {
+		how, _, _ := strings.Cut(e.MTP.RequestPathSrc, ";")
+		w.printf("TTFT includes the request path a benchmark client waits beyond the engine's steps (HTTP, tokenizer, hand-off to the scheduler, streaming): %s per request (%s), or the chip's own where its engine lane fitted one.\n\n",
+			seconds(e.RequestPathUs*1e-6), Visible(how))
 	}
 	if o.Disagg {
 		w.printf("Disaggregated deployments searched too: a prefill pool and a decode pool of any two layouts, balanced for the load, each request's KV cache sent from one to the other (NVLink inside a node, else the scale-out network); a decode replica's steps carry no prefill.\n\n")
@@ -459,13 +468,13 @@ func writeDisagg(w *errWriter, best []serve.Config) {
 		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%s x%d (%d GPUs)", d.Layout(), d.PrefillReplicas, d.PrefillGPUs),
 			fmt.Sprintf("%s x%d (%d GPUs)", serve.LayoutName(c.TP, c.EP, c.PP), c.Replicas, d.DecodeGPUs),
 			fmt.Sprintf("%.3g", d.Prefill.ReqPerS), fmt.Sprintf("%.0f%%", 100*math.Min(d.Utilization, 1)),
-			seconds(d.Prefill.Prefill), seconds(d.KVTransfer), seconds(d.QueueWait)})
+			seconds(d.Step.Prefill), seconds(d.RequestPath), seconds(d.KVTransfer), seconds(d.QueueWait)})
 	}
 	if len(rows) == 0 {
 		return
 	}
-	w.printf("\nDisaggregated: TTFT = the prompt's prefill + its KV transfer + the wait for a prefill step (M/D/1 at the prefill pool's utilisation; none offline):\n\n")
-	table(w, []string{"#", "Prefill pool", "Decode pool", "Requests/s per prefill replica", "Prefill utilisation", "Prefill", "KV transfer", "Prefill wait"}, "lllrrrrr", rows)
+	w.printf("\nDisaggregated: TTFT = the prompt's prefill (in a step of the prompts waiting under the load: at low load its own) + the request path + its KV transfer + the wait for a prefill step (M/D/1 at the prefill pool's utilisation; none offline):\n\n")
+	table(w, []string{"#", "Prefill pool", "Decode pool", "Requests/s per prefill replica (full steps)", "Prefill utilisation", "Prefill", "Request path", "KV transfer", "Prefill wait"}, "lllrrrrrr", rows)
 }
 
 // writeSimulated prints the first deployment's load run step by step, with what its TTFT

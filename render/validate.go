@@ -72,6 +72,8 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 	groupTable(w, rep.Lanes, "Lane", "Training by lane (framework, dense or MoE, chip family; each lane's figures are fitted per chip, chips.json efficiency.lanes)")
 	groupTable(w, rep.Sources, "Source", "Training by source (a publisher's table or release: what leave-one-source-out holds out)")
 	groupTable(w, rep.Engines, "Engine, model kind, chip family", "Inference by engine, dense or MoE, and chip family (every kind of row: TTFT, static batches, serving, waves, latencies)")
+	phaseTable(w, rep.EngineChips, "Engine on chip", "Inference by engine and chip, per figure (the lane a plan with that engine on that chip is timed with)")
+	phaseTable(w, rep.Releases, "Engine release (and the lane's)", "Inference by engine release as the rows state it, beside the release the chip's lane was fitted on (the drift between releases)")
 	if len(rep.LeaveOneSourceOut) > 0 {
 		var ls [][]string
 		for _, s := range rep.LeaveOneSourceOut {
@@ -205,6 +207,20 @@ func groupTable(w *errWriter, gs []calib.GroupSummary, name, heading string) {
 	}
 	w.printf("\n%s:\n\n", heading)
 	table(w, []string{name, "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "lrrrr", rows)
+}
+
+// phaseTable is groupTable with each group's phase.
+func phaseTable(w *errWriter, gs []calib.GroupSummary, name, heading string) {
+	if len(gs) == 0 {
+		return
+	}
+	var rows [][]string
+	for _, g := range gs {
+		rows = append(rows, []string{g.Group, g.Phase, fmt.Sprint(g.Rows), fmt.Sprintf("%.3f", g.MedianRatio),
+			fmt.Sprintf("%.1f%%", 100*g.MedianAbsErr), fmt.Sprintf("%.1f%%", 100*g.WorstAbsErr)})
+	}
+	w.printf("\n%s:\n\n", heading)
+	table(w, []string{name, "Figure", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "llrrrr", rows)
 }
 
 // WriteKernelCheck renders `mrep validate --kernels`: mrep's time model against measured

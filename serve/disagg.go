@@ -72,6 +72,29 @@ func (rp Replica) prefillUpTo(isl int64, most float64) (PrefillStat, error) {
 	return st, nil
 }
 
+// prefillAt is a prefill replica's step at rate requests/s: it steps with the prompts waiting,
+// about the rate over one step, at least one, at most a full step's (full, Prefill's); memo
+// keeps the steps timed, by prompts.
+func (rp Replica) prefillAt(isl int64, rate float64, full PrefillStat, memo map[float64]PrefillStat) (PrefillStat, error) {
+	group := rp.Engine.stages() * rp.DP()
+	k := 1.0
+	for {
+		ps, ok := memo[k]
+		if !ok {
+			var err error
+			if ps, err = rp.prefillUpTo(isl, math.Ceil(k/group)); err != nil {
+				return ps, err
+			}
+			memo[k] = ps
+		}
+		want := math.Ceil(rate * ps.StepTime)
+		if want <= k || ps.Prompts >= full.Prompts {
+			return ps, nil
+		}
+		k = math.Min(want, full.Prompts)
+	}
+}
+
 // KVTransfer is the time to send one request's KV cache (its isl prompt tokens, every layer)
 // from a prefill replica to a decode replica: each of the smaller side's GPUs carries its share
 // over its own link, on the scale-up fabric when both replicas sit in one node, else over the
@@ -101,6 +124,11 @@ type Disagg struct {
 	PrefillGPUs     int64       `json:"prefill_gpus"` // all prefill replicas
 	DecodeGPUs      int64       `json:"decode_gpus"`  // all decode replicas
 	Prefill         PrefillStat `json:"prefill_replica"`
+	// Step is a prefill replica's step under the load: the prompts waiting over one step, not
+	// a full step's (Prefill offline): at low load one prompt, its own prefill's time.
+	Step PrefillStat `json:"prefill_step"`
+	// RequestPath is what each request waits outside the engines' steps (requestPath).
+	RequestPath float64 `json:"request_path_s"`
 	// KVTransfer is each request's KV cache on its way to the decode pool, QueueWait the
 	// prompt's wait for a prefill step (M/D/1 at the pool's utilisation; 0 offline), both in
 	// the TTFT.
@@ -114,13 +142,16 @@ type Disagg struct {
 }
 
 // PromptTTFT is the time to first token of a prompt of n tokens in this deployment's steady
-// state, queueing aside: the prefill steps it spans (a step carries up to the token budget of
-// prompts, so a prompt within the budget takes one step of the steady state's length) and its
-// KV transfer.
+// state, queueing aside: the prefill steps it spans (a prompt within the budget takes one step
+// of the prompts waiting under the load, a longer one chunks that fill the budget), the request
+// path and its KV transfer.
 func (d Disagg) PromptTTFT(n int64, dec Replica, node int64) float64 {
 	e := d.pre.Engine
-	chunks := math.Max(1, math.Ceil(float64(e.computed(n))/e.TokenBudget))
-	return chunks*d.Prefill.StepTime + KVTransfer(dec.Model, dec.Scenario, dec.Pred, n, d.pre, dec, node)
+	step := d.Step.StepTime // within the budget: a step of the prompts waiting under the load
+	if chunks := math.Ceil(float64(e.computed(n)) / e.TokenBudget); chunks > 1 {
+		step = chunks * d.Prefill.StepTime // longer: chunks that fill the budget
+	}
+	return step + d.RequestPath + KVTransfer(dec.Model, dec.Scenario, dec.Pred, n, d.pre, dec, node)
 }
 
 // Layout says the prefill side's layout.
@@ -153,13 +184,17 @@ func (o PlanOptions) disaggConfig(tg Target, pre Replica, ps PrefillStat, dec Re
 		PrefillGPUs: x * pre.gpus(), DecodeGPUs: y * dec.gpus(), Prefill: ps, pre: pre}
 	d.KVTransfer = transfer
 	d.Utilization = reqRate / (float64(x) * ps.ReqPerS)
+	d.Step, d.RequestPath = ps, requestPath(pre.Pred, pre.Engine) // offline, the replica steps full
 	if !offline {
-		d.QueueWait = prefillQueue(d.Utilization, ps.StepTime, ps.Prompts)
+		if at, err := pre.prefillAt(o.ISL, reqRate/float64(x), ps, map[float64]PrefillStat{}); err == nil {
+			d.Step = at
+		}
+		d.QueueWait = prefillQueue(d.Utilization, d.Step.StepTime, d.Step.Prompts)
 	}
 	c := tg.config(dec, r, y, r.Concurrency)
 	c.GPUs = d.PrefillGPUs + d.DecodeGPUs
 	c.Disagg = d
-	c.Result.TTFT = ps.Prefill + d.KVTransfer + d.QueueWait
+	c.Result.TTFT = d.Step.Prefill + d.RequestPath + d.KVTransfer + d.QueueWait
 	c.Result.QueueWait = d.QueueWait
 	c.Result.E2E = c.Result.TTFT + float64(o.OSL-1)*c.Result.TPOT
 	c.TokS = reqRate * osl
@@ -413,32 +448,10 @@ func DisaggUsers(pre, dec Replica, x, y int64, isl, osl int64, users float64, no
 	if err != nil {
 		return Result{}, fmt.Errorf("prefill pool: %w", err)
 	}
-	// a prefill replica steps with the prompts waiting: about its share of the rate over one
-	// step, at least one, at most a full step's
-	group := float64(pre.Engine.stages()) * pre.DP()
 	steps := map[float64]PrefillStat{}
-	stepWith := func(rate float64) (PrefillStat, error) {
-		k := 1.0
-		for {
-			ps, ok := steps[k]
-			if !ok {
-				if ps, err = pre.prefillUpTo(isl, math.Ceil(k/group)); err != nil {
-					return ps, err
-				}
-				steps[k] = ps
-			}
-			want := math.Ceil(rate / float64(x) * ps.StepTime)
-			if want <= k || ps.Prompts >= full.Prompts {
-				return ps, nil
-			}
-			k = math.Min(want, full.Prompts)
-		}
-	}
+	stepWith := func(rate float64) (PrefillStat, error) { return pre.prefillAt(isl, rate/float64(x), full, steps) }
 	transfer := KVTransfer(dec.Model, dec.Scenario, dec.Pred, isl, pre, dec, node)
-	var reqOH float64
-	if ro, ok := pre.Pred.(interface{ RequestOverhead() float64 }); ok {
-		reqOH = ro.RequestOverhead()
-	}
+	reqOH := requestPath(pre.Pred, pre.Engine)
 	dec.Engine.DecodeOnly = true
 	preRate := float64(x) * full.ReqPerS     // requests/s the prefill pool completes at most
 	held := float64(y) * dec.Limit(isl, osl) // sequences the decode pool holds

@@ -101,7 +101,12 @@ func TestPlanDisaggregated(t *testing.T) {
 			if c.GPUs < d.PrefillGPUs+d.DecodeGPUs || !c.MeetsSLO || c.Result.TPOT > o.TPOT {
 				t.Errorf("%s: %d GPUs, meets %v, TPOT %g", c.Layout(), c.GPUs, c.MeetsSLO, c.Result.TPOT)
 			}
-			testutil.Near(t, c.Layout()+" TTFT", c.Result.TTFT, d.Prefill.Prefill+d.KVTransfer+d.QueueWait, 1e-12)
+			testutil.Near(t, c.Layout()+" TTFT", c.Result.TTFT, d.Step.Prefill+d.RequestPath+d.KVTransfer+d.QueueWait, 1e-12)
+			// a step under the load carries the prompts waiting: no more than a full step's,
+			// offline a full step's
+			if d.Step.Prompts > d.Prefill.Prompts || with.Mode == "offline" && d.Step != d.Prefill {
+				t.Errorf("%s: prefill step of %g prompts under the load, %g in a full one", c.Layout(), d.Step.Prompts, d.Prefill.Prompts)
+			}
 			decRate := float64(c.Replicas) * c.Result.OutputTokS / float64(o.OSL)
 			switch with.Mode {
 			case "offline":
@@ -165,7 +170,7 @@ func TestDisaggTTFTQuantiles(t *testing.T) {
 			t.Fatalf("%s: TTFT by prompt length: %+v", c.Layout(), q)
 		}
 		testutil.Near(t, c.Layout()+" mean prompt's TTFT", q[1].TTFT, c.Result.TTFT-d.QueueWait, 1e-9)
-		if q[2].TTFT < 3*d.Prefill.StepTime { // 30,000 tokens: four steps of 8,192
+		if q[2].TTFT < 3*d.Prefill.StepTime { // 30,000 tokens: four full steps of 8,192
 			t.Errorf("%s: a 30k-token prompt in %g s, steps of %g s", c.Layout(), q[2].TTFT, d.Prefill.StepTime)
 		}
 	}
@@ -231,5 +236,30 @@ func TestDisaggUsers(t *testing.T) {
 	testutil.Near(t, "users = rate x E2E", many.OutputTokS/osl*many.E2E, 400, 2e-3)
 	if _, err := DisaggUsers(pre, dec, 0, 1, isl, osl, 4, 8); err == nil {
 		t.Error("a pool of no replicas must be refused")
+	}
+}
+
+// At low load a disaggregated prefill replica prefills the one prompt waiting, not a full step
+// of them: the TTFT is that prompt's own prefill (issue 38: full steps made it 3-4x too long).
+func TestDisaggLowLoadPrefillsOnePrompt(t *testing.T) {
+	m := model(t, "Llama-3.1-8B")
+	o := PlanOptions{ISL: 1000, OSL: 500, Rate: 0.2, Scenario: fp8(), Top: 50, Disagg: true}
+	pl, err := PlanServe(m, []Target{target(t, "H100")}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range append(pl.Best, pl.Pareto...) {
+		d := c.Disagg
+		if d == nil {
+			continue
+		}
+		n++
+		if d.Step.Prompts != float64(max(d.PrefillPP, 1)) || !(d.Prefill.Prompts > d.Step.Prompts) || !(d.Step.Prefill < d.Prefill.Prefill) {
+			t.Errorf("%s: at 0.2 requests/s a step of %g prompts (%g s), a full one %g (%g s)", c.Layout(), d.Step.Prompts, d.Step.Prefill, d.Prefill.Prompts, d.Prefill.Prefill)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no disaggregated deployment planned")
 	}
 }

@@ -12,7 +12,8 @@ import (
 // mean of the lumpy steps exceeds the step of the mean tokens (Jensen). With the attention
 // data-parallel (EP > TP), a prompt is prefilled by one attention group while the others wait
 // for it at the experts' all-to-all: the step runs at that group's pace for the attention and
-// dense layers, while the routed experts, shared by all groups, see the average tokens.
+// dense layers, while the routed experts, shared by all groups, see the average tokens
+// (skewedLumps) — unless the groups prefill in phase (lumpyStep).
 
 // lumpyStep is the expected step of d decode tokens (of one attention group, dp groups sharing
 // the experts) when prefill tokens average p per group and step but arrive as chunks of up to
@@ -39,6 +40,38 @@ func lumpyStep(m *analyzer.Model, s analyzer.Scenario, pr kernels.Predictor, e E
 		}
 		return with.Scale(chunks / pp).Add(without.Scale(1 - chunks/pp)), nil
 	}
+	if dp > 1 && !e.PrefillOnlySteps {
+		return skewedLumps(m, s, pr, e, dp, d, ctx, p, chunk, isl)
+	}
+	// One group, or groups in phase: an engine that runs prefill-only steps (SGLang, ATOM)
+	// prefills a group's waiting prompts in steps of their own, and a closed loop's users of
+	// like lengths finish and return together, dealt round-robin, so the groups prefill in the
+	// same steps (as the step-by-step simulation, which runs one group for all, has them; issue
+	// 38 found SGLang's attention-DP runs with 8k prompts as it says, and the skewed model 2x
+	// slow). SGLang's and ATOM's PrefillDelayer, off by default, enforces the same.
+	lumps := p / chunk // chunks prefilled per step in each group
+	if lumps >= 1 {
+		return step(p)
+	}
+	// a share lumps of the steps carries a chunk, the rest decode only (and replay a CUDA
+	// graph, where a step with prompt tokens launches its kernels one by one)
+	with, err := step(chunk)
+	if err != nil {
+		return kernels.Time{}, err
+	}
+	without, err := step(0)
+	if err != nil {
+		return kernels.Time{}, err
+	}
+	return with.Scale(lumps).Add(without.Scale(1 - lumps)), nil
+}
+
+// skewedLumps is lumpyStep for attention groups out of phase (an engine mixing prefill chunks
+// into decode steps: TensorRT-LLM's and vLLM's schedulers, each group on its own queue; the
+// trtllm-bench DeepSeek-R1 attention-DP runs of calib/extended.json follow it): a chunk is
+// prefilled by one group while the others decode and wait for it at the experts' all-to-all.
+func skewedLumps(m *analyzer.Model, s analyzer.Scenario, pr kernels.Predictor, e Engine, dp, d, ctx, p, chunk float64, isl int64) (kernels.Time, error) {
+	step := func(prefill float64) (kernels.Time, error) { return cycle(m, s, pr, e, d, ctx, prefill, isl) }
 	lumps := dp * p / chunk // chunks prefilled per step across the replica
 	if lumps >= dp {
 		// every group prefills at least one chunk each step: the mean is what each sees
@@ -59,8 +92,6 @@ func lumpyStep(m *analyzer.Model, s analyzer.Scenario, pr kernels.Predictor, e E
 	if lumps >= 1 {
 		return with, nil
 	}
-	// a share lumps of the steps carries a chunk, the rest decode only (and replay a CUDA
-	// graph, where a step with prompt tokens launches its kernels one by one)
 	without, err := step(0)
 	if err != nil {
 		return kernels.Time{}, err

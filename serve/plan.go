@@ -5,6 +5,7 @@ import (
 	"fmt"
 	memory "github.com/mrep-dev/mrep/layout"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -386,7 +387,7 @@ func withinContext(m *analyzer.Model, o PlanOptions) error {
 // meet the SLOs and carry the load, best first: with a load, the fewest GPUs (then the
 // cheapest); offline, the most tokens/s per GPU.
 func PlanServe(m *analyzer.Model, targets []Target, o PlanOptions) (Plan, error) {
-	if o.Engine == (Engine{}) {
+	if reflect.ValueOf(o.Engine).IsZero() { // no engine stated
 		o.Engine = DefaultEngine()
 	}
 	if err := o.Validate(); err != nil {

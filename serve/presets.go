@@ -79,7 +79,7 @@ func benchBytes(b float64) float64 {
 }
 
 // Engines are the serving engines mrep has presets and lanes for, as flags name them.
-var Engines = []string{"trtllm", "vllm", "sglang"}
+var Engines = []string{"trtllm", "vllm", "sglang", "atom"}
 
 // ParseEngine reads an engine flag: "" (none named), or one of Engines, case-insensitive.
 func ParseEngine(name string) (string, error) {
@@ -87,13 +87,19 @@ func ParseEngine(name string) (string, error) {
 	if e == "" || slices.Contains(Engines, e) {
 		return e, nil
 	}
-	return "", fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
+	return "", fmt.Errorf("engine %q: want %s", name, engineList())
+}
+
+// engineList is Engines as an error message lists them.
+func engineList() string {
+	return strings.Join(Engines[:len(Engines)-1], ", ") + " or " + Engines[len(Engines)-1]
 }
 
 // engineVendors are the accelerators each engine's releases run on: TensorRT-LLM NVIDIA GPUs
 // only; SGLang NVIDIA GPUs and AMD Instinct (its ROCm images); vLLM those and Google TPUs (the
-// vllm-tpu backend) and Intel Gaudi (the vllm-gaudi plugin).
-var engineVendors = map[string][]string{"trtllm": {"NVIDIA"}, "sglang": {"NVIDIA", "AMD"}, "vllm": {"NVIDIA", "AMD", "Google", "Intel"}}
+// vllm-tpu backend) and Intel Gaudi (the vllm-gaudi plugin); ATOM (ROCm/ATOM, AMD's engine on
+// its AITER kernels) AMD Instinct only.
+var engineVendors = map[string][]string{"trtllm": {"NVIDIA"}, "sglang": {"NVIDIA", "AMD"}, "vllm": {"NVIDIA", "AMD", "Google", "Intel"}, "atom": {"AMD"}}
 
 // EngineRunsOn refuses an engine-chip pair that does not exist (TensorRT-LLM on an MI300X): a
 // plan for it would be one no one can run. "" (no engine named) runs anywhere.
@@ -131,16 +137,24 @@ func Lane(engine string, chip chips.Chip) string {
 //
 //   - trtllm: TensorRT-LLM's PyTorch backend (trtllm-serve, 1.x): max_batch_size 2048,
 //     max_num_tokens 8192, KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32.
+//
 //   - vllm: vLLM's V1 engine (0.8.5 to 0.11, `vllm serve`): max_num_seqs 1024 and
 //     max_num_batched_tokens 8192 on GPUs of 70 GiB or more (256 and 2048 below),
 //     gpu_memory_utilization 0.90, block_size 16, chunked prefill always on, decodes first.
+//
 //   - sglang: SGLang 0.5.x (`sglang.launch_server`; server_args.py _handle_gpu_memory_settings):
 //     chunked_prefill_size 2048 below 35 GiB, 4096 below 60, 8192 below 160 (H100, H200), 16384
 //     from 160 GiB (B200, MI300X); max_running_requests bounded by a request pool of 4096,
 //     page_size 1; mem_fraction_static and cuda_graph_max_bs per layout (ForLayout).
 //
-// SGLang runs prefill-only steps by default (mixed chunks off): the step-by-step simulation
-// models it, the steady state does not. vLLM captures CUDA graphs up to min(2 x max_num_seqs,
+//   - atom: AMD's ATOM 0.1.5 (ROCm/ATOM tag v0.1.5, b0071c55; atom/model_engine/arg_utils.py
+//     and atom/config.py): max_num_seqs 512, max_num_batched_tokens 16384,
+//     gpu_memory_utilization 0.9, block size 16, CUDA graphs captured for decode batches up to
+//     512 ([1,2,4,...,256,512]); its scheduler "tries prefill first; if no new prefills are
+//     ready, falls back to decoding" (scheduler.py), so a step that prefills carries no decodes.
+//
+// SGLang and ATOM run prefill-only steps by default (SGLang's mixed chunks are off): the
+// step-by-step simulation models it, the steady state does not. vLLM captures CUDA graphs up to min(2 x max_num_seqs,
 // 512) tokens (max_cudagraph_capture_size), SGLang up to cuda_graph_max_bs sequences: larger
 // decode batches run eagerly.
 func EnginePreset(name string, memGiB float64) (Engine, error) {
@@ -173,9 +187,18 @@ func EnginePreset(name string, memGiB float64) (Engine, error) {
 		e.KVFractionOf = memory.OfStatic  // mem_fraction_static: weights and the KV pool inside
 		e.PrefillOnlySteps = true         // --enable-mixed-chunk is off by default
 		e.layoutDefaults, e.memGiB, e.AutoKVFraction = "sglang", memGiB, true
+	case "atom":
+		e.Name, e.Release = "ATOM", "0.1.5"
+		e.MaxBatch, e.TokenBudget = 512, 16384
+		e.KVFraction, e.KVBlock = 0.9, 16
+		e.KVFractionOf = memory.OfTotal // gpu_memory_utilization, as vLLM reads it
+		e.GraphMaxTokens = 512
+		e.PrefillOnlySteps = true
 	default:
-		return e, fmt.Errorf("engine %q: want trtllm, vllm or sglang", name)
+		return e, fmt.Errorf("engine %q: want %s", name, engineList())
 	}
+	e.MTP = Figures(name)
+	e.RequestPathUs = e.MTP.RequestPathUs
 	return e, nil
 }
 
@@ -193,6 +216,13 @@ func (e Engine) ForLayout(tp, pp, dp int64) Engine {
 		return e
 	}
 	tp, pp, dp = max(tp, 1), max(pp, 1), max(dp, 1)
+	// with DP attention each attention group's chunk is chunked_prefill_size / dp ("to avoid
+	// MoE kernel issues", server_args.py _handle_data_parallelism, 0.5.x): the budget a group's
+	// step fills. chunk keeps the stated size, so a layout applied twice divides it once.
+	if e.chunk == 0 {
+		e.chunk = e.TokenBudget
+	}
+	e.TokenBudget = math.Floor(e.chunk / float64(dp))
 	mem := e.memGiB * 1024 // MiB, as SGLang reads the device
 	var graphBS float64
 	switch small := tp < 4; {
@@ -211,7 +241,7 @@ func (e Engine) ForLayout(tp, pp, dp int64) Engine {
 	}
 	e.GraphMaxTokens = graphBS
 	if e.AutoKVFraction && mem > 0 {
-		reserved := 512 + 1.5*math.Max(e.TokenBudget, 2048) + 2*graphBS + 1024*float64(tp*pp)/8
+		reserved := 512 + 1.5*math.Max(e.chunk, 2048) + 2*graphBS + 1024*float64(tp*pp)/8
 		if dp > 1 {
 			reserved += 3 * graphBS * float64(dp)
 			if graphBS > 300 {

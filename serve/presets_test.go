@@ -2,6 +2,7 @@ package serve
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -70,7 +71,16 @@ func TestEnginePresets(t *testing.T) {
 	if tr, _ := EnginePreset("trtllm", 80); tr.MaxBatch != 2048 || tr.KVBlock != 32 {
 		t.Errorf("trtllm: %+v", tr)
 	}
-	if _, err := EnginePreset("tgi", 80); err == nil || !strings.Contains(err.Error(), "tgi") {
+	// ATOM 0.1.5: 512 sequences, 16384 tokens, 0.9 of the GPU, 16-token blocks, graphs to 512,
+	// prefill-only steps; it runs on AMD Instinct only
+	if a, _ := EnginePreset("atom", 288); a.MaxBatch != 512 || a.TokenBudget != 16384 || a.KVFraction != 0.9 || a.KVFractionOf != memory.OfTotal ||
+		a.KVBlock != 16 || a.GraphMaxTokens != 512 || !a.PrefillOnlySteps || a.Name != "ATOM" {
+		t.Errorf("atom: %+v", a)
+	}
+	if err := EngineRunsOn("atom", "NVIDIA"); err == nil || EngineRunsOn("atom", "AMD") != nil {
+		t.Errorf("ATOM on NVIDIA: %v", err)
+	}
+	if _, err := EnginePreset("tgi", 80); err == nil || !strings.Contains(err.Error(), "tgi") || !strings.Contains(err.Error(), "atom") {
 		t.Errorf("unknown engine: %v", err)
 	}
 }
@@ -124,7 +134,7 @@ func TestSGLangDefaultsPerLayout(t *testing.T) {
 		{80, 8, 1, 1, 0.819, 512, 8192},
 		{80, 2, 1, 1, 0.834, 256, 8192},
 		{180, 8, 1, 1, 0.853, 512, 16384},
-		{141, 8, 1, 8, 0.770, 512, 8192},
+		{141, 8, 1, 8, 0.770, 512, 8192 / 8}, // chunked_prefill_size / dp with DP attention
 		{48, 1, 1, 1, 1 - (512+1.5*4096+2*32+128)/(48*1024.0), 32, 4096},
 	} {
 		e, err := EnginePreset("sglang", tc.mem)
@@ -143,7 +153,7 @@ func TestSGLangDefaultsPerLayout(t *testing.T) {
 		t.Errorf("a stated share must be kept: %g, graphs %g", got.KVFraction, got.GraphMaxTokens)
 	}
 	v, _ := EnginePreset("vllm", 80)
-	if got := v.ForLayout(8, 2, 4); got != v {
+	if got := v.ForLayout(8, 2, 4); !reflect.DeepEqual(got, v) {
 		t.Errorf("vLLM's defaults do not depend on the layout: %+v", got)
 	}
 }

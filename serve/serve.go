@@ -48,6 +48,14 @@ type Engine struct {
 	SpecTokens    int
 	SpecAccept    float64
 	SpecDraftCost float64
+	// MTP is the engine's own speculative figures for a model's MTP heads (engineFigures:
+	// what its releases measured), taken where the user or the row states none.
+	MTP EngineFigures
+	// RequestPathUs is what a benchmark client waits per request beyond the engine's steps
+	// before its first token, where the chip's lane has no fitted figure of its own: the API
+	// server's HTTP handling, chat template and tokenization, the hand-off to the scheduler,
+	// the first token's detokenization and streaming (engineFigures).
+	RequestPathUs float64
 	// Prompt, when > 0, is the length of the prompt whose TTFT is reported, arriving in the
 	// steady state of the workload's means (a p90 prompt of a mix); 0: the mean prompt.
 	Prompt int64
@@ -75,6 +83,9 @@ type Engine struct {
 	// memGiB the GPU memory the preset was made for.
 	layoutDefaults string
 	memGiB         float64
+	// chunk is the token budget as stated (SGLang's chunked_prefill_size) before ForLayout
+	// divides it over the attention groups (0: not divided yet).
+	chunk float64
 	// DecodeOnly is a decode instance of a disaggregated deployment: prompts arrive with their
 	// KV cache from the prefill pool, so steps carry decode tokens only (no TTFT of its own).
 	DecodeOnly bool
@@ -265,9 +276,7 @@ func At(m *analyzer.Model, s analyzer.Scenario, p kernels.Predictor, memBytes fl
 		}
 		r.TTFT = math.Ceil(float64(prompt)/chunk) * ct.TEst
 	}
-	if ro, ok := p.(interface{ RequestOverhead() float64 }); ok {
-		r.TTFT += ro.RequestOverhead() // the API server's part of what a client waits
-	}
+	r.TTFT += requestPath(p, e) // the API server's part of what a client waits
 	r.E2E = r.TTFT + float64(osl-1)*r.TPOT
 	return r, nil
 }

@@ -217,9 +217,7 @@ func (rp Replica) Simulate(load Load) (SimResult, error) {
 	if so, ok := rp.Pred.(interface{ SeqOverhead() float64 }); ok {
 		seqOH = so.SeqOverhead()
 	}
-	if ro, ok := rp.Pred.(interface{ RequestOverhead() float64 }); ok {
-		reqOH = ro.RequestOverhead()
-	}
+	reqOH = requestPath(rp.Pred, e)
 
 	var waiting, running, done, decodes []*simReq
 	type chunk struct {

@@ -229,3 +229,53 @@ func BenchmarkPlanServeEngines(b *testing.B) {
 		})
 	}
 }
+
+// With the attention data-parallel (DeepSeek-V3, EP8 over eight attention groups, SGLang's
+// defaults), plan serve's steady state and its own step-by-step simulation agree on the
+// throughput a closed loop of users gets, long prompts included: the groups prefill in phase
+// (each a chunk of chunked_prefill_size / dp), in both.
+func TestAttentionDPSteadyStateMatchesSimulation(t *testing.T) {
+	m := model(t, "DeepSeek-V3")
+	for _, name := range []string{"B200", "H200", "MI355X"} {
+		chip, err := chips.Default().Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chip.Efficiency = chip.Efficiency.Lane("sglang")
+		tm, err := timing.New(chip, "fp8")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := analyzer.DefaultScenario()
+		s.WeightBytes, s.ActBytes, s.KVBytes, s.ComputeDType = 1, 1, 1, "fp8"
+		s.TP, s.EP, s.ETP = 1, 8, InferenceETP(1, 8)
+		e, err := EnginePreset("sglang", chip.MemoryGiB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e = e.ForLayout(8, 1, 8)
+		if want := math.Floor(e.chunk / 8); e.TokenBudget != want {
+			t.Fatalf("%s: budget %g per attention group, want chunked_prefill_size %g / 8", name, e.TokenBudget, e.chunk)
+		}
+		if again := e.ForLayout(8, 1, 8); again.TokenBudget != e.TokenBudget {
+			t.Fatalf("%s: a layout applied twice divides the chunk twice (%g, then %g)", name, e.TokenBudget, again.TokenBudget)
+		}
+		rp := Replica{Model: m, Scenario: s, Pred: tm, MemBytes: chip.MemoryBytes(), Engine: e}
+		for _, c := range []struct {
+			isl, osl int64
+			users    int
+		}{{8192, 1024, 64}, {1024, 1024, 64}, {8192, 1024, 256}} {
+			st, err := rp.At(c.isl, c.osl, float64(c.users))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim, err := rp.Simulate(Load{Kind: Users, N: c.users, Requests: 4 * c.users, Seed: 1, Lengths: []Request{{ISL: c.isl, OSL: c.osl}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := st.OutputTokS / sim.OutputTokS; math.Abs(r-1) > 0.10 {
+				t.Errorf("%s %d/%d at %d users: steady state %.0f tok/s, simulated %.0f (ratio %.2f)", name, c.isl, c.osl, c.users, st.OutputTokS, sim.OutputTokS, r)
+			}
+		}
+	}
+}

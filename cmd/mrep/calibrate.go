@@ -27,7 +27,7 @@ func calibrateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "abs-loss", Usage: "fit the mean absolute log error (the bulk of the rows) rather than the mean squared (the worst rows)"},
 			&cli.BoolFlag{Name: "lanes", Usage: "fit the training lanes (each framework's figures per chip: GEMM fraction per precision, grouped GEMM, MoE host pace; attention and eager elementwise for fsdp) to the training rows, the shipped calibration set unless a rows file is given"},
 			&cli.BoolFlag{Name: "kernels", Usage: "fit each chip's serving-engine lanes to the engine's measured kernels shipped with mrep (validate --kernels): GEMM fraction per precision, prefill attention, decode attention's KV bandwidth; a figure is taken only where it predicts the held-out shapes better"},
-			&cli.StringFlag{Name: "rows", Usage: "fit to the row set `NAME` shipped with mrep instead of a file: calibration, extended, heldout, amd-vllm, bench-serve, finetune, finetune-time"},
+			&cli.StringFlag{Name: "rows", Usage: "fit to the row set `NAME` shipped with mrep instead of a file: calibration, extended, heldout, amd-vllm, amd-serving, bench-serve, finetune, finetune-time"},
 			&cli.StringSliceFlag{Name: "where", Usage: "keep only the rows that match `KEY=V1,V2` (repeatable, all must hold): model, chip, kind, engine, dtype, source (substring), tp, ep, pp, gpus"},
 			&cli.BoolFlag{Name: "from-history", Usage: "fit to the results you measured and stored with mrep ingest (your own cluster's benchmark results and training logs)"},
 			&cli.StringFlag{Name: "lane", Usage: "fit on top of each chip's `LANE` figures (a serving engine's, e.g. those calibrate --kernels wrote) and write the fitted figures into that lane, leaving the chip's own and its other lanes as they are"},

@@ -46,7 +46,7 @@ func newTarget(chip chips.Chip, dtype string) (analyzer.Target, error) {
 func scenarioFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "`CHIP` target(s), as `mrep chips` lists them; repeat for several"},
-		&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time prefill and decode where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, trtllm elsewhere); training keeps the chip's or its framework's"},
+		&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time prefill and decode where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang, atom (AMD's ATOM, Instinct only) (default: vllm on AMD chips, trtllm elsewhere); training keeps the chip's or its framework's"},
 		&cli.Int64Flag{Name: "batch", Aliases: []string{"b"}, Value: 1, Usage: "B: sequences per GPU step"},
 		&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Value: 2048, Usage: "S: prefill/training tokens per sequence"},
 		&cli.Int64Flag{Name: "kv-len", Aliases: []string{"l"}, Usage: "L: decode KV length (default: --seq)"},

@@ -137,7 +137,7 @@ func ingestCommand(env Env) *cli.Command {
 			&cli.StringFlag{Name: "dtype", Usage: "result files: the precision the run used (default bf16)"},
 			&cli.StringFlag{Name: "weight-dtype", Usage: "result files: weight precision (default: --dtype)"},
 			&cli.StringFlag{Name: "kv-dtype", Usage: "result files: KV-cache precision (default: --dtype)"},
-			&cli.StringFlag{Name: "engine", Usage: "result files: the serving engine (vllm, sglang, trtllm), where the file does not say"},
+			&cli.StringFlag{Name: "engine", Usage: "result files: the serving engine (vllm, sglang, trtllm, atom), where the file does not say"},
 			&cli.StringFlag{Name: "engine-version", Usage: "result files: the engine's `RELEASE`, where the file does not say"},
 			&cli.Int64Flag{Name: "seq", Aliases: []string{"s"}, Usage: "training logs: S, tokens per sequence"},
 			&cli.Int64Flag{Name: "mbs", Usage: "training logs: micro-batch, sequences"},

@@ -30,7 +30,7 @@ func planServeCommand(env Env) *cli.Command {
 		ArgsUsage: "MODEL  (a zoo name from `mrep models`, a dump or config.json file, or a stored run)",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "chip", Value: cli.NewStringSlice("H100-SXM"), Usage: "`CHIP`(s) to search, as `mrep chips` lists them; repeat for several"},
-			&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time the kernels where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang (default: vllm on AMD chips, whose figures come from AMD's vLLM tables; trtllm elsewhere)"},
+			&cli.StringFlag{Name: "engine", Usage: "serving engine whose fitted figures time the kernels where a chip has them (chips.json efficiency.lanes): trtllm, vllm, sglang, atom (AMD's ATOM, Instinct only) (default: vllm on AMD chips, whose figures come from AMD's vLLM tables; trtllm elsewhere)"},
 			&cli.Int64Flag{Name: "isl", Value: 2000, Usage: "input (prompt) tokens per request"},
 			&cli.Int64Flag{Name: "osl", Value: 500, Usage: "output tokens per request"},
 			&cli.StringFlag{Name: "workload", Usage: "CSV `FILE` of isl,osl (one request per line) or isl,osl,count (a histogram): the mix's mean lengths replace --isl/--osl"},
@@ -76,9 +76,7 @@ func planServeCommand(env Env) *cli.Command {
 				fmt.Fprintln(c.App.ErrWriter, note)
 			}
 			m := analyzer.NewModel(d)
-			if o.Engine.SpecTokens > 0 && !c.IsSet("spec-draft-cost") && m.Fingerprint.Layers > 0 {
-				o.Engine.SpecDraftCost = 1 / float64(m.Fingerprint.Layers)
-			}
+			specDefaults(c, &o.Engine, hasMTPHeads(d), m.Fingerprint.Layers)
 			plan, err := serve.PlanServe(m, targets, o)
 			if err != nil {
 				return cli.Exit("plan serve: "+err.Error(), exitFailure)
@@ -196,6 +194,10 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 			return o, nil, nil, fmt.Errorf("--%w", err)
 		}
 		o.Engine = e
+	} else {
+		// no engine named: TensorRT-LLM's defaults, its request path and MTP figures included
+		o.Engine.MTP = serve.Figures("")
+		o.Engine.RequestPathUs = o.Engine.MTP.RequestPathUs
 	}
 	o.Engine.SpecTokens, o.Engine.SpecAccept, o.Engine.SpecDraftCost = c.Int("spec-tokens"), c.Float64("spec-accept"), c.Float64("spec-draft-cost")
 	o.Disagg = c.Bool("disagg")
@@ -287,6 +289,34 @@ func parseSLO(flag, v string) (float64, error) {
 	return d.Seconds(), nil
 }
 
+// specDefaults fills what --spec-tokens leaves unstated: for a model with MTP heads, the named
+// engine's measured acceptance at that many drafts and its draft cost (serve.Figures); else
+// --spec-accept's default and a draft of one layer's cost.
+func specDefaults(c *cli.Context, e *serve.Engine, mtp bool, layers int64) {
+	if e.SpecTokens <= 0 {
+		return
+	}
+	if a := e.MTP.AcceptAt(e.SpecTokens); mtp && a > 0 && !c.IsSet("spec-accept") {
+		e.SpecAccept = a
+	}
+	if c.IsSet("spec-draft-cost") {
+		return
+	}
+	switch {
+	case mtp && e.MTP.MTPDraftCost > 0:
+		e.SpecDraftCost = e.MTP.MTPDraftCost
+	case layers > 0:
+		e.SpecDraftCost = 1 / float64(layers)
+	}
+}
+
+// hasMTPHeads says whether the model carries multi-token-prediction heads (DeepSeek-V3's
+// num_nextn_predict_layers): the drafter the engines run for --spec-tokens without a draft model.
+func hasMTPHeads(d *model.Dump) bool {
+	n := fmt.Sprint(d.TextConfig()["num_nextn_predict_layers"])
+	return n != "<nil>" && n != "0"
+}
+
 // engineFlag is the engine plan serve plans for: --engine, else the one --emit writes for.
 func engineFlag(c *cli.Context) string {
 	if e := c.String("engine"); e != "" {
@@ -306,8 +336,7 @@ func emitDeployments(c *cli.Context, d *model.Dump, plan serve.Plan, zoo bool) (
 	if id == "" {
 		id = launchID(d, zoo)
 	}
-	mtp := fmt.Sprint(d.TextConfig()["num_nextn_predict_layers"]) // DeepSeek-V3's MTP heads: the drafter the engines run
-	deps, notes := emit.FromPlan(plan, emit.For{Model: id, Top: c.Int("top"), MTP: mtp != "<nil>" && mtp != "0", Release: c.String("emit-version"),
+	deps, notes := emit.FromPlan(plan, emit.For{Model: id, Top: c.Int("top"), MTP: hasMTPHeads(d), Release: c.String("emit-version"),
 		PlanID: emit.PlanID(plan.Command), Name: d.Model.Name})
 	var out []emit.Files
 	said := map[string]bool{} // a note that holds for every deployment is said once
