@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mrep-dev/mrep/internal/shell"
@@ -20,7 +21,7 @@ import (
 )
 
 // Engines are the engines a deployment can be written for.
-var Engines = []string{"vllm", "sglang", "trtllm"}
+var Engines = []string{"vllm", "sglang", "trtllm", "atom"}
 
 // Deployment is what one replica of a planned deployment runs, and the load it was planned for.
 type Deployment struct {
@@ -105,8 +106,14 @@ func Write(engine, prefix string, d Deployment) (Files, error) {
 		return Files{}, fmt.Errorf("%w: vLLM splits experts over all %d ranks or none, not EP%d x ETP%d; emit it for sglang or trtllm, or plan vLLM's own layouts",
 			ErrNotExpressible, d.TP, d.EP, d.TP/d.EP)
 	}
-	if engine != "vllm" && engine != "sglang" && engine != "trtllm" {
-		return Files{}, fmt.Errorf("engine %q: want vllm, sglang or trtllm", engine)
+	if engine == "atom" && (d.PP > 1 || d.EP > 1 && d.EP < d.TP) {
+		// ATOM 0.1.5 has no pipeline stages, and its experts are split over every rank
+		// (--enable-expert-parallel) or tensor-split over all of them: no EP groups inside TP
+		return Files{}, fmt.Errorf("%w: ATOM has no pipeline parallelism and no EP%d x ETP groups inside TP%d; emit it for sglang, or plan ATOM's own layouts",
+			ErrNotExpressible, d.EP, d.TP)
+	}
+	if !slices.Contains(Engines, engine) {
+		return Files{}, fmt.Errorf("engine %q: want vllm, sglang, trtllm or atom", engine)
 	}
 	r, err := ResolveRelease(engine, d.Release)
 	if err != nil {
@@ -129,6 +136,8 @@ func Write(engine, prefix string, d Deployment) (Files, error) {
 	case "trtllm":
 		f.add(prefix+"-trtllm.sh", trtllm(d, r, prefix+"-trtllm.yml"))
 		f.add(prefix+"-trtllm.yml", trtllmYAML(d))
+	case "atom":
+		f.add(prefix+"-atom.sh", atom(d, r))
 	}
 	return f, nil
 }
@@ -144,6 +153,9 @@ func (d Deployment) unwritten(engine string) []string {
 	}
 	if d.FP4Weights {
 		notes = append(notes, "the plan timed 4-bit (FP4) weights: MODEL must be an FP4 checkpoint (NVFP4 or MXFP4), whose quantization the engine reads from its config")
+	}
+	if engine == "atom" && d.FP8Weights && !d.FP4Weights {
+		notes = append(notes, "the plan timed FP8 weights: ATOM reads them from an FP8 checkpoint (MODEL), as AMD's recipes run")
 	}
 	return notes
 }
@@ -197,6 +209,42 @@ func header(d Deployment, engine string) string {
 	fmt.Fprintf(&b, ".\n# Written by mrep for %s. Start the server, then run the benchmark from another shell.\n", engine)
 	b.WriteString("set -euo pipefail\n")
 	fmt.Fprintf(&b, "MODEL=${MODEL:-%s}  # the model's Hugging Face id or local path\n", shell.Quote(d.Model))
+	return b.String()
+}
+
+// atom is AMD's ATOM server (ROCm/ATOM) and its benchmark client, a port of vLLM's
+// benchmark_serving.py: options as the release's table lists them (emit/testdata).
+func atom(d Deployment, r Release) string {
+	var b strings.Builder
+	b.WriteString(header(d, "ATOM "+r.Name))
+	b.WriteString(d.noteLines("atom"))
+	args := []string{"python -m atom.entrypoints.openai_server --model \"$MODEL\"", fmt.Sprintf("--tensor-parallel-size %d", max(d.TP, d.EP))}
+	if d.DP() > 1 {
+		// ATOM flattens TP into data-parallel attention: one attention per GPU, the experts
+		// over all of them (docs/distributed_guide.md)
+		args = append(args, "--enable-dp-attention")
+	}
+	if d.EP > 1 {
+		args = append(args, "--enable-expert-parallel")
+	}
+	// each data-parallel rank schedules its own sequences, as vLLM's do
+	args = append(args, fmt.Sprintf("--max-num-seqs %d", d.perRank()), fmt.Sprintf("--max-num-batched-tokens %d", d.MaxTokens),
+		fmt.Sprintf("--gpu-memory-utilization %.2f", d.KVFraction), fmt.Sprintf("--max-model-len %d", d.MaxLen))
+	if d.FP8KV {
+		args = append(args, "--kv_cache_dtype fp8")
+	}
+	if d.SpecTokens > 0 && d.MTP {
+		args = append(args, "--method mtp", fmt.Sprintf("--num-speculative-tokens %d", d.SpecTokens))
+	}
+	args = append(args, "--server-port 8000")
+	b.WriteString(command(args))
+	// ATOM's client draws lengths from [ratio x L, L]: 1 is the fixed lengths mrep planned
+	bench := []string{"python -m atom.benchmarks.benchmark_serving --model \"$MODEL\"", "--backend vllm", "--dataset-name random",
+		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 1", "--ignore-eos"}
+	if len(d.Meta) > 0 {
+		bench = append(bench, "--save-result", "--result-filename "+shell.Quote(d.result), "--metadata "+strings.Join(quoteAll(d.Meta), " "))
+	}
+	b.WriteString(benchmark(d, "8000", bench...))
 	return b.String()
 }
 

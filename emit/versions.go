@@ -35,6 +35,7 @@ var Releases = map[string][]Release{
 		{Name: "0.5.23", Source: "sgl-project/sglang v0.5.23 (PyPI wheel, files of 2026-10-30; the wheel records no commit): python/sglang/srt/server_args.py, arg_groups/, bench_serving", Table: "sglang_v0.5.23.txt"},
 		{Name: "0.5.15", Source: "sgl-project/sglang v0.5.15 (PyPI wheel, files of 2026-07-10)", Table: "sglang_v0.5.15.txt"},
 	},
+	"atom": {{Name: "0.1.5", Source: "ROCm/ATOM v0.1.5 b0071c550ba3c99b1e9218debb91a6f81550da9a (atom/model_engine/arg_utils.py, atom/entrypoints/openai/api_server.py, atom/benchmarks/benchmark_serving.py)", Table: "atom_v0.1.5.txt"}},
 	"torchtitan": {
 		{Name: "0.3", Source: "pytorch/torchtitan main b5bcd76c66d0acb1a08b176d9639425bc55e0b2a (2026-08-21): a run is a Python function returning Trainer.Config (torchtitan/config/README.md)", Table: "torchtitan_b5bcd76.txt"},
 		{Name: "0.2.2", Source: "pytorch/torchtitan v0.2.2 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce: TOML job files (torchtitan/config/job_config.py)"},

@@ -57,7 +57,7 @@ func planServeCommand(env Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write serve.md, serve.json and the Pareto chart (serve.png) to `DIR`"},
 			&cli.StringFlag{Name: "chart", Usage: "what serve.png compares: chips (one curve per chip, its best layouts; the default with several --chip) or layouts (one curve per chip and layout; the default with one)"},
-			&cli.StringFlag{Name: "emit", Usage: "write each recommended deployment for `ENGINE` (vllm, sglang, trtllm): its launch command and config with the planned layout and limits, and the engine's benchmark command for the workload; into -o DIR, else printed after the plan (implies --engine ENGINE unless given)"},
+			&cli.StringFlag{Name: "emit", Usage: "write each recommended deployment for `ENGINE` (vllm, sglang, trtllm, atom): its launch command and config with the planned layout and limits, and the engine's benchmark command for the workload; into -o DIR, else printed after the plan (implies --engine ENGINE unless given)"},
 			&cli.StringFlag{Name: "emit-version", Usage: "with --emit: the `RELEASE` of the engine to write for (default: the newest mrep checked; one it does not know is refused with the list)"},
 			&cli.StringFlag{Name: "model-id", Usage: "the Hugging Face `ID` or path the emitted commands load (default: the config's _name_or_path, else the model's name)"},
 		},
