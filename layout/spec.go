@@ -73,6 +73,8 @@ func contradictions(l Layout, s Spec, k Knobs) error {
 		return fmt.Errorf("--hsdp-replicas %d is FSDP's hybrid sharding: it needs --framework fsdp (%s replicates by its DP groups)", k.Replicas, orMegatron(l.Framework))
 	case k.NoReshard && !fsdp:
 		return fmt.Errorf("--no-reshard is FSDP's reshard_after_forward=False: it needs --framework fsdp (%s does not reshard)", orMegatron(l.Framework))
+	case k.OffloadParams && s.ZeROSet && s.ZeRO < 3:
+		return fmt.Errorf("--offload params streams ZeRO-3's parameter shards from host memory (ZeRO-Infinity): it needs --zero 3 (--zero %d keeps every parameter whole on each GPU)", s.ZeRO)
 	case fsdp && s.ZeROSet && s.ZeRO < 2:
 		return fmt.Errorf("--framework fsdp --zero %d: FSDP shards gradients and optimizer state, at least (ZeRO-3 by default; ZeRO-2's with --no-reshard)", s.ZeRO)
 	}

@@ -26,6 +26,7 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 		{[]string{"--dp", "3"}, "--gpus 8 and --dp 3 disagree"},
 		{[]string{"--dispatcher", "deepep"}, "dispatcher deepep dispatches tokens to experts, and the model is dense"},
 		{[]string{"--ep", "8"}, "ep 8 splits experts, and the model is dense"},
+		{[]string{"--offload", "params", "--zero", "1"}, "--offload params streams ZeRO-3's parameter shards from host memory (ZeRO-Infinity): it needs --zero 3"},
 	} {
 		_, _, err := run(t, db, append(append([]string{}, base...), c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -38,6 +39,8 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 	}{
 		{[]string{"analyze", "Llama-3.1-8B", "--phase", "training", "--gpus", "8", "--gbs", "64", "--freeze", "*"}, "freezes every parameter of Llama-3.1-8B: nothing would train"},
 		{[]string{"analyze", "Llama-3.1-8B", "--phase", "training", "--gpus", "8", "--gbs", "64", "--lora-rank", "8192"}, "lora rank 8192 exceeds the width of"},
+		// plan train tries stages: none of them 3 is the same contradiction, not "no layout divides"
+		{[]string{"plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--offload", "params", "--zero", "1", "--zero", "2"}, "it needs --zero 3 (--zero 1, 2 keeps"},
 	} {
 		if _, _, err := run(t, db, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -104,6 +105,9 @@ func planCommand(env Env) *cli.Command {
 				zero := c.IntSlice("zero")
 				if st, ok := layout.Stacks[knobs.Stack]; ok && len(zero) == 0 {
 					zero = []int{st.ZeRO} // the stack's sharding (DDP replicas for the Trainer and Unsloth)
+				}
+				if knobs.OffloadParams && len(zero) > 0 && slices.Max(zero) < 3 {
+					return cli.Exit(fmt.Sprintf("--offload params streams ZeRO-3's parameter shards from host memory (ZeRO-Infinity): it needs --zero 3 (--zero %s keeps every parameter whole on each GPU)", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(zero)), ", "), "[]")), exitUsage)
 				}
 				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),
 					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top"),
