@@ -49,6 +49,8 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 			out = append(out, frac(n, 0.02, 1, func(e *chips.Efficiency) *float64 { return &e.AttnFrac }))
 		case "grouped_gemm_frac":
 			out = append(out, frac(n, 0.2, 1, func(e *chips.Efficiency) *float64 { return &e.GroupedGEMMFrac }))
+		case "moe_hbm_frac":
+			out = append(out, frac(n, 0.1, 1, func(e *chips.Efficiency) *float64 { return &e.MoEHBMFrac }))
 		case "kernel_latency_us":
 			out = append(out, frac(n, 0, 50, func(e *chips.Efficiency) *float64 { return &e.KernelLatencyUs }))
 		case "host_launch_us":
@@ -70,7 +72,7 @@ func FitParams(names []string, ps []Prepared) ([]Param, error) {
 				out = append(out, gemmParam(d))
 				continue
 			}
-			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac, scale_up_latency_us, seq_overhead_us or request_overhead_us", n)
+			return nil, fmt.Errorf("--fit %q: want gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, moe_hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac, scale_up_latency_us, seq_overhead_us or request_overhead_us", n)
 		}
 	}
 	return out, nil

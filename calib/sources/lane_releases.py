@@ -4,12 +4,14 @@
 figures were fitted to (aiconfigurator-core's tables name them: sglang 0.5.14, vllm 0.24.0,
 trtllm 1.3.0rc20) and the benchmark runs its host figures were fitted to. validate reports
 rows by release against it. Rerun after write_kernel_lanes.py or write_serving_lanes.py (they
-rewrite the lanes' figures and sources, not this field).
+rewrite the lanes' figures and sources, not this field). A lane that has a release keeps it
+(write_amd_serving_lanes.py states its own) unless --force derives every one again.
 
-Run from the repository root: python3 calib/sources/lane_releases.py
+Run from the repository root: python3 calib/sources/lane_releases.py [--force]
 """
 import json
 import re
+import sys
 
 PATH = "chips/chips.json"
 TRAINING = {"megatron", "fsdp", "hf", "unsloth", "nemo", "automodel", "torchtitan", "deepspeed", "axolotl"}
@@ -35,6 +37,7 @@ def release(engine, lane):
 
 
 def main():
+    force = "--force" in sys.argv[1:]
     d = json.load(open(PATH))
     n = 0
     for c in d["chips"]:
@@ -42,7 +45,7 @@ def main():
             if name in TRAINING or name not in NAMES:
                 continue
             r = release(name, lane)
-            if r:
+            if r and (force or "release" not in lane):
                 lane["release"] = r
                 n += 1
     with open(PATH, "w") as f:

@@ -23,7 +23,7 @@ func calibrateCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "chips `FILE` to write (JSON, for --chips-file)"},
 			&cli.StringSliceFlag{Name: "from", Usage: "use the training steps measured by the exporter's hook in these runs (MODEL, MODEL@LABEL; repeatable) as the measured rows"},
 			&cli.StringFlag{Name: "chip", Usage: "with --from: the chip the runs ran on (default: the one each run's device names)"},
-			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac"},
+			&cli.StringSliceFlag{Name: "fit", Value: cli.NewStringSlice(calib.DefaultFit...), Usage: "parameters to fit: gemm_frac[.DTYPE], grouped_gemm_frac, hbm_frac, moe_hbm_frac, attn_frac, kernel_latency_us, host_launch_us, step_overhead_us, pp_step_us, scale_up_frac, scale_up_latency_us, seq_overhead_us, request_overhead_us"},
 			&cli.BoolFlag{Name: "abs-loss", Usage: "fit the mean absolute log error (the bulk of the rows) rather than the mean squared (the worst rows)"},
 			&cli.BoolFlag{Name: "lanes", Usage: "fit the training lanes (each framework's figures per chip: GEMM fraction per precision, grouped GEMM, MoE host pace; attention and eager elementwise for fsdp) to the training rows, the shipped calibration set unless a rows file is given"},
 			&cli.BoolFlag{Name: "kernels", Usage: "fit each chip's serving-engine lanes to the engine's measured kernels shipped with mrep (validate --kernels): GEMM fraction per precision, prefill attention, decode attention's KV bandwidth; a figure is taken only where it predicts the held-out shapes better"},
