@@ -241,11 +241,19 @@ func atom(d Deployment, r Release) string {
 	// ATOM's client draws lengths from [ratio x L, L]: 1 is the fixed lengths mrep planned
 	bench := []string{"python -m atom.benchmarks.benchmark_serving --model \"$MODEL\"", "--backend vllm", "--dataset-name random",
 		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 1", "--ignore-eos"}
-	if len(d.Meta) > 0 {
-		bench = append(bench, "--save-result", "--result-filename "+shell.Quote(d.result), "--metadata "+strings.Join(quoteAll(d.Meta), " "))
-	}
+	bench = append(bench, d.savedResult()...) // a port of vLLM's benchmark_serving.py
 	b.WriteString(benchmark(d, "8000", bench...))
 	return b.String()
+}
+
+// savedResult are the options of vLLM's benchmark client (and of the clients ported from it)
+// that save its result with the plan's metadata, so mrep ingest reads it back with nothing else
+// said (none when the plan has no metadata to carry).
+func (d Deployment) savedResult() []string {
+	if len(d.Meta) == 0 {
+		return nil
+	}
+	return []string{"--save-result", "--result-filename " + shell.Quote(d.result), "--metadata " + strings.Join(quoteAll(d.Meta), " ")}
 }
 
 // load is the benchmark's load: users, a rate, or offline at the batch cap; and how many
@@ -293,10 +301,7 @@ func vllm(d Deployment, r Release) string {
 	b.WriteString(command(args))
 	bench := []string{"vllm bench serve --model \"$MODEL\"", "--dataset-name random", fmt.Sprintf("--random-input-len %d", d.ISL),
 		fmt.Sprintf("--random-output-len %d", d.OSL), "--random-range-ratio 0", "--ignore-eos"}
-	if len(d.Meta) > 0 {
-		// the result file carries the plan: mrep ingest reads it back with nothing else said
-		bench = append(bench, "--save-result", "--result-filename "+shell.Quote(d.result), "--metadata "+strings.Join(quoteAll(d.Meta), " "))
-	}
+	bench = append(bench, d.savedResult()...)
 	b.WriteString(benchmark(d, "8000", bench...))
 	return b.String()
 }
@@ -361,10 +366,7 @@ func trtllm(d Deployment, r Release, yml string) string {
 	b.WriteString(command(args))
 	bench := []string{"python -m tensorrt_llm.serve.scripts.benchmark_serving --model \"$MODEL\"", "--backend openai", "--dataset-name random",
 		fmt.Sprintf("--random-input-len %d", d.ISL), fmt.Sprintf("--random-output-len %d", d.OSL), "--random-ids", "--ignore-eos"}
-	if len(d.Meta) > 0 {
-		// vLLM's result format and flags (the script derives from vLLM's benchmark_serving.py)
-		bench = append(bench, "--save-result", "--result-filename "+shell.Quote(d.result), "--metadata "+strings.Join(quoteAll(d.Meta), " "))
-	}
+	bench = append(bench, d.savedResult()...) // the script derives from vLLM's benchmark_serving.py
 	b.WriteString(benchmark(d, "8000", bench...))
 	return b.String()
 }
