@@ -267,8 +267,11 @@ func servePlanOptions(c *cli.Context) (serve.PlanOptions, []serve.Target, []rend
 		if t.PriceUSDPerGPUHour > 0 {
 			price = fmt.Sprintf("$%.2f per GPU-hour from %s", t.PriceUSDPerGPUHour, t.PriceSource)
 		}
-		if _, ok := db.LanesOf(chip.Name)[lane]; ok {
+		if l, ok := db.LanesOf(chip.Name)[lane]; ok {
 			price += fmt.Sprintf("; kernels timed with the %s figures fitted on this chip", lane)
+			if l.Release != "" {
+				price += " (" + render.Visible(l.Release) + ")" // the release the figures hold for
+			}
 		}
 		inputs = append(inputs, render.ServeInputs{Chip: chip.Name, Price: price,
 			Power: fmt.Sprintf("%.0f W TDP, %.0f W idle, %.0f W node share per GPU (%s)", t.Power.TDPW, t.Power.IdleW, t.Power.NodeOverheadW, t.Power.Source)})
