@@ -240,11 +240,26 @@ func (o PlanOptions) Validate() error {
 		return bad("gpus", o.GPUs, "must not be negative")
 	case o.MaxGPUs < 0:
 		return bad("max-gpus", o.MaxGPUs, "must not be negative")
+	case o.Top < 0:
+		return bad("top", o.Top, "want 0 (the default) or more deployments")
+	case o.GPUs > 0 && o.MaxGPUs > 0 && o.GPUs > o.MaxGPUs:
+		return bad("gpus", o.GPUs, fmt.Sprintf("more than --max-gpus %d: give one of them", o.MaxGPUs))
+	case o.Users > 0 && (o.Users < 1 || o.Users > MaxUsers):
+		return bad("users", o.Users, fmt.Sprintf("want 1 to %g concurrent users (a fraction of a user sends no request; more than the largest fleets serve is a typo)", float64(MaxUsers)))
+	case o.Rate > MaxRate:
+		return bad("rate", o.Rate, fmt.Sprintf("want at most %g requests/s", float64(MaxRate)))
 	case o.SLOQuantile != "" && !slices.Contains(SLOQuantiles, o.SLOQuantile):
 		return bad("slo-quantile", fmt.Sprintf("%q", o.SLOQuantile), "want one of "+strings.Join(SLOQuantiles, ", "))
 	}
 	return o.Engine.Validate()
 }
+
+// MaxUsers and MaxRate bound a load: beyond them a figure is a typo, and the planner would size
+// fleets of millions of GPUs before saying no layout carries it.
+const (
+	MaxUsers = 10_000_000
+	MaxRate  = 1_000_000
+)
 
 // Validate checks the engine's knobs.
 func (e Engine) Validate() error {
@@ -262,8 +277,8 @@ func (e Engine) Validate() error {
 		return bad("prefix-hit", e.PrefixHit, "must be in [0, 1)")
 	case !(e.TokenBudget >= 1) || math.IsInf(e.TokenBudget, 0):
 		return bad("token-budget", e.TokenBudget, "must be at least 1")
-	case !(e.KVFraction > 0 && e.KVFraction <= 1):
-		return bad("kv-fraction", e.KVFraction, "must be in (0, 1]")
+	case !(e.KVFraction >= 0.05 && e.KVFraction <= 1):
+		return bad("kv-fraction", e.KVFraction, "must be in [0.05, 1] (the share of memory the engine takes; below 0.05 no weights fit beside a KV cache)")
 	}
 	return nil
 }

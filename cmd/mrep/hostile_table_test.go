@@ -66,6 +66,18 @@ var hostileCases = []hostileCase{
 	{"", []string{"analyze", "Mixtral-8x7B", "--set", "num_local_experts=0"}, exitUsage, "want at least 1"},
 	{"", []string{"analyze", "Mixtral-8x7B", "--set", "num_local_experts=1e300"}, exitUsage, "want a whole number from 0 to 10,000,000"},
 	{"", []string{"analyze", "Mixtral-8x7B", "--set", "num_local_expert=4"}, exitUsage, "did you mean num_local_experts?"},
+	// a count given as text would count as nothing (attention at 0 FLOPs); a number as text too
+	{"", []string{"analyze", "Qwen3-8B", "--set", "num_attention_heads=abc"}, exitUsage, `--set num_attention_heads="abc": want a whole number`},
+	{"", []string{"analyze", "Qwen3-8B", "--set", "rms_norm_eps=tiny"}, exitUsage, `--set rms_norm_eps="tiny": want a number`},
+	// loads and limits beyond what a planner can mean (issue 37's lower-harm list; plan serve's
+	// option errors exit 1, as its others do)
+	{"", []string{"plan", "serve", "Qwen3-8B", "--users", "1e-9"}, exitFailure, "--users 1e-09: want 1 to 1e+07 concurrent users"},
+	{"", []string{"plan", "serve", "Qwen3-8B", "--users", "1e300"}, exitFailure, "--users 1e+300: want 1 to 1e+07"},
+	{"", []string{"plan", "serve", "Qwen3-8B", "--rate", "1e12"}, exitFailure, "--rate 1e+12: want at most 1e+06 requests/s"},
+	{"", []string{"plan", "serve", "Qwen3-8B", "--gpus", "8", "--max-gpus", "4"}, exitFailure, "--gpus 8: more than --max-gpus 4"},
+	{"", []string{"plan", "serve", "Qwen3-8B", "--kv-fraction", "1e-9"}, exitFailure, "--kv-fraction 1e-09: must be in [0.05, 1]"},
+	{"", []string{"plan", "serve", "Qwen3-8B", "--top", "-1"}, exitFailure, "--top -1: want 0 (the default) or more"},
+	{"", []string{"plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--top", "-1"}, exitUsage, "--top -1: want 0 (the default) or more"},
 	{"", []string{"plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--tokens", "1e30"}, exitUsage, "--tokens"},
 	{"", []string{"--read-only", "rm", "1"}, exitUsage, "--read-only forbids it"},
 	{"", []string{"--read-only", "ingest", "testdata/hostile/dump_stale_hash.json"}, exitUsage, "--read-only forbids it"},

@@ -106,6 +106,9 @@ func planCommand(env Env) *cli.Command {
 				if st, ok := layout.Stacks[knobs.Stack]; ok && len(zero) == 0 {
 					zero = []int{st.ZeRO} // the stack's sharding (DDP replicas for the Trainer and Unsloth)
 				}
+				if c.Int("top") < 0 {
+					return cli.Exit(fmt.Sprintf("--top %d: want 0 (the default) or more layouts", c.Int("top")), exitUsage)
+				}
 				if knobs.OffloadParams && len(zero) > 0 && slices.Max(zero) < 3 {
 					return cli.Exit(fmt.Sprintf("--offload params streams ZeRO-3's parameter shards from host memory (ZeRO-Infinity): it needs --zero 3 (--zero %s keeps every parameter whole on each GPU)", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(zero)), ", "), "[]")), exitUsage)
 				}

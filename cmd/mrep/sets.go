@@ -84,9 +84,28 @@ func (s configSets) apply(d *model.Dump) error {
 		if err := checkSize(k, s.values[k]); err != nil {
 			return cli.Exit(err.Error(), exitUsage)
 		}
+		if old, ok := cfg[k]; ok && isNumber(old) && !isNumber(s.values[k]) && s.values[k] != nil {
+			return cli.Exit(fmt.Sprintf("--set %s=%s: want a number, as the config's %v is", k, oneLineValue(s.values[k]), old), exitUsage)
+		}
 		cfg[k] = s.values[k]
 	}
 	return nil
+}
+
+// isNumber says whether a config value is a number (json.Number from --set, float64 from a
+// decoded config).
+func isNumber(v any) bool {
+	switch v.(type) {
+	case json.Number, float64, int, int64:
+		return true
+	}
+	return false
+}
+
+// oneLineValue is a --set value as an error quotes it: one line, control bytes escaped.
+func oneLineValue(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // suppliable are the keys --set may add to a config that lacks them: what mrep reads for a
@@ -98,13 +117,17 @@ var suppliable = map[string]bool{"num_attention_heads": true, "n_head": true, "n
 // checkSize: a shape field is a whole number within physical range; counts of experts,
 // heads, layers and widths at least 1.
 func checkSize(k string, v any) error {
-	n, ok := v.(json.Number)
-	if !ok {
-		return nil
-	}
 	shape := strings.HasPrefix(k, "num_") || strings.HasPrefix(k, "n_") || strings.HasSuffix(k, "_size") || strings.HasSuffix(k, "_dim") ||
 		strings.HasSuffix(k, "_rank") || strings.HasSuffix(k, "_heads") || strings.HasSuffix(k, "_layers") || strings.HasSuffix(k, "_experts") ||
 		k == "n_embd" || k == "n_layer" || k == "n_head" || k == "first_k_dense_replace"
+	n, ok := v.(json.Number)
+	if !ok {
+		if shape && v != nil {
+			// a count read as text would count as nothing (heads=abc gave attention 0 FLOPs)
+			return fmt.Errorf("--set %s=%s: want a whole number", k, oneLineValue(v))
+		}
+		return nil
+	}
 	if !shape {
 		return nil
 	}
