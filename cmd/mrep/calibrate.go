@@ -200,6 +200,10 @@ func calibrateLanes(c *cli.Context, src calib.RowSource) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
+	if len(fits) == 0 {
+		// --lanes fits training frameworks' figures: serving rows have none to give it
+		return cli.Exit("calibrate --lanes: no training rows (train_step or train_throughput) in the rows given to fit a lane to; serving lanes are fitted with --lane ENGINE --fit …", exitUsage)
+	}
 	loo, err := calib.LeaveOneSourceOut(ps)
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)

@@ -78,6 +78,8 @@ var hostileCases = []hostileCase{
 	{"", []string{"plan", "serve", "Qwen3-8B", "--kv-fraction", "1e-9"}, exitFailure, "--kv-fraction 1e-09: must be in [0.05, 1]"},
 	{"", []string{"plan", "serve", "Qwen3-8B", "--top", "-1"}, exitFailure, "--top -1: want 0 (the default) or more"},
 	{"", []string{"plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--top", "-1"}, exitUsage, "--top -1: want 0 (the default) or more"},
+	{"", []string{"plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--seq", "1000000000"}, exitUsage, "--seq 1000000000: want at most 16777216 tokens"},
+	{"", []string{"calibrate", "--lanes", "--rows", "bench-serve"}, exitUsage, "calibrate --lanes: no training rows"},
 	{"", []string{"plan", "train", "Llama-3.1-8B", "--gpus", "8", "--gbs", "64", "--tokens", "1e30"}, exitUsage, "--tokens"},
 	{"", []string{"--read-only", "rm", "1"}, exitUsage, "--read-only forbids it"},
 	{"", []string{"--read-only", "ingest", "testdata/hostile/dump_stale_hash.json"}, exitUsage, "--read-only forbids it"},

@@ -19,6 +19,10 @@ import (
 	"github.com/mrep-dev/mrep/render"
 )
 
+// maxTrainSeq bounds plan train's sequence length (2^24 tokens, the workloads' bound): beyond
+// it no layout fits any GPU, and sizing every layout to say so took 17-40 s.
+const maxTrainSeq = 1 << 24
+
 // trainPlanOutput is plan train's JSON: the plan's fields, and the run's cost with --tokens.
 type trainPlanOutput struct {
 	layout.Plan
@@ -105,6 +109,9 @@ func planCommand(env Env) *cli.Command {
 				zero := c.IntSlice("zero")
 				if st, ok := layout.Stacks[knobs.Stack]; ok && len(zero) == 0 {
 					zero = []int{st.ZeRO} // the stack's sharding (DDP replicas for the Trainer and Unsloth)
+				}
+				if seq := c.Int64("seq"); seq > maxTrainSeq {
+					return cli.Exit(fmt.Sprintf("--seq %d: want at most %d tokens per sequence", seq, maxTrainSeq), exitUsage)
 				}
 				if c.Int("top") < 0 {
 					return cli.Exit(fmt.Sprintf("--top %d: want 0 (the default) or more layouts", c.Int("top")), exitUsage)
