@@ -235,7 +235,8 @@ func (p *Prepared) count(m *analyzer.Model) error {
 // engine it names (serve.EnginePreset), else trtllm-bench's (benchEngine); the limits and KV
 // fraction the row states it set itself override either.
 func rowEngine(m *analyzer.Model, r Row, chip chips.Chip) serve.Engine {
-	if e := engineOf(r, chip); e == "vllm" || e == "sglang" || e == "atom" {
+	if e := engineOf(r, chip); e != "trtllm" {
+		// a named engine's documented defaults (trtllm rows are trtllm-bench runs: benchEngine)
 		if eng, err := serve.EnginePreset(e, chip.MemoryGiB); err == nil {
 			tp, ep := max(r.TP, 1), max(r.EP, 1)
 			return r.limits(m, eng).ForLayout(max(tp, ep), r.PP, max(1, ep/tp))
@@ -343,9 +344,8 @@ func (p Prepared) disagg(dec serve.Replica, chip chips.Chip) (pred, roof float64
 	pre.Scenario.TP, pre.Scenario.EP = max(r.PrefillTP, 1), max(r.PrefillEP, 1)
 	pre.Scenario.ETP = serve.InferenceETP(pre.Scenario.TP, pre.Scenario.EP)
 	pre.Engine.PP = max(r.PrefillPP, 1)
-	if e := engineOf(r, chip); e == "vllm" || e == "sglang" || e == "atom" {
-		pre.Engine = pre.Engine.ForLayout(max(pre.Scenario.TP, pre.Scenario.EP), pre.Engine.PP, max(1, pre.Scenario.EP/pre.Scenario.TP))
-	}
+	// the prefill pool's own layout's defaults (a no-op for engines whose defaults have none)
+	pre.Engine = pre.Engine.ForLayout(max(pre.Scenario.TP, pre.Scenario.EP), pre.Engine.PP, max(1, pre.Scenario.EP/pre.Scenario.TP))
 	res, err := serve.DisaggUsers(pre, dec, r.PrefillReplicas, max(r.DecodeReplicas, 1), r.ISL, r.OSL, float64(r.Concurrency), node)
 	if err != nil {
 		return 0, 0, err
@@ -630,6 +630,13 @@ func (g *grouper) summaries() []GroupSummary {
 		}
 		return keys[i].phase < keys[j].phase
 	})
+	return g.summarise(keys)
+}
+
+// inOrder are the groups in the order their first rows came.
+func (g *grouper) inOrder() []GroupSummary { return g.summarise(g.order) }
+
+func (g *grouper) summarise(keys []gkey) []GroupSummary {
 	var out []GroupSummary
 	for _, k := range keys {
 		rs, es := append([]float64(nil), g.ratios[k]...), append([]float64(nil), g.errs[k]...)
@@ -661,8 +668,7 @@ func releaseGroup(engine string, r Row, chip chips.Chip) string {
 func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, error) {
 	rep := Report{Summary: map[string]Summary{}}
 	errs := map[string][]float64{}
-	var order []gkey
-	ratios, gerrs := map[gkey][]float64{}, map[gkey][]float64{}
+	groups := newGrouper() // by model, chip and layout, per phase
 	var lanes []string
 	lratio, lerr := map[string][]float64{}, map[string][]float64{}
 	isTrain := map[string]bool{}
@@ -704,12 +710,7 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			continue
 		}
 		errs[res.Phase] = append(errs[res.Phase], math.Abs(res.Err()))
-		k := gkey{r.group(p.Chip.Name), res.Phase}
-		if ratios[k] == nil {
-			order = append(order, k)
-		}
-		ratios[k] = append(ratios[k], res.Ratio)
-		gerrs[k] = append(gerrs[k], math.Abs(res.Err()))
+		groups.add(gkey{r.group(p.Chip.Name), res.Phase}, res)
 		ln := EngineName(p)
 		if p.train != nil {
 			ln = LaneName(p)
@@ -757,14 +758,7 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			rep.Engines = append(rep.Engines, g)
 		}
 	}
-	rep.EngineChips, rep.Releases = inf.summaries(), rel.summaries()
-	for _, k := range order {
-		rs, es := ratios[k], gerrs[k]
-		sort.Float64s(rs)
-		sort.Float64s(es)
-		rep.Groups = append(rep.Groups, GroupSummary{Group: k.group, Phase: k.phase, Rows: len(rs), MedianRatio: median(rs),
-			MedianAbsErr: median(es), WorstAbsErr: es[len(es)-1]})
-	}
+	rep.Groups, rep.EngineChips, rep.Releases = groups.inOrder(), inf.summaries(), rel.summaries()
 	for ph, es := range errs {
 		sort.Float64s(es)
 		sum := rep.Summary[ph]

@@ -8,12 +8,10 @@ import (
 
 // EngineFigures are what an engine costs or gains wherever it runs, beyond its kernels (which a
 // chip's lane times): the host's request path, which does not depend on the GPU, and the
-// speculative decoding its releases implement. Each figure names its source; a chip's lane
+// speculative decoding its releases implement. Each figure names its source (and the release
+// it was measured on); a chip's lane
 // that fitted its own request path (request_overhead_us) takes precedence over the engine's.
 type EngineFigures struct {
-	// Release is the engine release the figures were measured on (the preset's own is in
-	// EnginePreset).
-	Release string
 	// RequestPathUs: see Engine.RequestPathUs.
 	RequestPathUs  float64
 	RequestPathSrc string
@@ -96,7 +94,6 @@ const carriedPathSrc = "carried from SGLang's lanes, the median of its request p
 // (calib/sources/transcribed/engine_paths.json holds every row read, with its quote).
 var engineFigures = map[string]EngineFigures{
 	"vllm": {
-		Release:        "0.19 (blog 2026-04-22); MTP: main, May 2026",
 		RequestPathUs:  carriedPath,
 		RequestPathSrc: carriedPathSrc,
 		MTPAcceptLen:   map[int]float64{1: 1.9},
@@ -105,7 +102,6 @@ var engineFigures = map[string]EngineFigures{
 			"vLLM PR #12755 (V0, DeepSeek-R1): 81.5% acceptance, 1.63x TPOT at 1 QPS (draft cost 0.11 there)",
 	},
 	"sglang": {
-		Release:        "0.4.9-0.5.0 (MTP); 0.5.x (request path)",
 		RequestPathUs:  carriedPath,
 		RequestPathSrc: "the median of SGLang's request paths fitted on B200, A100 and MI300X (84.9, 47.5, 42.2 ms); each fitted to sgl-cookbook's runs at 1 and 16 users (the chips' sglang lanes)",
 		MTPAcceptLen:   map[int]float64{2: 1.9, 3: 2.18, 4: 2.44},
@@ -115,7 +111,6 @@ var engineFigures = map[string]EngineFigures{
 			"SGLang PR #3582: 2 drafts accept about 1.9 at 1.76x",
 	},
 	"trtllm": {
-		Release:        "PyTorch backend, main, May 2025",
 		RequestPathUs:  carriedPath,
 		RequestPathSrc: carriedPathSrc,
 		MTPAcceptLen:   map[int]float64{1: 1.92, 2: 2.58, 3: 2.82, 4: 2.99, 5: 3.01},
@@ -124,7 +119,6 @@ var engineFigures = map[string]EngineFigures{
 			"at 1-5 drafts, 1.78/2.25/2.28/2.21/2.15x over 111 tok/s without MTP; draft cost (tau/S-1)/k = 0.079/0.073/0.079/0.088/0.080",
 	},
 	"atom": {
-		Release:        "nightly CI, June-July 2026",
 		RequestPathUs:  carriedPath,
 		RequestPathSrc: carriedPathSrc,
 		MTPAcceptLen:   map[int]float64{3: 2.83},
