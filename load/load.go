@@ -81,7 +81,7 @@ func Into(ctx context.Context, db *store.DB, paths []string, o Options) ([]Store
 		return nil
 	})
 	if err != nil {
-		return nil, bads, err // the transaction rolled back: nothing is stored
+		return nil, bads, store.ConnLost(err) // the transaction rolled back: nothing is stored
 	}
 	return done, bads, nil
 }

@@ -3,12 +3,15 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 )
 
@@ -125,3 +128,23 @@ type redacted struct {
 
 func (r redacted) Error() string { return r.msg }
 func (r redacted) Unwrap() error { return r.err }
+
+// ErrConnLost: the server closed the connection under a command (its backend was terminated,
+// the server restarted, the network dropped). The open transaction rolled back.
+var ErrConnLost = errors.New("the database server closed the connection (its backend was stopped, the server restarted or the network dropped); the transaction rolled back, so nothing of it was stored: run the command again")
+
+// ConnLost wraps err with ErrConnLost when it says the connection was lost, so a user reads
+// what happened and that nothing was half-stored instead of "driver: bad connection".
+func ConnLost(err error) error {
+	if err == nil || errors.Is(err, ErrConnLost) {
+		return err
+	}
+	var pe *pgconn.PgError
+	lost := errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		(errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08"))) ||
+		strings.Contains(err.Error(), "conn closed")
+	if !lost {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", ErrConnLost, err)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"github.com/mrep-dev/mrep/internal/scaledump"
 	"github.com/mrep-dev/mrep/internal/shell"
 	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/load"
 	"github.com/mrep-dev/mrep/store"
 )
 
@@ -367,5 +369,43 @@ func TestPostgresCredentials(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(msg, "password authentication failed") || strings.Contains(msg, "Wr0ng-Battery") {
 		t.Errorf("a wrong password: %v\n%s", err, msg)
+	}
+}
+
+// A backend terminated in the middle of an ingest (pg_terminate_backend, a server restart)
+// reads as what it is, with the rollback said, not "driver: bad connection"; and nothing of the
+// batch is stored (issue 37).
+func TestPostgresBackendKilledMidIngest(t *testing.T) {
+	dsn := pgDB(t)
+	ctx := context.Background()
+	mustRun(t, dsn, "ingest", "../../examples/dumps/gpt2.json.gz") // the schema, and one run
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var adminPID int
+	if err := admin.QueryRow(`SELECT pg_backend_pid()`).Scan(&adminPID); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"schema_version": 1}`), 0o644)
+	paths := []string{bad, "../../examples/dumps/Llama-3.2-1B-Instruct.json.gz"}
+	_, _, err = load.Into(ctx, db, paths, load.Options{KeepGoing: true, Rejected: func(string, error) {
+		// the first file is rejected mid-transaction: stop the ingest's backend there
+		if _, err := admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1`, adminPID); err != nil {
+			t.Error(err)
+		}
+	}})
+	if !errors.Is(err, store.ErrConnLost) || !strings.Contains(err.Error(), "nothing of it was stored") {
+		t.Fatalf("ingest under a terminated backend: %v", err)
+	}
+	if out := mustRun(t, dsn, "runs", "--json"); strings.Contains(out, "Llama-3.2-1B") {
+		t.Errorf("a run of the killed batch was stored:\n%s", out)
 	}
 }
