@@ -85,6 +85,10 @@ const (
 // Bench metrics and their units.
 var benchMetrics = map[string]string{"ttft": "s", "tpot": "s", "itl": "s", "e2e": "s", "output_throughput": "tok/s"}
 
+// measuredCeiling bounds a measured figure by its unit, far above any run (a step or request
+// of 11 days, a billion tokens a second, 10 TiB on one GPU).
+var measuredCeiling = map[string]float64{"s": 1e6, "tok/s": 1e9, "tok/s/gpu": 1e9, "GiB": 1e4}
+
 var kindUnits = map[string]string{KindTTFT: "s", KindStatic: "tok/s/gpu", KindDecodeStep: "s", KindTrainStep: "s", KindServing: "tok/s", KindTrainTokens: "tok/s/gpu",
 	KindTrainMemory: "GiB", KindWave: "tok/s", KindBatchLatency: "s"}
 
@@ -399,6 +403,14 @@ func (r Row) validate() error {
 		return fmt.Errorf("measured must be a positive number, got %g", r.Measured)
 	case r.Unit != unit:
 		return fmt.Errorf("unit %q: a %s row is measured in %q", r.Unit, r.Kind, unit)
+	case r.Measured > measuredCeiling[unit]:
+		// a typo of units or digits (a step of 1e12 s is 31,000 years) would otherwise be
+		// fitted to, or reported as mrep's error
+		return fmt.Errorf("measured %g %s: more than %g %s, not a run's measurement", r.Measured, unit, measuredCeiling[unit], unit)
+	case r.GPUs > 0 && r.GPUs < max(r.TP, 1)*max(r.PP, 1)*max(r.CP, 1):
+		return fmt.Errorf("gpus %d: fewer than tp x pp x cp = %d", r.GPUs, max(r.TP, 1)*max(r.PP, 1)*max(r.CP, 1))
+	case r.GPUs > 0 && r.EP > r.GPUs:
+		return fmt.Errorf("ep %d: more expert-parallel ranks than gpus %d", r.EP, r.GPUs)
 	case r.TP < 0 || r.PP < 0 || r.CP < 0 || r.VP < 0 || r.EP < 0 || r.ETP < 0 || r.MTP < 0 || r.RecomputeLayers < 0 || r.OffloadActivations < 0 || r.FirstStageLayers < 0 || r.LastStageLayers < 0 || r.GPUs < 0 || r.Batch < 0 || r.ISL < 0 || r.OSL < 0 || r.Seq < 0 || r.GBS < 0 || r.MBS < 0 ||
 		r.Concurrency < 0 || r.MaxBatch < 0 || r.MaxNumTokens < 0 || r.SpecTokens < 0 ||
 		r.PrefillTP < 0 || r.PrefillEP < 0 || r.PrefillPP < 0 || r.PrefillReplicas < 0 || r.DecodeReplicas < 0:
@@ -697,6 +709,11 @@ func parseJSON(b []byte) ([]Row, error) {
 		if err := dec.Decode(&rows[i]); err != nil {
 			return nil, fmt.Errorf(where+": %w", i, err)
 		}
+		// encoding/json keeps the last of two equal keys: a row that says measured twice
+		// says two things, and which one is meant is not for mrep to guess
+		if k, ok := duplicateKey(r); ok {
+			return nil, fmt.Errorf(where+": key %q given twice", i, k)
+		}
 	}
 	return rows, nil
 }
@@ -717,10 +734,15 @@ func parseCSV(b []byte) ([]Row, error) {
 	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost prefill_tp prefill_ep prefill_pp prefill_replicas decode_replicas prefill_chip framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
 		known[f] = true
 	}
+	seen := map[string]bool{}
 	for _, h := range header {
 		if !known[strings.TrimSpace(h)] {
 			return nil, fmt.Errorf("line 1: unknown column %q", h)
 		}
+		if seen[strings.TrimSpace(h)] {
+			return nil, fmt.Errorf("line 1: column %q given twice", h)
+		}
+		seen[strings.TrimSpace(h)] = true
 	}
 	if len(recs) < 2 {
 		return nil, errors.New("a header and at least one row are needed")
@@ -863,4 +885,29 @@ func Where(rows []Row, conds []string) ([]Row, error) {
 func (r *Row) Check() error {
 	r.normalize()
 	return r.validate()
+}
+
+// duplicateKey finds a key given twice at the top level of the JSON object raw.
+func duplicateKey(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return k, true
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }

@@ -52,6 +52,11 @@ func main() {
 		"rows_unknown_chip.csv":   rowsHeader + "c,ttft,Llama-2-7b,H900,fp8,fp8,1,1,2048,1,0.036,s\n",
 		"rows_unknown_field.json": `{"rows":[{"id":"j","kind":"ttft","model":"Llama-2-7b","chip":"H100","dtype":"fp8","isl":2048,"measured":0.036,"unit":"s","tensor_parallel":2}]}` + "\n",
 		"rows_fraction_tp.json":   `[{"id":"f","kind":"ttft","model":"Llama-2-7b","chip":"H100","dtype":"fp8","isl":2048,"tp":1.5,"measured":0.036,"unit":"s"}]` + "\n",
+		// a unit or digit typo, a layout larger than its GPUs, a key or column given twice
+		"rows_measured_huge.csv":    rowsHeader + "big,ttft,Llama-2-7b,H100,fp8,fp8,1,1,2048,1,1e12,s\n",
+		"rows_tp_over_gpus.csv":     "id,kind,model,chip,dtype,gpus,tp,seq,gbs,measured,unit\n" + "g,train_step,Llama-2-7b,H100,bf16,1,8,4096,8,1.5,s\n",
+		"rows_duplicate_key.json":   `[{"id":"d","kind":"ttft","model":"Llama-2-7b","chip":"H100","dtype":"fp8","isl":2048,"measured":0.036,"unit":"s","measured":0.36}]` + "\n",
+		"rows_duplicate_column.csv": "id,kind,model,chip,dtype,isl,measured,unit,measured\n" + "d,ttft,Llama-2-7b,H100,fp8,2048,0.036,s,0.36\n",
 
 		// workloads: isl,osl[,count] per line
 		"workload_zero_isl.csv":  "isl,osl\n0,128\n",
