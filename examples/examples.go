@@ -53,16 +53,22 @@ func Resolve(name string) (string, bool) {
 			return b, true
 		}
 	}
-	var hit []string
-	for _, b := range names {
-		if len(n) > 0 && strings.HasPrefix(strings.ToLower(b), strings.ToLower(n)) {
-			hit = append(hit, b)
-		}
-	}
-	if len(hit) == 1 {
+	if hit := Prefixed(n); len(hit) == 1 {
 		return hit[0], true
 	}
 	return "", false
+}
+
+// Prefixed lists the bundled models whose names start with name, ignoring case: one is the
+// model a short name means; several are what an ambiguous one could mean.
+func Prefixed(name string) []string {
+	var hit []string
+	for _, b := range Names() {
+		if len(name) > 0 && strings.HasPrefix(strings.ToLower(b), strings.ToLower(name)) {
+			hit = append(hit, b)
+		}
+	}
+	return hit
 }
 
 // Names lists the bundled models.

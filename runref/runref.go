@@ -45,6 +45,12 @@ type Ref struct {
 // ErrNoSuch: nothing by that name in the database or the zoo, and no such file.
 var ErrNoSuch = errors.New("no such run, file or zoo model")
 
+// noSuch is an ErrNoSuch that says more precisely what was found instead.
+type noSuch string
+
+func (e noSuch) Error() string        { return string(e) }
+func (e noSuch) Is(target error) bool { return target == ErrNoSuch }
+
 // ErrHFConfig: the file is a Hugging Face config.json that matches no zoo model.
 var ErrHFConfig = errors.New("a Hugging Face config.json, not an mrep dump")
 
@@ -95,6 +101,17 @@ func Resolve(ctx context.Context, db *store.DB, sel string) (Ref, error) {
 	if _, ok := examples.Resolve(sel); ok && !strings.ContainsAny(sel, "/\\") {
 		return zoo(sel, sel)
 	}
+	if fi, err := os.Stat(sel); err == nil {
+		// something is there, but not a file a model can be read from: say what it is
+		what := "not a regular file"
+		if fi.IsDir() {
+			what = "a directory"
+		}
+		return Ref{}, noSuch(fmt.Sprintf("%q is %s, not a model (a dump .json/.json.gz or a config.json)", sel, what))
+	}
+	if hit := examples.Prefixed(sel); len(hit) > 1 && !strings.ContainsAny(sel, "/\\") {
+		return Ref{}, noSuch(fmt.Sprintf("%q could be any of %d zoo models: %s (name one)", sel, len(hit), strings.Join(hit, ", ")))
+	}
 	return Ref{}, fmt.Errorf("%q: %w", sel, ErrNoSuch)
 }
 
@@ -127,6 +144,11 @@ func file(path string) (Ref, error) {
 	}
 	if cfg, ok := HFConfig(raw); ok {
 		return fromConfig(path, cfg)
+	}
+	if len(raw) == MaxFile && !bytes.Contains(raw, []byte(`"schema_version"`)) && !bytes.Contains(raw, []byte(`"mrep_export"`)) {
+		// neither a config (a few KiB) nor a dump by its first MiBs: decoding it whole as a dump
+		// would hold hundreds of MiB only to say so
+		return Ref{}, fmt.Errorf("%s: %d MiB or more with no schema_version or mrep_export in its first %d MiB: not a dump, and too large for a config.json", path, MaxFile>>20, MaxFile>>20)
 	}
 	d, err := ingest.ReadFile(path, ingest.Options{})
 	if err != nil {

@@ -51,6 +51,20 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(ctx, nil, "no-such-model-anywhere"); !errors.Is(err, ErrNoSuch) {
 		t.Errorf("unknown name: %v", err)
 	}
+	// a file too large for a config and not a dump by its head is refused before it is decoded
+	// (a 100 MB config.json was read whole as a dump: 447 MiB)
+	huge := filepath.Join(dir, "huge.json")
+	os.WriteFile(huge, []byte(`{"pad": "`+strings.Repeat("x", MaxFile)+`", "model_type": "llama"}`), 0o644)
+	if _, err := Resolve(ctx, nil, huge); err == nil || !strings.Contains(err.Error(), "not a dump, and too large for a config.json") {
+		t.Errorf("a config.json of %d MiB: %v", MaxFile>>20, err)
+	}
+	// an ambiguous short name lists what it could mean; a directory says it is one
+	if _, err := Resolve(ctx, nil, "Qwen3"); !errors.Is(err, ErrNoSuch) || !strings.Contains(err.Error(), "Qwen3-8B") {
+		t.Errorf("ambiguous zoo prefix: %v", err)
+	}
+	if _, err := Resolve(ctx, nil, dir); !errors.Is(err, ErrNoSuch) || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("a directory: %v", err)
+	}
 	// a stored run of the zoo's name is the user's: it wins
 	dbPath := filepath.Join(dir, "r.db")
 	if _, _, err := load.Files(ctx, dbPath, []string{"../examples/dumps/Llama-3.1-8B-mha.json.gz"}, load.Options{}); err != nil {

@@ -147,6 +147,37 @@ func TestInputFilesMustBeRegular(t *testing.T) {
 	}
 }
 
+// Links met while walking an ingest directory are followed to files; a loop or a dangling link
+// is named with its reason, never dropped without a word (issue 37: the loop's message was
+// lost behind "no dumps in this directory").
+func TestIngestWalkNamesUnreadableLinks(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop")
+	os.MkdirAll(loop, 0o755)
+	os.Symlink("b.json", filepath.Join(loop, "a.json"))
+	os.Symlink("a.json", filepath.Join(loop, "b.json"))
+	os.Symlink("gone.json", filepath.Join(loop, "dangling.json"))
+	_, _, err := run(t, filepath.Join(dir, "l.db"), "ingest", loop)
+	if err == nil || !strings.Contains(err.Error(), "a.json (too many levels of symbolic links)") || !strings.Contains(err.Error(), "dangling.json (no such file or directory)") {
+		t.Fatalf("a directory of broken links: %v", err)
+	}
+	// a link to a dump is ingested; the broken ones are noted beside it
+	os.Symlink(mustAbs(t, "../../examples/dumps/gpt2.json.gz"), filepath.Join(loop, "gpt2.json.gz"))
+	out, stderr, err := run(t, filepath.Join(dir, "l.db"), "ingest", loop)
+	if err != nil || !strings.Contains(out, "as run 1") || !strings.Contains(stderr, "a.json (too many levels of symbolic links)") {
+		t.Errorf("a linked dump beside broken links: %v\n%s\n%s", err, out, stderr)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // --set refuses what would silently change the model: an expert count of 0 (an MoE turned
 // dense), sizes beyond physical range, and a key the config does not have (a typo, with the
 // nearest key named); usage errors, exit 2.
@@ -163,7 +194,22 @@ func TestSetValuesAreChecked(t *testing.T) {
 			t.Errorf("--set %s: exit %d, %v", c.set, code, err)
 		}
 	}
-	if out := mustRun(t, db, "analyze", "Mixtral-8x7B", "--set", "num_local_experts=4"); !strings.Contains(out, "4 routed experts") {
+	// a key the module tree embodies is refused where it differs (issue 37: an MoE could turn
+	// dense, or count 8 experts' weights under 4 routed); the tree's own value passes
+	for _, c := range []struct{ model, set, want string }{
+		{"Mixtral-8x7B", "num_local_experts=4", "module tree was built with num_local_experts=8"},
+		{"Mixtral-8x7B", "num_local_experts=1", "module tree was built with num_local_experts=8"},
+		{"Mixtral-8x7B", "num_experts_per_tok=9", "num_experts_per_tok 9 is more than num_local_experts 8"},
+		{"DeepSeek-V3", "first_k_dense_replace=61", "module tree was built with first_k_dense_replace=3"},
+		{"DeepSeek-V3", "num_hidden_layers=30", "module tree was built with num_hidden_layers=61"},
+		{"Qwen3-30B-A3B", "decoder_sparse_step=100", "module tree was built with decoder_sparse_step=1"},
+	} {
+		_, _, err := run(t, db, "analyze", c.model, "--set", c.set)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s --set %s: exit %d, %v", c.model, c.set, code, err)
+		}
+	}
+	if out := mustRun(t, db, "analyze", "Mixtral-8x7B", "--set", "num_local_experts=8", "--set", "num_experts_per_tok=1"); !strings.Contains(out, "8 routed experts, top-1") {
 		t.Errorf("a valid --set must apply")
 	}
 }

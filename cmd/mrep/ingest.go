@@ -57,7 +57,7 @@ func reportIngest(ctx context.Context, c *cli.Context, env Env, done []load.Stor
 	return nil
 }
 
-// expandPaths turns arguments into dump files, and names the JSON files skipped as not dumps:
+// expandPaths turns arguments into dump files, and names the JSON files skipped, each with why:
 // files as given, directories walked for
 // *.json and *.json.gz, and glob patterns the shell did not expand.
 func expandPaths(args []string) ([]string, []string, error) {
@@ -85,33 +85,46 @@ func expandPaths(args []string) ([]string, []string, error) {
 			out = append(out, a)
 			continue
 		}
-		var found []string
+		var found, unread []string
 		err = filepath.WalkDir(a, func(p string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() && !d.Type().IsRegular() {
-				// a FIFO, socket or device met while walking is never opened (it would block)
-				if strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".json.gz") {
-					skipped = append(skipped, p)
-				}
+			if d.IsDir() || !(strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".json.gz")) {
 				return nil
 			}
-			if !d.IsDir() && (strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".json.gz")) {
+			typ := d.Type()
+			if typ&os.ModeSymlink != 0 {
+				// a link is followed to a file, never walked into; a loop or a dangling link is
+				// named with its reason, not dropped (it may be the dump the user meant)
+				fi, err := os.Stat(p)
+				if err != nil {
+					unread = append(unread, fmt.Sprintf("%s (%v)", p, unwrapPath(err)))
+					return nil
+				}
+				typ = fi.Mode().Type()
+			}
+			switch {
+			case !typ.IsRegular():
+				// a FIFO, socket or device met while walking is never opened (it would block)
+				skipped = append(skipped, p+" (not a regular file)")
+			case ingest.LooksLikeDump(p):
+				found = append(found, p)
+			default:
 				// a training output directory holds JSON that is not a dump (HF's config.json,
 				// trainer_state.json): skipped when walking, rejected when named
-				if ingest.LooksLikeDump(p) {
-					found = append(found, p)
-				} else {
-					skipped = append(skipped, p)
-				}
+				skipped = append(skipped, p+" (no schema_version: not a dump)")
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("walk %s: %w", a, err)
 		}
+		skipped = append(skipped, unread...)
 		if len(found) == 0 {
+			if len(unread) > 0 {
+				return nil, nil, fmt.Errorf("%s: no .json or .json.gz dumps could be read in this directory: %s", a, strings.Join(unread, ", "))
+			}
 			return nil, nil, fmt.Errorf("%s: no .json or .json.gz dumps in this directory", a)
 		}
 		sort.Strings(found)
@@ -165,7 +178,7 @@ func ingestCommand(env Env) *cli.Command {
 				for i, p := range skipped {
 					names[i] = render.Visible(p)
 				}
-				fmt.Fprintf(c.App.ErrWriter, "note: skipped %d JSON file(s) that are not dumps (no schema_version): %s\n", len(skipped), strings.Join(names, ", "))
+				fmt.Fprintf(c.App.ErrWriter, "note: skipped %d JSON file(s): %s\n", len(skipped), strings.Join(names, ", "))
 			}
 			maxBytes := c.Int64("max-bytes")
 			if maxBytes <= 0 {
@@ -248,4 +261,13 @@ func hfConfigArgs(args []string) string {
 		return ""
 	}
 	return "ingest: " + strings.Join(msgs, "\n") + "\nnothing was stored"
+}
+
+// unwrapPath is a *PathError's reason without its path (the caller names the path once).
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
