@@ -229,18 +229,23 @@ func (f Fit) Verdict() string {
 		}
 		parts += t.Name + " " + v
 	}
+	if parts == "" { // a model with nothing to hold (no parameters): say so, not "( GiB"
+		parts = "nothing held"
+	} else {
+		parts += " GiB"
+	}
 	host := ""
 	if f.Memory.Host > 0 {
 		host = fmt.Sprintf("; %s GiB offloaded to host memory", gib(f.Memory.Host))
 	}
 	switch f.Status {
 	case Fits:
-		return fmt.Sprintf("%s fits, %s GiB of %s GiB per GPU (%s GiB; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, gib(f.Headroom()), host)
+		return fmt.Sprintf("%s fits, %s GiB of %s GiB per GPU (%s; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, gib(f.Headroom()), host)
 	case Tight:
 		if f.Over {
-			return fmt.Sprintf("%s is tight and over the capacity, %s GiB of %s GiB per GPU, "+tightFmt+": it may run (%s GiB; %s GiB over%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), 100*f.Uncertainty, parts, gib(-f.Headroom()), host)
+			return fmt.Sprintf("%s is tight and over the capacity, %s GiB of %s GiB per GPU, "+tightFmt+": it may run (%s; %s GiB over%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), 100*f.Uncertainty, parts, gib(-f.Headroom()), host)
 		}
-		return fmt.Sprintf("%s is tight, %s GiB of %s GiB per GPU, "+tightFmt+" (%s GiB; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), 100*f.Uncertainty, parts, gib(f.Headroom()), host)
+		return fmt.Sprintf("%s is tight, %s GiB of %s GiB per GPU, "+tightFmt+" (%s; headroom %s GiB%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), 100*f.Uncertainty, parts, gib(f.Headroom()), host)
 	}
-	return fmt.Sprintf("%s does NOT fit, %s GiB of %s GiB per GPU (%s GiB; %.2fx the memory%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, f.Memory.Total/f.Capacity, host)
+	return fmt.Sprintf("%s does NOT fit, %s GiB of %s GiB per GPU (%s; %.2fx the memory%s)", f.What, gib(f.Memory.Total), gib(f.Capacity), parts, f.Memory.Total/f.Capacity, host)
 }

@@ -239,7 +239,27 @@ func loadArg(c *cli.Context, env Env) (store.Run, *model.Dump, error) {
 	if err := runSets(c).apply(ref.Dump); err != nil {
 		return store.Run{}, nil, err
 	}
+	if requireRun(c) && !hasParams(ref.Dump) {
+		// a plan would search no layout and blame --gpus; the model is what is missing
+		name := sel
+		if ref.Run.ModelName != "" && ref.Run.ModelName != sel {
+			name = fmt.Sprintf("%s (%s)", sel, ref.Run.ModelName)
+		}
+		return store.Run{}, nil, cli.Exit(fmt.Sprintf("%s has no parameters (a module tree without weights): there is nothing to place on GPUs", render.Visible(name)), exitFailure)
+	}
 	return ref.Run, ref.Dump, nil
+}
+
+// hasParams: some module of d holds a parameter with elements.
+func hasParams(d *model.Dump) bool {
+	for _, m := range d.Modules {
+		for _, p := range m.Params {
+			if p.Numel > 0 || p.Lazy {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // requireRun: planning commands answer for a model named on purpose, never the latest run.

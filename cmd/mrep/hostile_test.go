@@ -204,3 +204,45 @@ func TestAbsurdConfigValuesAreNamedAndIgnored(t *testing.T) {
 		}
 	}
 }
+
+// A module tree without parameters (nn.Sequential(nn.ReLU())) is a valid dump: it is stored,
+// shown, analyzed and reported without NaN or an empty figure, and a plan refuses it naming
+// what is missing rather than blaming --gpus.
+func TestParameterlessTree(t *testing.T) {
+	dir := t.TempDir()
+	doc := bundledDoc(t, "gpt2")
+	doc["model"] = map[string]any{"name": "relu", "root_class": "torch.nn.Sequential", "source": map[string]any{"kind": "module"}, "dtype": "float32"}
+	doc["config"] = map[string]any{}
+	doc["modules"] = []any{
+		map[string]any{"name": "", "class": "Sequential", "py_module": "torch.nn", "parent": nil, "params": []any{}, "buffers": []any{}},
+		map[string]any{"name": "0", "class": "ReLU", "py_module": "torch.nn", "parent": "", "params": []any{}, "buffers": []any{}},
+	}
+	b, _ := json.Marshal(doc)
+	b, err := ingest.Rehash(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "relu.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "x.db")
+	mustRun(t, db, "ingest", p)
+	rep := filepath.Join(dir, "rep")
+	for _, args := range [][]string{{"show", "1"}, {"analyze", "1"}, {"report", "1", "-o", rep, "--chip", "H100"}} {
+		out := mustRun(t, db, args...)
+		if strings.Contains(out, "NaN") || strings.Contains(out, "( GiB") {
+			t.Errorf("%v prints NaN or an empty figure:\n%s", args, out)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(rep, "report.md"))
+	if err != nil || strings.Contains(string(md), "NaN") {
+		t.Errorf("report.md: %v, NaN: %v", err, strings.Contains(string(md), "NaN"))
+	}
+	for _, args := range [][]string{{"plan", "serve", "1"}, {"plan", "train", "1", "--gpus", "8", "--gbs", "8"}} {
+		_, _, err := run(t, db, args...)
+		if err == nil || !strings.Contains(err.Error(), "1 (relu) has no parameters") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
