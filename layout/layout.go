@@ -7,6 +7,7 @@ package layout
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
@@ -694,4 +695,24 @@ func (l Layout) AnalyzeFlags() []string {
 		f = append(f, "--offload", "params")
 	}
 	return f
+}
+
+// RecipeOn says whether chip runs the low-precision recipe's GEMMs: the block-scaled formats
+// (MXFP8's E8M0 scales per 32, NVFP4's E4M3 scales per 16) are tensor-core instructions of the
+// generation that brought FP4 (Blackwell; CDNA4 for the MX formats), and NVFP4 is NVIDIA's
+// format. Transformer Engine refuses MXFP8 and NVFP4 recipes before Blackwell; timing them on a
+// Hopper would quote a speed no Hopper runs.
+func RecipeOn(recipe string, chip chips.Chip) error {
+	fp4 := chip.PeakTFLOPs["fp4"] > 0
+	switch strings.ToLower(recipe) {
+	case "mxfp8":
+		if !fp4 {
+			return fmt.Errorf("--recipe mxfp8: block-scaled MXFP8 GEMMs need Blackwell or CDNA4 tensor cores, and %s has none (use fp8-cs or fp8-blockwise there)", chip.Name)
+		}
+	case "nvfp4":
+		if !fp4 || chip.Vendor != "NVIDIA" {
+			return fmt.Errorf("--recipe nvfp4: NVFP4 GEMMs need NVIDIA Blackwell FP4 tensor cores, and %s has none", chip.Name)
+		}
+	}
+	return nil
 }

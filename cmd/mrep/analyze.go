@@ -95,6 +95,10 @@ func analyzeCommand(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if o.scenario.EP > 1 && m.Fingerprint.MoE == nil && m.Fingerprint.Layers > 0 {
+				// an expert-parallel degree on a dense model divides nothing: refused, not printed
+				return cli.Exit(fmt.Sprintf("--ep %d: ep %d splits experts, and the model is dense (%s has no routed experts)", o.scenario.EP, o.scenario.EP, render.Visible(d.Model.Name)), exitUsage)
+			}
 			a, err := analyzer.Run(m, o.scenario, o.targets, o.profiles, phases)
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)

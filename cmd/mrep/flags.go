@@ -327,6 +327,11 @@ func readScenario(c *cli.Context) (scenarioOptions, error) {
 		if err != nil {
 			return o, cli.Exit(err.Error(), exitFailure)
 		}
+		if c.IsSet("recipe") {
+			if err := layout.RecipeOn(c.String("recipe"), chip); err != nil {
+				return o, cli.Exit(err.Error()+" (--chip "+chip.Name+")", exitUsage)
+			}
+		}
 		// prefill and decode are timed with the serving engine's figures where the chip has them
 		if e := serve.Lane(engine, chip); chip.Efficiency.Lanes[e].Sources != nil {
 			lc := chip

@@ -34,6 +34,10 @@ var hostileCases = []hostileCase{
 	{"rows_unknown_chip.csv", []string{"validate", "FILE"}, exitFailure, `row c: chip "H900"`},
 	{"rows_unknown_field.json", []string{"validate", "FILE"}, exitFailure, `/rows/0: json: unknown field "tensor_parallel"`},
 	{"rows_fraction_tp.json", []string{"calibrate", "FILE"}, exitFailure, "/0: json: cannot unmarshal number 1.5"},
+	{"rows_measured_huge.csv", []string{"validate", "FILE"}, exitFailure, `line 2 (id "big"): measured 1e+12 s: more than 1e+06 s, not a run's measurement`},
+	{"rows_tp_over_gpus.csv", []string{"validate", "FILE"}, exitFailure, `line 2 (id "g"): gpus 1: fewer than tp x pp x cp = 8`},
+	{"rows_duplicate_key.json", []string{"validate", "FILE"}, exitFailure, `/0: key "measured" given twice`},
+	{"rows_duplicate_column.csv", []string{"calibrate", "FILE"}, exitFailure, `line 1: column "measured" given twice`},
 
 	// workloads
 	{"workload_zero_isl.csv", []string{"plan", "serve", "Llama-3.1-8B", "--workload", "FILE"}, exitFailure, ":2: isl 0 must be a whole number of tokens from 1 to 16,777,216"},
@@ -84,6 +88,13 @@ var hostileCases = []hostileCase{
 	{"", []string{"--read-only", "rm", "1"}, exitUsage, "--read-only forbids it"},
 	{"", []string{"--read-only", "ingest", "testdata/hostile/dump_stale_hash.json"}, exitUsage, "--read-only forbids it"},
 	{"", []string{"show", "model:nosuch"}, exitFailure, "no such run"},
+	// contradictory flags: a recipe the chip has no instructions for, EP on a dense model
+	{"", []string{"analyze", "Llama-3.1-8B", "--chip", "H100", "--dtype", "fp8", "--recipe", "nvfp4"}, exitUsage, "--recipe nvfp4: NVFP4 GEMMs need NVIDIA Blackwell FP4 tensor cores, and H100-SXM has none"},
+	{"", []string{"plan", "train", "Llama-3.1-8B", "--chip", "H100", "--gpus", "8", "--gbs", "64", "--dtype", "fp8", "--recipe", "mxfp8"}, exitUsage, "--recipe mxfp8: block-scaled MXFP8 GEMMs need Blackwell or CDNA4"},
+	{"", []string{"analyze", "Llama-3.1-8B", "--chip", "H100", "--ep", "8"}, exitUsage, "--ep 8: ep 8 splits experts, and the model is dense (Llama-3.1-8B has no routed experts)"},
+	// a short name that could be several zoo models, and a directory named as a model, say so
+	{"", []string{"analyze", "Qwen3"}, exitFailure, `"Qwen3" could be any of`},
+	{"", []string{"analyze", "testdata"}, exitFailure, `"testdata" is a directory, not a model`},
 }
 
 // Every hostile input gives its message and exit code, and the database is byte for byte as

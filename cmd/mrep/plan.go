@@ -102,6 +102,9 @@ func planCommand(env Env) *cli.Command {
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
+				if err := layout.RecipeOn(c.String("recipe"), chip); err != nil {
+					return cli.Exit(err.Error()+" (--chip "+chip.Name+")", exitUsage)
+				}
 				tr, err := layout.TrainerFor(m, s, tg)
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)

@@ -87,9 +87,57 @@ func (s configSets) apply(d *model.Dump) error {
 		if old, ok := cfg[k]; ok && isNumber(old) && !isNumber(s.values[k]) && s.values[k] != nil {
 			return cli.Exit(fmt.Sprintf("--set %s=%s: want a number, as the config's %v is", k, oneLineValue(s.values[k]), old), exitUsage)
 		}
+		if old, ok := cfg[k]; ok && treeFixed[k] && hasParams(d) && oneLineValue(old) != oneLineValue(s.values[k]) && !sameNumber(old, s.values[k]) {
+			// the dump's modules were built with the old value: counting the tree with another in
+			// the config reads half of each (8 experts' weights with 4 routed, an MoE read as
+			// dense, 61 layers kept under num_hidden_layers=30)
+			return cli.Exit(fmt.Sprintf("--set %s=%s: the dump's module tree was built with %s=%s, and --set does not rebuild it (it supplies what a dump cannot tell, such as head counts); to size the model with %s=%s, change its config.json and name that file (mrep matches it to a zoo model or gives the exporter command)",
+				k, oneLineValue(s.values[k]), k, oneLineValue(old), k, oneLineValue(s.values[k])), exitUsage)
+		}
 		cfg[k] = s.values[k]
 	}
+	// routing more experts per token than a layer has is no model (it read as all of them)
+	for _, e := range []string{"num_local_experts", "n_routed_experts", "num_experts"} {
+		n, okN := number(cfg[e])
+		top, okT := number(cfg["num_experts_per_tok"])
+		if okN && okT && top > n {
+			return cli.Exit(fmt.Sprintf("--set: num_experts_per_tok %g is more than %s %g", top, e, n), exitUsage)
+		}
+	}
 	return nil
+}
+
+// treeFixed are the config keys a dump's module tree already embodies (depth, widths, expert
+// counts and where the MoE layers are): changing one in the config alone contradicts the tree.
+var treeFixed = map[string]bool{
+	"num_hidden_layers": true, "n_layer": true, "n_layers": true, "hidden_size": true, "n_embd": true, "dim": true,
+	"intermediate_size": true, "moe_intermediate_size": true, "shared_expert_intermediate_size": true, "ffn_dim": true,
+	"vocab_size": true, "num_local_experts": true, "n_routed_experts": true, "num_experts": true, "n_shared_experts": true,
+	"first_k_dense_replace": true, "decoder_sparse_step": true, "moe_layer_freq": true, "mlp_only_layers": true,
+	"kv_lora_rank": true, "q_lora_rank": true, "qk_rope_head_dim": true, "qk_nope_head_dim": true, "v_head_dim": true,
+}
+
+// number reads a config value as a number (json.Number from --set, float64 from a config).
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// sameNumber: a and b are the same number however written (8 and 8.0).
+func sameNumber(a, b any) bool {
+	x, ok1 := number(a)
+	y, ok2 := number(b)
+	return ok1 && ok2 && x == y
 }
 
 // isNumber says whether a config value is a number (json.Number from --set, float64 from a
