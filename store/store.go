@@ -172,11 +172,24 @@ func Open(ctx context.Context, p string, opt Options) (*DB, error) {
 		if !fi.Mode().IsRegular() {
 			return nil, fmt.Errorf("%s is not a database file: %w", p, ErrNoDatabase)
 		}
+		if fi.Size() == 0 {
+			// SQLite would take an empty file for a new database, and the migration would
+			// write mrep's tables into it: a read command writes nothing
+			return nil, fmt.Errorf("%s is empty (0 bytes): no mrep history in it (ingest a dump first, or check --db): %w", p, ErrNoDatabase)
+		}
 		readOnly = readOnly || !writable(p)
 	} else if _, err := os.Stat(p); err == nil && !writable(p) {
 		// A write would fail half-way with SQLite's "attempt to write a readonly database";
 		// say which permission is missing before anything starts.
 		return nil, fmt.Errorf("%s cannot be written by this user (the file or its directory is read-only; SQLite also writes -wal and -shm files beside it): %w", p, ErrReadOnly)
+	}
+	if opt.Existing && !readOnly {
+		// a read command migrates an older mrep history, but never writes into a SQLite file
+		// that is not one (another program's database named by --db): looked at read-only
+		// first, since even switching the journal to WAL rewrites the file's header
+		if err := isHistory(ctx, p); err != nil {
+			return nil, err
+		}
 	}
 	var db *DB
 	err := retryBusy(ctx, func() error {
@@ -212,6 +225,23 @@ func Open(ctx context.Context, p string, opt Options) (*DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// isHistory says whether the SQLite file at p holds mrep's tables, reading it only.
+func isHistory(ctx context.Context, p string) error {
+	sdb, err := sql.Open("sqlite3", dsn(p, true))
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", p, err)
+	}
+	defer sdb.Close()
+	var n int
+	if err := sdb.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'`).Scan(&n); err != nil {
+		return fmt.Errorf("open database %s: %w", p, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("no mrep history in %s (a SQLite database without mrep's tables; ingest a dump first, or check --db): %w", p, ErrNoDatabase)
+	}
+	return nil
 }
 
 // retryBusy retries fn while SQLite reports the database locked or busy: switching a new file
