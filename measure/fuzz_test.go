@@ -1,10 +1,12 @@
 package measure
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Result files come from benchmark tools and training logs a user points mrep at: any bytes
@@ -20,6 +22,10 @@ func FuzzParseResult(f *testing.F) {
 	f.Add("x.json", []byte(`{"date":"x","backend":"vllm","completed":1,"mean_ttft_ms":NaN}`))
 	f.Add("x.log", []byte(" iteration 1/ 10 | elapsed time per iteration (ms): 1e400 |"))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		// a parse that does not end is a failure too: the watchdog's panic kills the worker, so
+		// the fuzzer keeps the input (a hang alone would only stall it)
+		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("Parse(%q) of %d bytes ran 10 s", name, len(data))) })
+		defer watchdog.Stop()
 		runs, err := Parse(name, data)
 		if err != nil {
 			return

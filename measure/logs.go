@@ -72,6 +72,10 @@ func parseMegatron(name, text string) ([]Run, error) {
 			gbs, _ = strconv.ParseInt(g[1], 10, 64)
 		}
 	}
+	if len(times) == 0 {
+		// the file looked like a Megatron log, but no iteration line carries a time
+		return nil, fmt.Errorf("%s: no iteration line with an elapsed time per iteration: %w", name, ErrNotResult)
+	}
 	times = times[warmup(len(times)):]
 	r := Run{Tool: "megatron", Record: 1, Engine: "megatron", Steps: int64(len(times)), GBS: gbs, Meta: metaOf(text),
 		Figures: []Figure{{"step_time", "median", median(times)}}}
@@ -98,6 +102,9 @@ func parseTorchtitan(name, text string) ([]Run, error) {
 		}
 		last = step
 		tps = append(tps, v)
+	}
+	if len(tps) == 0 {
+		return nil, fmt.Errorf("%s: no step line with tps: %w", name, ErrNotResult)
 	}
 	tps = tps[warmup(len(tps)):]
 	r := Run{Tool: "torchtitan", Record: 1, Engine: "fsdp", Steps: int64(len(tps)), Meta: metaOf(text),
