@@ -39,8 +39,17 @@ func FuzzRedact(f *testing.F) {
 			}
 			return
 		}
-		if _, err := url.Parse(s); err != nil {
-			if strings.Contains(out, "@") || strings.Contains(out, "?") {
+		if IsKeywordDSN(s) {
+			// a libpq keyword string (even one that starts like a URL) is withheld whole
+			if out != "(a libpq keyword string, withheld)" {
+				t.Fatalf("a keyword string was echoed: %q", out)
+			}
+			return
+		}
+		if _, err := url.Parse(s); err != nil || CheckLocation(s) != nil {
+			// what cannot be parsed, or names no place mrep can use ("postgres://#"), is
+			// withheld whole: only the scheme is echoed
+			if strings.Contains(out, "@") || strings.Contains(out, "?") || !strings.HasSuffix(out, "://(unparsable URL)") {
 				t.Fatalf("an unparsable URL was echoed: %q", out)
 			}
 			return
