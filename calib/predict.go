@@ -463,6 +463,110 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 	return p.value(t), p.value(r), nil
 }
 
+// Refit is the fastest setting under which a training row that does not fit as stated fits
+// in memory, and the prediction under it: a time that holds only under a configuration the
+// memory model says cannot run is no prediction, so validate says which setting mrep needs.
+type Refit struct {
+	Setting   string  `json:"setting"`
+	Predicted float64 `json:"predicted"`
+	Ratio     float64 `json:"ratio"` // predicted / measured
+}
+
+// memorySavers are the settings a training framework offers to fit a step into memory: what
+// a row's source leaves unstated is most often one of them (Megatron-Bridge's archive tables
+// give no recompute, offload or pipeline-split settings before 26.06). Megatron's: the
+// embedding and loss counted in the pipeline split, activations of some layers offloaded to
+// host memory (--cpu-offloading-num-layers), selective or full recompute; each alone and with
+// the pipeline split. Other frameworks': recompute.
+func memorySavers(l layout.Layout, layers int64) []struct {
+	name string
+	l    layout.Layout
+} {
+	type saver = struct {
+		name string
+		l    layout.Layout
+	}
+	megatron := l.Framework == "" || l.Framework == layout.Megatron
+	bases := []saver{{"", l}}
+	if megatron && l.PP > 1 && !l.EmbeddingInPipe && !l.LossInPipe && l.FirstStageLayers == 0 && l.LastStageLayers == 0 {
+		p := l
+		p.EmbeddingInPipe, p.LossInPipe = true, true
+		bases = append(bases, saver{"embedding and loss counted in the pipeline split", p})
+	}
+	var out []saver
+	join := func(a, b string) string {
+		if a == "" {
+			return b
+		}
+		if b == "" {
+			return a
+		}
+		return a + ", " + b
+	}
+	for _, base := range bases {
+		if base.name != "" {
+			out = append(out, base)
+		}
+		for _, rc := range []string{"selective", "full"} {
+			if l.Recompute == rc || (rc == "selective" && l.Recompute == "full") {
+				continue
+			}
+			v := base.l
+			v.Recompute = rc
+			out = append(out, saver{join(base.name, "recompute "+rc), v})
+		}
+		if megatron && l.OffloadActivations == 0 {
+			stage := base.l.StageLayers(layers)
+			for k := int64(1); k <= 8; k++ {
+				n := (stage*k + 7) / 8
+				v := base.l
+				v.OffloadActivations = n
+				what := fmt.Sprintf("activations of %d layers", n)
+				if n == 1 {
+					what = "activations of 1 layer"
+				}
+				out = append(out, saver{join(base.name, fmt.Sprintf("%s offloaded to host (--cpu-offloading-num-layers %d)", what, n)), v})
+			}
+		}
+	}
+	return out
+}
+
+// FastestFit tries memorySavers on a training row that does not fit as stated and predicts,
+// with eff, the fastest of those that fit (a published recipe is tuned for speed within its
+// memory); ok is false when none fits (or the row fits already).
+func (p Prepared) FastestFit(eff chips.Efficiency) (Refit, bool, error) {
+	if p.train == nil || p.Fits {
+		return Refit{}, false, nil
+	}
+	var best Refit
+	found := false
+	for _, v := range memorySavers(p.train.l, p.train.m.Fingerprint.Layers) {
+		if v.l.Validate(p.train.m.Fingerprint) != nil {
+			continue
+		}
+		if !layout.CheckTraining("training", layout.TrainingMemory(p.train.m, v.l), p.Chip.MemoryBytes()).Fits {
+			continue
+		}
+		q := p
+		tr := *p.train
+		tr.l = v.l
+		q.train = &tr
+		pred, _, err := q.Predict(eff)
+		if err != nil {
+			return Refit{}, false, err
+		}
+		better := pred > best.Predicted // a throughput
+		if p.Row.TimeLike() {
+			better = !found || pred < best.Predicted
+		}
+		if !found || better {
+			best, found = Refit{Setting: v.name, Predicted: pred, Ratio: pred / p.Row.Measured}, true
+		}
+	}
+	return best, found, nil
+}
+
 // Result is one row's prediction.
 type Result struct {
 	ID        string  `json:"id"`
@@ -482,7 +586,10 @@ type Result struct {
 	// count is. Such a row is left out of every error and fit, and named.
 	Impossible string `json:"impossible,omitempty"`
 	Fits       bool   `json:"fits"`
-	Skipped    string `json:"not_expressible,omitempty"`
+	// FitsWith, for a training row that does not fit as stated, is the nearest setting that
+	// fits and the prediction under it (nil: none of the framework's memory savers fits).
+	FitsWith *Refit `json:"fits_with,omitempty"`
+	Skipped  string `json:"not_expressible,omitempty"`
 }
 
 // Err is the signed relative error, predicted / measured - 1.
@@ -696,6 +803,11 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			return rep, fmt.Errorf("row %s: %w", r.ID, err)
 		}
 		res.Predicted, res.Roofline, res.Ratio = pred, roof, pred/r.Measured
+		if rf, ok, err := p.FastestFit(eff); err != nil {
+			return rep, fmt.Errorf("row %s: %w", r.ID, err)
+		} else if ok {
+			res.FitsWith = &rf
+		}
 		if r.TimeLike() {
 			res.FasterThanPhysics = pred < roof*(1-1e-9)
 		} else {

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -20,7 +21,8 @@ func value(v float64, unit string) string {
 // phase the median and worst |error|; rows not expressible yet with the reason.
 func WriteValidation(out io.Writer, rep calib.Report) error {
 	w := &errWriter{w: out}
-	var rows, skipped, impossible [][]string
+	var rows, skipped, impossible, refits [][]string
+	var nofit, refitErrs []float64
 	for _, r := range rep.Rows {
 		if r.Skipped != "" {
 			skipped = append(skipped, []string{code(r.ID), r.Phase, value(r.Measured, r.Unit), r.Skipped})
@@ -33,6 +35,17 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		flag := ""
 		if r.FasterThanPhysics {
 			flag = " ⚠ faster than the roofline"
+		}
+		if !r.Fits && r.Phase == "training" {
+			nofit = append(nofit, r.Ratio)
+			if f := r.FitsWith; f != nil {
+				refits = append(refits, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Predicted, r.Unit),
+					f.Setting, value(f.Predicted, r.Unit), fmt.Sprintf("%+.1f%%", 100*(f.Ratio-1))})
+				refitErrs = append(refitErrs, math.Abs(f.Ratio-1))
+			} else {
+				refits = append(refits, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Predicted, r.Unit),
+					"none of the pipeline split, activation offload or recompute fits", "—", "—"})
+			}
 		}
 		if !r.Fits {
 			flag += " ⚠ does not fit in memory"
@@ -48,6 +61,20 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 	if len(impossible) > 0 {
 		w.printf("**Measured faster than physics allows** (%d rows, left out of every error below): each measurement beats the ideal roofline of its own configuration, every FLOP at peak and every byte at full bandwidth, so the row's tokens, GPUs, chip or figure is wrong.\n\n", len(impossible))
 		table(w, []string{"Row", "Model", "Chip", "Measured", "Roofline bound"}, "lllrr", impossible)
+		w.printf("\n")
+	}
+	if len(refits) > 0 {
+		// a time that holds only under a configuration the memory model says cannot run is no
+		// prediction: name the setting mrep needs, and predict under it
+		w.printf("**Training rows that do not fit in memory as stated** (%d): the fastest setting the framework offers that fits (its source does not state one: pipeline split, activation offload, recompute), and the prediction under it", len(refits))
+		if len(refitErrs) > 0 {
+			sort.Float64s(refitErrs)
+			n := len(refitErrs)
+			med := (refitErrs[(n-1)/2] + refitErrs[n/2]) / 2
+			w.printf("; %d fit so, median abs error under it %.1f%%, worst %.1f%%", n, 100*med, 100*refitErrs[n-1])
+		}
+		w.printf(".\n\n")
+		table(w, []string{"Row", "Model", "Chip", "Measured", "Predicted as stated", "Setting that fits", "Predicted under it", "Error under it"}, "lllrrlrr", refits)
 		w.printf("\n")
 	}
 	var sum [][]string
