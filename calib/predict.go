@@ -476,8 +476,9 @@ type Refit struct {
 // a row's source leaves unstated is most often one of them (Megatron-Bridge's archive tables
 // give no recompute, offload or pipeline-split settings before 26.06). Megatron's: the
 // embedding and loss counted in the pipeline split, activations of some layers offloaded to
-// host memory (--cpu-offloading-num-layers), selective or full recompute; each alone and with
-// the pipeline split. Other frameworks': recompute.
+// host memory (--cpu-offloading-num-layers: without pipelining or recompute, as Megatron
+// requires), selective or full recompute; each alone and recompute with the pipeline split.
+// Other frameworks': recompute.
 func memorySavers(l layout.Layout, layers int64) []struct {
 	name string
 	l    layout.Layout
@@ -507,18 +508,27 @@ func memorySavers(l layout.Layout, layers int64) []struct {
 		if base.name != "" {
 			out = append(out, base)
 		}
-		for _, rc := range []string{"selective", "full"} {
-			if l.Recompute == rc || (rc == "selective" && l.Recompute == "full") {
+		// Megatron's selective recompute of one module at a time (--recompute-modules), its
+		// default (core attention) and full recompute
+		rcs := []string{"selective"}
+		for _, m := range analyzer.RecomputeModules {
+			if m != "core_attn" {
+				rcs = append(rcs, "selective:"+m)
+			}
+		}
+		rcs = append(rcs, "full")
+		for _, rc := range rcs {
+			if l.Recompute == rc || (rc != "full" && l.Recompute == "full") {
 				continue
 			}
 			v := base.l
 			v.Recompute = rc
 			out = append(out, saver{join(base.name, "recompute "+rc), v})
 		}
-		if megatron && l.OffloadActivations == 0 {
-			stage := base.l.StageLayers(layers)
+		if megatron && l.OffloadActivations == 0 && l.PP == 1 && (l.Recompute == "" || l.Recompute == "none") {
+			// Megatron offloads without pipelining or recompute, fewer layers than the model's
 			for k := int64(1); k <= 8; k++ {
-				n := (stage*k + 7) / 8
+				n := min((layers*k+7)/8, layers-1)
 				v := base.l
 				v.OffloadActivations = n
 				what := fmt.Sprintf("activations of %d layers", n)

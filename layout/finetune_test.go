@@ -186,6 +186,9 @@ func TestMemoryInvariants(t *testing.T) {
 			if l.OffloadParams && l.Stage() < 3 {
 				l.ZeRO = 3
 			}
+			if l.OffloadActivations > 0 && l.framework() == Megatron && l.PP > 1 {
+				continue // Megatron offloads activations only without pipelining (Validate refuses it)
+			}
 			ref, refMem := plain, mem
 			if l.ZeRO != base.ZeRO {
 				noOff := l

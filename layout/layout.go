@@ -200,6 +200,19 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 	if err := l.validateMoE(fp); err != nil {
 		return err
 	}
+	if l.OffloadActivations > 0 && l.framework() == Megatron {
+		// Megatron's CPU offload (TransformerConfig.__post_init__ @d98e8a6) runs without
+		// pipelining and without recompute, on fewer layers than the model has
+		rc, _ := analyzer.ParseRecompute(l.Recompute)
+		switch {
+		case l.PP > 1:
+			return fmt.Errorf("activation offload (--cpu-offloading-num-layers %d): Megatron offloads without pipeline parallelism (pp %d)", l.OffloadActivations, l.PP)
+		case rc.Mode != "" && rc.Mode != "none":
+			return fmt.Errorf("activation offload (--cpu-offloading-num-layers %d): Megatron offloads without activation recompute (recompute %s)", l.OffloadActivations, l.Recompute)
+		case fp.Layers > 0 && l.OffloadActivations >= fp.Layers:
+			return fmt.Errorf("activation offload of %d layers: Megatron offloads fewer layers than the model's %d", l.OffloadActivations, fp.Layers)
+		}
+	}
 	return l.validateMemoryOptions()
 }
 

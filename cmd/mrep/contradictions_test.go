@@ -26,6 +26,9 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 		{[]string{"--dp", "3"}, "--gpus 8 and --dp 3 disagree"},
 		{[]string{"--dispatcher", "deepep"}, "dispatcher deepep dispatches tokens to experts, and the model is dense"},
 		{[]string{"--ep", "8"}, "ep 8 splits experts, and the model is dense"},
+		// Megatron's CPU offload runs without pipelining or recompute (transformer_config.py)
+		{[]string{"--pp", "2", "--offload-activations", "4"}, "Megatron offloads without pipeline parallelism (pp 2)"},
+		{[]string{"--recompute", "selective", "--offload-activations", "4"}, "Megatron offloads without activation recompute"},
 		{[]string{"--offload", "params", "--zero", "1"}, "--offload params streams ZeRO-3's parameter shards from host memory (ZeRO-Infinity): it needs --zero 3"},
 	} {
 		_, _, err := run(t, db, append(append([]string{}, base...), c.args...)...)

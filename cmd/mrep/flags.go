@@ -84,7 +84,7 @@ func trainingFlags() []cli.Flag {
 		&cli.StringFlag{Name: "framework", Value: "megatron", Usage: "training framework, for what each GPU holds: megatron (bf16 weights, fp32 main grads, distributed optimizer), fsdp (PyTorch FSDP2 as torchtitan: fp32 shards over DP x CP), deepspeed (ZeRO's 2 + 2 + 12 bytes)"},
 		&cli.StringFlag{Name: "optimizer", Value: "adamw", Usage: "optimizer: adamw, adamw-bf16 (bf16 moments), adam8bit, adafactor, sgd (momentum)"},
 		&cli.StringSliceFlag{Name: "offload", Usage: "offload to host memory: optimizer (ZeRO-Offload: master weights and moments, updated by the CPU), params (ZeRO-Infinity, with ZeRO-3), checkpoints (with --recompute full: each layer's saved input, as Unsloth's gradient checkpointing)"},
-		&cli.Int64Flag{Name: "offload-activations", Usage: "layers per pipeline stage whose activations go to host memory (Megatron/Transformer Engine --cpu-offloading-num-layers)"},
+		&cli.Int64Flag{Name: "offload-activations", Usage: "layers whose activations go to host memory (Megatron/Transformer Engine --cpu-offloading-num-layers; Megatron offloads only without pipelining or recompute)"},
 		&cli.BoolFlag{Name: "compile", Usage: "torch.compile (fsdp, deepspeed): fused elementwise ops keep no intermediates"},
 		&cli.StringSliceFlag{Name: "freeze", Usage: "freeze parameters whose module (or module.param) name matches the glob `PATTERN` (e.g. 'model.embed_tokens', 'model.layers.[0-9].*'): no gradients, no optimizer state, no weight-gradient GEMMs"},
 		&cli.Int64Flag{Name: "lora-rank", Usage: "LoRA: adapters of rank `R` beside the targeted linear layers; everything else is frozen"},
