@@ -114,6 +114,9 @@ func (l Layout) String() string {
 		s += fmt.Sprintf(" ETP%d", l.ETP)
 	}
 	s += fmt.Sprintf(" ZeRO-%d", l.Stage())
+	if l.OffloadActivations > 0 {
+		s += fmt.Sprintf(" act-offload %d", l.OffloadActivations)
+	}
 	if l.Replicas > 1 {
 		s += fmt.Sprintf(" HSDP×%d", l.Replicas)
 	}

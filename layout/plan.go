@@ -234,7 +234,33 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 			smallest = &cc
 		}
 		if !c.Fit.Fits {
-			return nil
+			// Megatron offloads some layers' activations to host memory where a layout does not
+			// fit otherwise (NVIDIA's Llama-3.1-70B recipes on GB200 and GB300 run TP1 so, 20-40
+			// layers); offered where Megatron allows it (no pipelining, no recompute) and the
+			// user did not fix it, the fewest eighths of the layers that fit
+			if l.OffloadActivations != 0 || knobs.OffloadActivations != 0 || l.framework() != Megatron || l.PP > 1 || l.Recompute != "" && l.Recompute != "none" {
+				return nil
+			}
+			most := l
+			most.OffloadActivations = fp.Layers - 1
+			if most.Validate(fp) != nil || !CheckTraining("training", TrainingMemory(tr.m, most), o.MemoryBytes).Fits {
+				return nil // not even offloading all but one layer fits
+			}
+			for k := int64(1); k <= 8; k++ {
+				v := l
+				v.OffloadActivations = min((fp.Layers*k+7)/8, fp.Layers-1)
+				if v.Validate(fp) != nil {
+					continue
+				}
+				vm := TrainingMemory(tr.m, v)
+				if f := CheckTraining("training", vm, o.MemoryBytes); f.Fits {
+					l, c = v, Candidate{Memory: vm, Step: Step{Layout: v}, Fit: f}
+					break
+				}
+			}
+			if !c.Fit.Fits {
+				return nil
+			}
 		}
 		st, err := tr.Train(l)
 		if err != nil {

@@ -217,3 +217,48 @@ func BenchmarkPlanTrainDeepSeekV3On2048(b *testing.B) {
 	benchPlan(b, "DeepSeek-V3", PlanOptions{GPUs: 2048, GBS: 4096, Seq: 4096, MemoryBytes: 80 * (1 << 30), Domain: 8, Top: 10,
 		MoEOverlaps: []string{OverlapNone, Overlap1F1B, OverlapDualPipe}, Dispatchers: []string{DispatchAllToAll, DispatchDeepEP}})
 }
+
+// Where a Megatron layout without pipelining fits only with some layers' activations in host
+// memory, the planner offers it so (NVIDIA's Llama-3.1-70B FP8 recipe on 64 GB200 runs TP1 PP1
+// Megatron-FSDP, MBS 2, with 40 layers offloaded): the offloaded layout is considered, fits,
+// offloads no more eighths of the layers than it needs, and respects Megatron's rules (no
+// pipelining, no recompute); with the user's own offload setting nothing is added.
+func TestPlanTrainOffersActivationOffload(t *testing.T) {
+	m, k := llama70b(t)
+	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 72)
+	o := PlanOptions{GPUs: 64, GBS: 256, Seq: 8192, MemoryBytes: 186 * (1 << 30), Domain: 72, Top: 3, ZeRO: []int{3}}
+	plan, err := tr.PlanTrain(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var off []Candidate
+	for _, c := range plan.Considered {
+		if c.Step.Layout.OffloadActivations > 0 {
+			off = append(off, c)
+		}
+	}
+	if len(off) == 0 {
+		t.Fatal("no layout with activations offloaded was considered")
+	}
+	for _, c := range off {
+		l := c.Step.Layout
+		if !c.Fit.Fits || l.PP != 1 || (l.Recompute != "" && l.Recompute != "none") || c.Memory.Host <= 0 {
+			t.Errorf("%s: fits %v, pp %d, recompute %q, host %.1f GiB", l, c.Fit.Fits, l.PP, l.Recompute, c.Memory.Host/(1<<30))
+		}
+		less := l
+		less.OffloadActivations = min((m.Fingerprint.Layers*(l.OffloadActivations*8/m.Fingerprint.Layers-1)+7)/8, l.OffloadActivations-1)
+		if less.OffloadActivations > 0 && CheckTraining("training", TrainingMemory(m, less), o.MemoryBytes).Fits {
+			t.Errorf("%s offloads more layers than it needs (%d fit too)", l, less.OffloadActivations)
+		}
+	}
+	o.Knobs.OffloadActivations = 10
+	fixed, err := tr.PlanTrain(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fixed.Considered {
+		if n := c.Step.Layout.OffloadActivations; n != 10 && n != 0 {
+			t.Fatalf("the user's --offload-activations 10 became %d", n)
+		}
+	}
+}
