@@ -53,12 +53,17 @@ func editedDump(t *testing.T, dir, from, name, label string) string {
 	doc := bundledDoc(t, from)
 	doc["model"].(map[string]any)["name"] = name
 	doc["run"].(map[string]any)["label"] = label
+	return writeRehashed(t, filepath.Join(dir, "edited.json"), doc)
+}
+
+// writeRehashed writes doc as a dump at p, its content hash made to match.
+func writeRehashed(t *testing.T, p string, doc map[string]any) string {
+	t.Helper()
 	b, _ := json.Marshal(doc)
 	b, err := ingest.Rehash(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, "edited.json")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -217,15 +222,7 @@ func TestParameterlessTree(t *testing.T) {
 		map[string]any{"name": "", "class": "Sequential", "py_module": "torch.nn", "parent": nil, "params": []any{}, "buffers": []any{}},
 		map[string]any{"name": "0", "class": "ReLU", "py_module": "torch.nn", "parent": "", "params": []any{}, "buffers": []any{}},
 	}
-	b, _ := json.Marshal(doc)
-	b, err := ingest.Rehash(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "relu.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := writeRehashed(t, filepath.Join(dir, "relu.json"), doc)
 	db := filepath.Join(dir, "x.db")
 	mustRun(t, db, "ingest", p)
 	rep := filepath.Join(dir, "rep")

@@ -98,8 +98,8 @@ func (s configSets) apply(d *model.Dump) error {
 	}
 	// routing more experts per token than a layer has is no model (it read as all of them)
 	for _, e := range []string{"num_local_experts", "n_routed_experts", "num_experts"} {
-		n, okN := number(cfg[e])
-		top, okT := number(cfg["num_experts_per_tok"])
+		n, okN := model.ConfigNumber(cfg, e)
+		top, okT := model.ConfigNumber(cfg, "num_experts_per_tok")
 		if okN && okT && top > n {
 			return cli.Exit(fmt.Sprintf("--set: num_experts_per_tok %g is more than %s %g", top, e, n), exitUsage)
 		}
@@ -117,26 +117,10 @@ var treeFixed = map[string]bool{
 	"kv_lora_rank": true, "q_lora_rank": true, "qk_rope_head_dim": true, "qk_nope_head_dim": true, "v_head_dim": true,
 }
 
-// number reads a config value as a number (json.Number from --set, float64 from a config).
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
-}
-
 // sameNumber: a and b are the same number however written (8 and 8.0).
 func sameNumber(a, b any) bool {
-	x, ok1 := number(a)
-	y, ok2 := number(b)
+	x, ok1 := model.ConfigNumber(map[string]any{"v": a}, "v")
+	y, ok2 := model.ConfigNumber(map[string]any{"v": b}, "v")
 	return ok1 && ok2 && x == y
 }
 
