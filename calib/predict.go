@@ -31,6 +31,11 @@ type Prepared struct {
 	// Fits says whether the run's weights and KV cache fit in one GPU at its layout.
 	Fits    bool
 	FitNote string
+	// Stated is a training row's layout as its source states it where that does not fit in
+	// memory and a setting the framework offers does (Setting): the row is then predicted,
+	// fitted and reported under that setting, and its stated layout beside it (nil otherwise).
+	Stated  *layout.Layout
+	Setting string
 
 	steps  []weighted
 	moe    bool                    // the model routes tokens to experts
@@ -85,6 +90,9 @@ func Prepare(rows []Row, db *chips.DB, models Models) ([]Prepared, error) {
 			continue
 		}
 		if err := p.count(m); err != nil {
+			return nil, fmt.Errorf("row %s: %w", r.ID, err)
+		}
+		if err := p.underFittingSetting(); err != nil {
 			return nil, fmt.Errorf("row %s: %w", r.ID, err)
 		}
 		out = append(out, p)
@@ -542,13 +550,42 @@ func memorySavers(l layout.Layout, layers int64) []struct {
 	return out
 }
 
-// FastestFit tries memorySavers on a training row that does not fit as stated and predicts,
+// underFittingSetting moves a training row that does not fit in memory as stated to the
+// fastest setting its framework offers that fits, chosen with the chip's shipped figures (once,
+// so a fit's evaluations all time the same layout): a time that holds only under a layout the
+// memory model refuses is no prediction, and no fit. A row no setting fits stays as stated.
+func (p *Prepared) underFittingSetting() error {
+	if p.train == nil || p.Fits || p.Row.Lacks != "" {
+		return nil // fits, or the run used what mrep lacks: as stated, flagged
+	}
+	rf, l, ok, err := p.fastestFit(p.Chip.Efficiency)
+	if err != nil || !ok {
+		return err
+	}
+	stated := p.train.l
+	tr := *p.train
+	tr.l = l
+	p.train, p.Stated, p.Setting, p.Fits = &tr, &stated, rf.Setting, true
+	return nil
+}
+
+// AsStated is p predicted at the layout its source states (Stated), where that does not fit.
+func (p Prepared) AsStated(eff chips.Efficiency) (float64, error) {
+	if p.Stated == nil {
+		return 0, nil
+	}
+	tr := *p.train
+	tr.l = *p.Stated
+	p.train = &tr
+	pred, _, err := p.Predict(eff)
+	return pred, err
+}
+
+// fastestFit tries memorySavers on a training row that does not fit as stated and predicts,
 // with eff, the fastest of those that fit (a published recipe is tuned for speed within its
 // memory); ok is false when none fits (or the row fits already).
-func (p Prepared) FastestFit(eff chips.Efficiency) (Refit, bool, error) {
-	if p.train == nil || p.Fits {
-		return Refit{}, false, nil
-	}
+func (p Prepared) fastestFit(eff chips.Efficiency) (Refit, layout.Layout, bool, error) {
+	var bestL layout.Layout
 	var best Refit
 	found := false
 	for _, v := range memorySavers(p.train.l, p.train.m.Fingerprint.Layers) {
@@ -564,17 +601,17 @@ func (p Prepared) FastestFit(eff chips.Efficiency) (Refit, bool, error) {
 		q.train = &tr
 		pred, _, err := q.Predict(eff)
 		if err != nil {
-			return Refit{}, false, err
+			return Refit{}, bestL, false, err
 		}
 		better := pred > best.Predicted // a throughput
 		if p.Row.TimeLike() {
 			better = !found || pred < best.Predicted
 		}
 		if !found || better {
-			best, found = Refit{Setting: v.name, Predicted: pred, Ratio: pred / p.Row.Measured}, true
+			best, bestL, found = Refit{Setting: v.name, Predicted: pred, Ratio: pred / p.Row.Measured}, v.l, true
 		}
 	}
-	return best, found, nil
+	return best, bestL, found, nil
 }
 
 // Result is one row's prediction.
@@ -596,10 +633,15 @@ type Result struct {
 	// count is. Such a row is left out of every error and fit, and named.
 	Impossible string `json:"impossible,omitempty"`
 	Fits       bool   `json:"fits"`
-	// FitsWith, for a training row that does not fit as stated, is the nearest setting that
-	// fits and the prediction under it (nil: none of the framework's memory savers fits).
-	FitsWith *Refit `json:"fits_with,omitempty"`
-	Skipped  string `json:"not_expressible,omitempty"`
+	// FitsWith, for a training row that does not fit in memory as stated, is the fastest
+	// setting its framework offers that fits, under which the row is predicted (Predicted) and
+	// fitted; AsStated is the prediction at the stated layout (nil, 0: it fits as stated, or
+	// nothing fits and Fits is false).
+	FitsWith *Refit  `json:"fits_with,omitempty"`
+	AsStated float64 `json:"predicted_as_stated,omitempty"`
+	// Lacks is the row's named mechanism mrep does not model (Row.Lacks).
+	Lacks string `json:"lacks,omitempty"`
+	Skipped  string  `json:"not_expressible,omitempty"`
 }
 
 // Err is the signed relative error, predicted / measured - 1.
@@ -795,7 +837,7 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 	rel := newGrouper()
 	for _, p := range ps {
 		r := p.Row
-		res := Result{ID: r.ID, Phase: r.Phase(), Measured: r.Measured, Unit: r.Unit, Model: r.Model, Chip: p.Chip.Name, Fits: p.Fits}
+		res := Result{ID: r.ID, Phase: r.Phase(), Measured: r.Measured, Unit: r.Unit, Model: r.Model, Chip: p.Chip.Name, Fits: p.Fits, Lacks: r.Lacks}
 		if p.Skip != nil {
 			res.Skipped = p.Skip.Error()
 			sum := rep.Summary[res.Phase]
@@ -813,10 +855,13 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			return rep, fmt.Errorf("row %s: %w", r.ID, err)
 		}
 		res.Predicted, res.Roofline, res.Ratio = pred, roof, pred/r.Measured
-		if rf, ok, err := p.FastestFit(eff); err != nil {
-			return rep, fmt.Errorf("row %s: %w", r.ID, err)
-		} else if ok {
-			res.FitsWith = &rf
+		if p.Stated != nil {
+			stated, err := p.AsStated(eff)
+			if err != nil {
+				return rep, fmt.Errorf("row %s: %w", r.ID, err)
+			}
+			res.FitsWith = &Refit{Setting: p.Setting, Predicted: pred, Ratio: pred / r.Measured}
+			res.AsStated = stated
 		}
 		if r.TimeLike() {
 			res.FasterThanPhysics = pred < roof*(1-1e-9)

@@ -212,6 +212,11 @@ type Row struct {
 	Measured    float64 `json:"measured"`
 	Unit        string  `json:"unit"`
 	Note        string  `json:"note,omitempty"`
+	// Lacks names a mechanism the run used that mrep does not model and that matters for its
+	// memory (NeMo 1.0's Apex DistributedFusedAdam keeps 16-bit parameter remainders, not fp32
+	// master weights): a row that does not fit as stated then stays as stated, flagged with it,
+	// instead of being moved to a setting the run did not use.
+	Lacks string `json:"lacks,omitempty"`
 }
 
 // Phase is the summary group of a row kind.
@@ -439,6 +444,8 @@ func (r Row) validate() error {
 		return fmt.Errorf("stack %q: want one of %s", r.Stack, strings.Join(layout.StackNames(), ", "))
 	case r.ParamDType != "" && !slices.Contains([]string{"mixed", "bf16", "fp32"}, strings.ToLower(r.ParamDType)):
 		return fmt.Errorf("param_dtype %q: want mixed, bf16 or fp32", r.ParamDType)
+	case len(r.Lacks) > 300:
+		return fmt.Errorf("lacks: %d characters, want a mechanism's name in at most 300", len(r.Lacks))
 	case r.Loss != "" && !slices.Contains(layout.Losses, strings.ToLower(r.Loss)):
 		return fmt.Errorf("loss %q: want one of %s", r.Loss, strings.Join(layout.Losses, ", "))
 	}
@@ -731,7 +738,7 @@ func parseCSV(b []byte) ([]Row, error) {
 	}
 	header := recs[0]
 	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost prefill_tp prefill_ep prefill_pp prefill_replicas decode_replicas prefill_chip framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note", " ") {
+	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost prefill_tp prefill_ep prefill_pp prefill_replicas decode_replicas prefill_chip framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note lacks", " ") {
 		known[f] = true
 	}
 	seen := map[string]bool{}
@@ -759,7 +766,7 @@ func parseCSV(b []byte) ([]Row, error) {
 				continue
 			}
 			switch h {
-			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note",
+			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note", "lacks",
 				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap", "engine", "engine_version", "metric", "stat", "prefill_chip":
 				obj[h] = v
 			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads", "tp_overlap", "no_reshard":

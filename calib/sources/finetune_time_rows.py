@@ -121,6 +121,12 @@ for i, t in enumerate(SRC):
         r["kind"], r["measured"], r["unit"] = "train_throughput", t["tokens_per_s_per_gpu"], "tok/s/gpu"
     if t.get("packed"):
         notes.append(f"sequences packed to {t['seq_len']}")
+    if "NVIDIA/NeMo " in src or src.startswith("github NVIDIA/NeMo "):
+        # NeMo 1.0's fine-tuning recipes (megatron_gpt_finetuning_config.yaml) run Apex's
+        # distributed_fused_adam, which keeps 16-bit parameter remainders instead of fp32 master
+        # weights: mrep counts Megatron's 18 bytes per parameter, so a row that does not fit
+        # by that count stays as stated and names this (not a setting the run did not use)
+        r["lacks"] = "NeMo 1.0's Apex distributed_fused_adam (16-bit parameter remainders instead of fp32 master weights)"
     ver = t.get("version") or ""
     r["id"] = "FT-" + slug(f"{src.split()[1].split('/')[-1]}-{ver.split()[-1] if ver else ''}-{model}-{t['method']}-{t['gpu']}x{t['gpus']}-{t.get('precision_as_stated') or r['dtype']}")
     r["note"] = "; ".join([f"as published: {t['quote'].strip().splitlines()[-1].strip()}"] + notes)
