@@ -480,76 +480,6 @@ type Refit struct {
 	Ratio     float64 `json:"ratio"` // predicted / measured
 }
 
-// memorySavers are the settings a training framework offers to fit a step into memory: what
-// a row's source leaves unstated is most often one of them (Megatron-Bridge's archive tables
-// give no recompute, offload or pipeline-split settings before 26.06). Megatron's: the
-// embedding and loss counted in the pipeline split, activations of some layers offloaded to
-// host memory (--cpu-offloading-num-layers: without pipelining or recompute, as Megatron
-// requires), selective or full recompute; each alone and recompute with the pipeline split.
-// Other frameworks': recompute.
-func memorySavers(l layout.Layout, layers int64) []struct {
-	name string
-	l    layout.Layout
-} {
-	type saver = struct {
-		name string
-		l    layout.Layout
-	}
-	megatron := l.Framework == "" || l.Framework == layout.Megatron
-	bases := []saver{{"", l}}
-	if megatron && l.PP > 1 && !l.EmbeddingInPipe && !l.LossInPipe && l.FirstStageLayers == 0 && l.LastStageLayers == 0 {
-		p := l
-		p.EmbeddingInPipe, p.LossInPipe = true, true
-		bases = append(bases, saver{"embedding and loss counted in the pipeline split", p})
-	}
-	var out []saver
-	join := func(a, b string) string {
-		if a == "" {
-			return b
-		}
-		if b == "" {
-			return a
-		}
-		return a + ", " + b
-	}
-	for _, base := range bases {
-		if base.name != "" {
-			out = append(out, base)
-		}
-		// Megatron's selective recompute of one module at a time (--recompute-modules), its
-		// default (core attention) and full recompute
-		rcs := []string{"selective"}
-		for _, m := range analyzer.RecomputeModules {
-			if m != "core_attn" {
-				rcs = append(rcs, "selective:"+m)
-			}
-		}
-		rcs = append(rcs, "full")
-		for _, rc := range rcs {
-			if l.Recompute == rc || (rc != "full" && l.Recompute == "full") {
-				continue
-			}
-			v := base.l
-			v.Recompute = rc
-			out = append(out, saver{join(base.name, "recompute "+rc), v})
-		}
-		if megatron && l.OffloadActivations == 0 && l.PP == 1 && (l.Recompute == "" || l.Recompute == "none") {
-			// Megatron offloads without pipelining or recompute, fewer layers than the model's
-			for k := int64(1); k <= 8; k++ {
-				n := min((layers*k+7)/8, layers-1)
-				v := base.l
-				v.OffloadActivations = n
-				what := fmt.Sprintf("activations of %d layers", n)
-				if n == 1 {
-					what = "activations of 1 layer"
-				}
-				out = append(out, saver{join(base.name, fmt.Sprintf("%s offloaded to host (--cpu-offloading-num-layers %d)", what, n)), v})
-			}
-		}
-	}
-	return out
-}
-
 // underFittingSetting moves a training row that does not fit in memory as stated to the
 // fastest setting its framework offers that fits, chosen with the chip's shipped figures (once,
 // so a fit's evaluations all time the same layout): a time that holds only under a layout the
@@ -588,16 +518,17 @@ func (p Prepared) fastestFit(eff chips.Efficiency) (Refit, layout.Layout, bool, 
 	var bestL layout.Layout
 	var best Refit
 	found := false
-	for _, v := range memorySavers(p.train.l, p.train.m.Fingerprint.Layers) {
-		if v.l.Validate(p.train.m.Fingerprint) != nil {
+	// the savers' steps are timed with the row's lane (Predict), not the trainer's own figures
+	for _, v := range layout.MemorySavers(p.train.l, p.train.m.Fingerprint.Layers) {
+		if v.Layout.Validate(p.train.m.Fingerprint) != nil {
 			continue
 		}
-		if !layout.CheckTraining("training", layout.TrainingMemory(p.train.m, v.l), p.Chip.MemoryBytes()).Fits {
+		if !layout.CheckTraining("training", layout.TrainingMemory(p.train.m, v.Layout), p.Chip.MemoryBytes()).Fits {
 			continue
 		}
 		q := p
 		tr := *p.train
-		tr.l = v.l
+		tr.l = v.Layout
 		q.train = &tr
 		pred, _, err := q.Predict(eff)
 		if err != nil {
@@ -608,7 +539,7 @@ func (p Prepared) fastestFit(eff chips.Efficiency) (Refit, layout.Layout, bool, 
 			better = !found || pred < best.Predicted
 		}
 		if !found || better {
-			best, bestL, found = Refit{Setting: v.name, Predicted: pred, Ratio: pred / p.Row.Measured}, v.l, true
+			best, bestL, found = Refit{Setting: v.Name + " (" + v.Flags + ")", Predicted: pred, Ratio: pred / p.Row.Measured}, v.Layout, true
 		}
 	}
 	return best, bestL, found, nil
@@ -640,8 +571,8 @@ type Result struct {
 	FitsWith *Refit  `json:"fits_with,omitempty"`
 	AsStated float64 `json:"predicted_as_stated,omitempty"`
 	// Lacks is the row's named mechanism mrep does not model (Row.Lacks).
-	Lacks string `json:"lacks,omitempty"`
-	Skipped  string  `json:"not_expressible,omitempty"`
+	Lacks   string `json:"lacks,omitempty"`
+	Skipped string `json:"not_expressible,omitempty"`
 }
 
 // Err is the signed relative error, predicted / measured - 1.

@@ -262,3 +262,55 @@ func TestPlanTrainOffersActivationOffload(t *testing.T) {
 		}
 	}
 }
+
+// The settings that save memory are the ones the framework accepts: Megatron's activation
+// offload only without pipelining or recompute and on fewer layers than the model, the
+// pipeline split only where it is not set; every saver validates against the model. The
+// fastest that fits is a fitting layout, no slower than any other saver that fits.
+func TestMemorySaversAreWhatTheFrameworkAccepts(t *testing.T) {
+	m, k := llama70b(t)
+	L := m.Fingerprint.Layers
+	for _, l := range []Layout{
+		{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 2, GBS: 256, Seq: 8192, ZeRO: 3},
+		{TP: 4, PP: 4, VP: 1, CP: 1, DP: 4, EP: 1, MBS: 1, GBS: 256, Seq: 8192, DistOptimizer: true},
+		{TP: 8, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 64, Seq: 8192, ZeRO: 3, Framework: FSDP},
+	} {
+		svs := MemorySavers(l, L)
+		if len(svs) == 0 {
+			t.Fatalf("%s: no savers", l)
+		}
+		for _, sv := range svs {
+			v := sv.Layout
+			if err := v.Validate(m.Fingerprint); err != nil {
+				t.Errorf("%s with %s: %v", l, sv.Name, err)
+			}
+			if v.OffloadActivations > 0 && (v.PP > 1 || v.Recompute != "" && v.Recompute != "none" || v.OffloadActivations >= L || v.framework() != Megatron) {
+				t.Errorf("%s: offload %d with pp %d, recompute %q, framework %s", sv.Name, v.OffloadActivations, v.PP, v.Recompute, v.framework())
+			}
+			if sv.Flags == "" {
+				t.Errorf("%s: no flags named", sv.Name)
+			}
+		}
+	}
+	tr := NewTrainer(m, analyzer.DefaultScenario(), k.p, k.peak, 72)
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 1, MBS: 2, GBS: 256, Seq: 8192, ZeRO: 3}
+	cap := 186.0 * (1 << 30)
+	if CheckTraining("training", TrainingMemory(m, l), cap).Fits {
+		t.Fatal("the stated layout should not fit 186 GiB")
+	}
+	sv, st, ok, err := tr.FastestFitting(l, cap)
+	if err != nil || !ok {
+		t.Fatalf("no saver fits: %v", err)
+	}
+	if !CheckTraining("training", TrainingMemory(m, sv.Layout), cap).Fits {
+		t.Errorf("%s does not fit", sv.Name)
+	}
+	for _, o := range MemorySavers(l, L) {
+		if o.Layout.Validate(m.Fingerprint) != nil || !CheckTraining("training", TrainingMemory(m, o.Layout), cap).Fits {
+			continue
+		}
+		if ot, err := tr.Train(o.Layout); err == nil && ot.StepTime < st.StepTime {
+			t.Errorf("%s (%.3f s) is faster than the chosen %s (%.3f s)", o.Name, ot.StepTime, sv.Name, st.StepTime)
+		}
+	}
+}

@@ -157,6 +157,16 @@ type LayoutResult struct {
 	Fit    layout.Fit  `json:"memory"` // the memory model's verdict (layout.CheckTraining)
 	// FineTune names the fine-tune trained ("LoRA r=16"; "" for full training).
 	FineTune string `json:"fine_tune,omitempty"`
+	// FitsWith, for a layout that does not fit, is the fastest setting its framework offers
+	// that does (layout.Trainer.FastestFitting), and the step under it.
+	FitsWith *Alternative `json:"fits_with,omitempty"`
+}
+
+// Alternative is a setting that makes a layout fit, and its step.
+type Alternative struct {
+	layout.Saver
+	Step layout.Step `json:"step"`
+	Fit  layout.Fit  `json:"memory"` // fits, or tight within the memory model's uncertainty
 }
 
 // frameworkLabel is the framework a layout's memory and time follow, with its stack.
@@ -182,6 +192,16 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			l.GPUs(), r.Target, ft, l.String(), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), frameworkLabel(l), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
 			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
+		if a := r.FitsWith; a != nil {
+			how := "fits"
+			if a.Fit.Status == layout.Tight {
+				how = fmt.Sprintf("is tight (within the memory model's ±%.0f%%)", 100*a.Fit.Uncertainty)
+			}
+			w.printf("With %s (`%s`) it %s: %.1f of %.1f GiB per GPU, step %.3f s, %.0f tokens/s per GPU.\n\n",
+				a.Name, a.Flags, how, a.Fit.Memory.Total/(1<<30), a.Fit.Capacity/(1<<30), a.Step.StepTime, a.Step.TokensPerS/float64(l.GPUs()))
+		} else if !r.Fit.Fits {
+			w.printf("None of the settings its framework offers to save memory (the pipeline split, activation offload, recompute) makes it fit.\n\n")
+		}
 		memoryTable(w, r.Fit.Memory)
 		w.printf("\n")
 	}

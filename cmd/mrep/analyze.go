@@ -27,6 +27,16 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 		}
 		f := layout.CheckTraining("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
 		r := render.LayoutResult{Target: t.Label(), Step: st, Fit: f}
+		if !f.Fits {
+			// a step time under a layout that cannot run is no answer: name what would fit
+			sv, alt, ok, err := tr.FastestFitting(*o.layout, t.Chip.MemoryBytes())
+			if err != nil {
+				return nil, cli.Exit("layout: "+err.Error(), exitFailure)
+			}
+			if ok {
+				r.FitsWith = &render.Alternative{Saver: sv, Step: alt, Fit: layout.CheckTraining("training", layout.TrainingMemory(m, sv.Layout), t.Chip.MemoryBytes())}
+			}
+		}
 		if m.FineTune != nil {
 			r.FineTune = m.FineTune.Kind()
 		}

@@ -76,3 +76,19 @@ func TestCalibrateRefusesUnboundedFits(t *testing.T) {
 	}
 	t.Logf("refused in %v", time.Since(start))
 }
+
+// A training layout that does not fit is answered with the fastest setting its framework
+// offers that does (issue 34): Llama-3.1-70B at TP1, two 8k sequences per micro-batch, on 64
+// GB200 fits only with activations offloaded; a layout nothing saves says so.
+func TestAnalyzeNamesTheSettingThatFits(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	out := mustRun(t, db, "analyze", "Llama-3.1-70B-Instruct", "--phase", "training", "--chip", "GB200", "--dtype", "fp8", "--recipe", "fp8-cs",
+		"--gpus", "64", "--gbs", "256", "--mbs", "2", "-s", "8192", "--zero", "3")
+	if !strings.Contains(out, "training does NOT fit") || !strings.Contains(out, "offloaded to host (`--offload-activations ") {
+		t.Errorf("no fitting setting named:\n%.2000s", out)
+	}
+	out = mustRun(t, db, "analyze", "Llama-3.1-405B", "--phase", "training", "--chip", "H100", "--gpus", "8", "--gbs", "8")
+	if !strings.Contains(out, "None of the settings its framework offers to save memory") {
+		t.Errorf("a layout nothing saves:\n%.2000s", out)
+	}
+}

@@ -1,0 +1,97 @@
+package layout
+
+import (
+	"fmt"
+
+	"github.com/mrep-dev/mrep/analyzer"
+)
+
+// Saver is one setting a training framework offers to fit a step into memory, as its name and
+// the flags that set it, with the layout it makes.
+type Saver struct {
+	Name   string `json:"setting"`
+	Flags  string `json:"flags"`
+	Layout Layout `json:"-"`
+}
+
+// MemorySavers are the settings l's framework offers to fit a step of a model with layers
+// layers into memory, each alone and recompute with the pipeline split. Megatron's: the
+// embedding and loss counted in the pipeline split; some layers' activations offloaded to host
+// memory (--cpu-offloading-num-layers, which Megatron allows only without pipelining or
+// recompute, on fewer layers than the model's: TransformerConfig @d98e8a6), in eighths of the
+// layers; selective recompute of its default (core attention) or of one module
+// (--recompute-modules), or full recompute. Other frameworks': recompute. What a published run
+// leaves unstated is most often one of them.
+func MemorySavers(l Layout, layers int64) []Saver {
+	megatron := l.framework() == Megatron
+	bases := []Saver{{Layout: l}}
+	if megatron && l.PP > 1 && !l.EmbeddingInPipe && !l.LossInPipe && l.FirstStageLayers == 0 && l.LastStageLayers == 0 {
+		p := l
+		p.EmbeddingInPipe, p.LossInPipe = true, true
+		bases = append(bases, Saver{"the embedding and loss counted in the pipeline split", "--pipeline-account", p})
+	}
+	join := func(a, b string) string {
+		if a == "" {
+			return b
+		}
+		return a + ", " + b
+	}
+	rcs := []string{"selective"}
+	for _, m := range analyzer.RecomputeModules {
+		if m != "core_attn" {
+			rcs = append(rcs, "selective:"+m)
+		}
+	}
+	rcs = append(rcs, "full")
+	var out []Saver
+	for _, base := range bases {
+		if base.Name != "" {
+			out = append(out, base)
+		}
+		for _, rc := range rcs {
+			if l.Recompute == rc || (rc != "full" && l.Recompute == "full") {
+				continue
+			}
+			v := base.Layout
+			v.Recompute = rc
+			out = append(out, Saver{join(base.Name, "recompute "+rc), join(base.Flags, "--recompute "+rc), v})
+		}
+		if megatron && base.Name == "" && l.OffloadActivations == 0 && l.PP == 1 && (l.Recompute == "" || l.Recompute == "none") {
+			for k := int64(1); k <= 8; k++ {
+				n := min((layers*k+7)/8, layers-1)
+				if n < 1 {
+					continue
+				}
+				v := base.Layout
+				v.OffloadActivations = n
+				what := fmt.Sprintf("activations of %d layers", n)
+				if n == 1 {
+					what = "activations of 1 layer"
+				}
+				out = append(out, Saver{what + " offloaded to host", fmt.Sprintf("--offload-activations %d", n), v})
+			}
+		}
+	}
+	return out
+}
+
+// FastestFitting is the fastest of MemorySavers(l) that fits in capacity bytes per GPU and its
+// step; ok is false when none does.
+func (tr *Trainer) FastestFitting(l Layout, capacity float64) (Saver, Step, bool, error) {
+	var best Saver
+	var bestStep Step
+	found := false
+	for _, sv := range MemorySavers(l, tr.m.Fingerprint.Layers) {
+		if sv.Layout.Validate(tr.m.Fingerprint) != nil || !CheckTraining("training", TrainingMemory(tr.m, sv.Layout), capacity).Fits {
+			continue
+		}
+		st, err := tr.Train(sv.Layout)
+		if err != nil {
+			return best, bestStep, false, err
+		}
+		if !found || st.StepTime < bestStep.StepTime {
+			best, bestStep, found = sv, st, true
+		}
+	}
+	return best, bestStep, found, nil
+}
