@@ -519,7 +519,7 @@ func (p Prepared) fastestFit(eff chips.Efficiency) (Refit, layout.Layout, bool, 
 	var best Refit
 	found := false
 	// the savers' steps are timed with the row's lane (Predict), not the trainer's own figures
-	for _, v := range layout.MemorySavers(p.train.l, p.train.m.Fingerprint.Layers) {
+	for _, v := range layout.MemorySavers(p.train.l, p.train.m.Fingerprint) {
 		if v.Layout.Validate(p.train.m.Fingerprint) != nil {
 			continue
 		}

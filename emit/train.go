@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/internal/shell"
 	"github.com/mrep-dev/mrep/layout"
 )
@@ -25,6 +26,9 @@ type Training struct {
 	Layout layout.Layout
 	Layers int64
 	FP8    string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
+	// MoE: the model routes tokens to experts (Megatron recomputes an MoE layer's MLP as "moe",
+	// a dense one's as "mlp").
+	MoE bool
 }
 
 // WriteTraining is the framework's files for t: Megatron-LM's pretrain_gpt.py arguments, or a
@@ -186,10 +190,16 @@ func megatronArgs(t Training) string {
 		}
 	case "selective":
 		arg("--recompute-granularity selective")
+	default:
+		if mods := megatronRecomputeModules(l.Recompute, t.MoE); len(mods) > 0 {
+			arg("--recompute-granularity selective")
+			arg("--recompute-modules " + strings.Join(mods, " "))
+		}
 	}
 	if l.OffloadActivations > 0 {
-		b.WriteString("  # activations of " + fmt.Sprint(l.OffloadActivations) + " layers per stage offloaded to host memory, as mrep timed them:\n")
-		b.WriteString("  # Transformer Engine's CPU offload (Megatron-Bridge: model.cpu_offloading_num_layers)\n")
+		// Transformer Engine's CPU offload of that many layers' activations (Megatron sets
+		// cpu_offloading from it; Megatron-Bridge: model.cpu_offloading_num_layers)
+		arg(fmt.Sprintf("--cpu-offloading-num-layers %d", l.OffloadActivations))
 	}
 	b.WriteString(")\nPRECISION_ARGS=(\n  --bf16\n")
 	switch t.FP8 {
@@ -339,4 +349,33 @@ func (t Training) planLine(framework string) string {
 		pairs = append(pairs, "recipe="+metaValue(t.FP8))
 	}
 	return strings.Join(pairs, " ")
+}
+
+// megatronRecomputeModules are Megatron's --recompute-modules (TransformerConfig.recompute_modules
+// @d98e8a6: core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts) for mrep's
+// selective:MOD[,MOD] mode: mrep's act is Megatron's moe_act, and its mlp the dense MLP and, in
+// an MoE model, the MoE layer too.
+func megatronRecomputeModules(mode string, moe bool) []string {
+	rc, err := analyzer.ParseRecompute(mode)
+	if err != nil || rc.Mode != "selective" {
+		return nil
+	}
+	var out []string
+	for _, m := range analyzer.RecomputeModules {
+		if !rc.Modules[m] {
+			continue
+		}
+		switch m {
+		case "act":
+			out = append(out, "moe_act")
+		case "mlp":
+			out = append(out, "mlp")
+			if moe {
+				out = append(out, "moe")
+			}
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -288,6 +288,22 @@ func TestMegatronValidateArgsRules(t *testing.T) {
 	body, _ = write(Training{Layout: l405, Layers: 126, Chip: "GB200"})
 	lacks(body, "CUDA_DEVICE_MAX_CONNECTIONS=1")
 
+	// module recompute in Megatron's names, and the CPU offload of some layers' activations
+	lmod := layout.Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, MBS: 2, GBS: 256, Seq: 8192, ZeRO: 3, OffloadActivations: 40}
+	body, err = write(Training{Layout: lmod, Layers: 80, Chip: "GB200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has(body, "--cpu-offloading-num-layers 40")
+	checkMegatron(t, "offload", body)
+	lmod.OffloadActivations, lmod.Recompute = 0, "selective:act,mlp"
+	body, _ = write(Training{Layout: lmod, Layers: 48, Chip: "GB200", MoE: true})
+	has(body, "--recompute-granularity selective", "--recompute-modules mlp moe moe_act")
+	checkMegatron(t, "modules", body)
+	lmod.Recompute = "selective:mla_up_proj"
+	body, _ = write(Training{Layout: lmod, Layers: 61, Chip: "GB200", MoE: true})
+	has(body, "--recompute-modules mla_up_proj")
+
 	dsv3 := layout.Layout{TP: 1, PP: 16, VP: 1, CP: 1, DP: 16, EP: 8, MBS: 1, GBS: 1024, Seq: 4096, ZeRO: 1}
 	body, err = write(Training{Layout: dsv3, Layers: 61, Chip: "H100-SXM"})
 	if err != nil {

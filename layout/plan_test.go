@@ -275,7 +275,7 @@ func TestMemorySaversAreWhatTheFrameworkAccepts(t *testing.T) {
 		{TP: 4, PP: 4, VP: 1, CP: 1, DP: 4, EP: 1, MBS: 1, GBS: 256, Seq: 8192, DistOptimizer: true},
 		{TP: 8, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 64, Seq: 8192, ZeRO: 3, Framework: FSDP},
 	} {
-		svs := MemorySavers(l, L)
+		svs := MemorySavers(l, m.Fingerprint)
 		if len(svs) == 0 {
 			t.Fatalf("%s: no savers", l)
 		}
@@ -305,7 +305,7 @@ func TestMemorySaversAreWhatTheFrameworkAccepts(t *testing.T) {
 	if !CheckTraining("training", TrainingMemory(m, sv.Layout), cap).Fits {
 		t.Errorf("%s does not fit", sv.Name)
 	}
-	for _, o := range MemorySavers(l, L) {
+	for _, o := range MemorySavers(l, m.Fingerprint) {
 		if o.Layout.Validate(m.Fingerprint) != nil || !CheckTraining("training", TrainingMemory(m, o.Layout), cap).Fits {
 			continue
 		}

@@ -14,15 +14,16 @@ type Saver struct {
 	Layout Layout `json:"-"`
 }
 
-// MemorySavers are the settings l's framework offers to fit a step of a model with layers
-// layers into memory, each alone and recompute with the pipeline split. Megatron's: the
-// embedding and loss counted in the pipeline split; some layers' activations offloaded to host
-// memory (--cpu-offloading-num-layers, which Megatron allows only without pipelining or
-// recompute, on fewer layers than the model's: TransformerConfig @d98e8a6), in eighths of the
-// layers; selective recompute of its default (core attention) or of one module
-// (--recompute-modules), or full recompute. Other frameworks': recompute. What a published run
-// leaves unstated is most often one of them.
-func MemorySavers(l Layout, layers int64) []Saver {
+// MemorySavers are the settings l's framework offers to fit a step of the model fp into
+// memory, each alone and recompute with the pipeline split. Megatron's: the embedding and loss
+// counted in the pipeline split; some layers' activations offloaded to host memory
+// (--cpu-offloading-num-layers, which Megatron allows only without pipelining or recompute, on
+// fewer layers than the model's: TransformerConfig @d98e8a6), in eighths of the layers;
+// selective recompute of its default (core attention) or of one module (--recompute-modules),
+// or full recompute. Other frameworks': recompute. What a published run leaves unstated is
+// most often one of them.
+func MemorySavers(l Layout, fp analyzer.Fingerprint) []Saver {
+	layers := fp.Layers
 	megatron := l.framework() == Megatron
 	bases := []Saver{{Layout: l}}
 	if megatron && l.PP > 1 && !l.EmbeddingInPipe && !l.LossInPipe && l.FirstStageLayers == 0 && l.LastStageLayers == 0 {
@@ -38,9 +39,12 @@ func MemorySavers(l Layout, layers int64) []Saver {
 	}
 	rcs := []string{"selective"}
 	for _, m := range analyzer.RecomputeModules {
-		if m != "core_attn" {
-			rcs = append(rcs, "selective:"+m)
+		// Megatron's activation recompute is the MoE layer's (moe_act), MLA's up-projection
+		// needs MLA
+		if m == "core_attn" || m == "act" && fp.MoE == nil || m == "mla_up_proj" && fp.MLA == nil {
+			continue
 		}
+		rcs = append(rcs, "selective:"+m)
 	}
 	rcs = append(rcs, "full")
 	var out []Saver
@@ -81,7 +85,7 @@ func (tr *Trainer) FastestFitting(l Layout, capacity float64) (Saver, Step, bool
 	var best Saver
 	var bestStep Step
 	found := false
-	for _, sv := range MemorySavers(l, tr.m.Fingerprint.Layers) {
+	for _, sv := range MemorySavers(l, tr.m.Fingerprint) {
 		if sv.Layout.Validate(tr.m.Fingerprint) != nil || !CheckTraining("training", TrainingMemory(tr.m, sv.Layout), capacity).Fits {
 			continue
 		}

@@ -240,7 +240,7 @@ func emitTraining(c *cli.Context, d *model.Dump, m *analyzer.Model, plan layout.
 	}
 	id := launchID(d, zoo)
 	best := plan.Top[0]
-	t := emit.Training{Model: id, Name: d.Model.Name, Release: c.String("emit-version"), PlanID: emit.PlanID(invocation(c, c.Args().First(), !zoo)), Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")), Chip: chip,
+	t := emit.Training{Model: id, Name: d.Model.Name, Release: c.String("emit-version"), PlanID: emit.PlanID(invocation(c, c.Args().First(), !zoo)), Layout: best.Step.Layout, Layers: m.Fingerprint.Layers, FP8: strings.ToLower(c.String("recipe")), Chip: chip, MoE: m.Fingerprint.MoE != nil,
 		Title: fmt.Sprintf("mrep plan train, the winner: %s, step %.3g s, %.0f tokens/s per GPU; %s", d.Model.Name, best.Step.StepTime,
 			best.Step.TokensPerS/float64(best.Step.Layout.GPUs()), best.Analyze)}
 	fs, err := emit.WriteTraining(fw, "train", t)
