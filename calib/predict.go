@@ -473,7 +473,8 @@ func (p Prepared) Predict(eff chips.Efficiency) (pred, roof float64, err error) 
 
 // Refit is the fastest setting under which a training row that does not fit as stated fits
 // in memory, and the prediction under it: a time that holds only under a configuration the
-// memory model says cannot run is no prediction, so validate says which setting mrep needs.
+// memory model says cannot run is no prediction, so the row is predicted under the setting and
+// validate names it.
 type Refit struct {
 	Setting   string  `json:"setting"`
 	Predicted float64 `json:"predicted"`
@@ -511,9 +512,9 @@ func (p Prepared) AsStated(eff chips.Efficiency) (float64, error) {
 	return pred, err
 }
 
-// fastestFit tries memorySavers on a training row that does not fit as stated and predicts,
-// with eff, the fastest of those that fit (a published recipe is tuned for speed within its
-// memory); ok is false when none fits (or the row fits already).
+// fastestFit tries layout.MemorySavers on a training row that does not fit as stated and
+// predicts, with eff, the fastest of those that fit (a published recipe is tuned for speed
+// within its memory); ok is false when none fits.
 func (p Prepared) fastestFit(eff chips.Efficiency) (Refit, layout.Layout, bool, error) {
 	var bestL layout.Layout
 	var best Refit
