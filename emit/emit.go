@@ -228,8 +228,7 @@ func atom(d Deployment, r Release) string {
 		args = append(args, "--enable-expert-parallel")
 	}
 	// each data-parallel rank schedules its own sequences, as vLLM's do
-	args = append(args, fmt.Sprintf("--max-num-seqs %d", d.perRank()), fmt.Sprintf("--max-num-batched-tokens %d", d.MaxTokens),
-		fmt.Sprintf("--gpu-memory-utilization %.2f", d.KVFraction), fmt.Sprintf("--max-model-len %d", d.MaxLen))
+	args = append(args, d.vllmLimits()...)
 	if d.FP8KV {
 		args = append(args, "--kv_cache_dtype fp8")
 	}
@@ -244,6 +243,14 @@ func atom(d Deployment, r Release) string {
 	bench = append(bench, d.savedResult()...) // a port of vLLM's benchmark_serving.py
 	b.WriteString(benchmark(d, "8000", bench...))
 	return b.String()
+}
+
+// vllmLimits are the scheduler and memory limits as vLLM's server options name them (ATOM's,
+// derived from vLLM, take the same): sequences per data-parallel rank, the token budget, the
+// share of the GPU and the longest sequence.
+func (d Deployment) vllmLimits() []string {
+	return []string{fmt.Sprintf("--max-num-seqs %d", d.perRank()), fmt.Sprintf("--max-num-batched-tokens %d", d.MaxTokens),
+		fmt.Sprintf("--gpu-memory-utilization %.2f", d.KVFraction), fmt.Sprintf("--max-model-len %d", d.MaxLen)}
 }
 
 // savedResult are the options of vLLM's benchmark client (and of the clients ported from it)
@@ -285,8 +292,7 @@ func vllm(d Deployment, r Release) string {
 	}
 	// each data-parallel rank runs its own engine core and scheduler: --max-num-seqs and
 	// --max-num-batched-tokens are per rank. The KV block size is the engine's (MLA forces 64).
-	args = append(args, fmt.Sprintf("--max-num-seqs %d", d.perRank()), fmt.Sprintf("--max-num-batched-tokens %d", d.MaxTokens),
-		fmt.Sprintf("--gpu-memory-utilization %.2f", d.KVFraction), fmt.Sprintf("--max-model-len %d", d.MaxLen))
+	args = append(args, d.vllmLimits()...)
 	if d.FP8KV {
 		args = append(args, "--kv-cache-dtype fp8")
 	}

@@ -238,17 +238,15 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 			// fit otherwise (NVIDIA's Llama-3.1-70B recipes on GB200 and GB300 run TP1 so, 20-40
 			// layers); offered where Megatron allows it (no pipelining, no recompute) and the
 			// user did not fix it, the fewest eighths of the layers that fit
-			if l.OffloadActivations != 0 || knobs.OffloadActivations != 0 || l.framework() != Megatron || l.PP > 1 || l.Recompute != "" && l.Recompute != "none" {
+			steps := offloadSteps(l, fp.Layers)
+			if knobs.OffloadActivations != 0 || len(steps) == 0 {
 				return nil
 			}
-			most := l
-			most.OffloadActivations = fp.Layers - 1
+			most := steps[len(steps)-1]
 			if most.Validate(fp) != nil || !CheckTraining("training", TrainingMemory(tr.m, most), o.MemoryBytes).Fits {
 				return nil // not even offloading all but one layer fits
 			}
-			for k := int64(1); k <= 8; k++ {
-				v := l
-				v.OffloadActivations = min((fp.Layers*k+7)/8, fp.Layers-1)
+			for _, v := range steps {
 				if v.Validate(fp) != nil {
 					continue
 				}

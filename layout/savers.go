@@ -60,14 +60,9 @@ func MemorySavers(l Layout, fp analyzer.Fingerprint) []Saver {
 			v.Recompute = rc
 			out = append(out, Saver{join(base.Name, "recompute "+rc), join(base.Flags, "--recompute "+rc), v})
 		}
-		if megatron && base.Name == "" && l.OffloadActivations == 0 && l.PP == 1 && (l.Recompute == "" || l.Recompute == "none") {
-			for k := int64(1); k <= 8; k++ {
-				n := min((layers*k+7)/8, layers-1)
-				if n < 1 {
-					continue
-				}
-				v := base.Layout
-				v.OffloadActivations = n
+		if base.Name == "" {
+			for _, v := range offloadSteps(l, layers) {
+				n := v.OffloadActivations
 				what := fmt.Sprintf("activations of %d layers", n)
 				if n == 1 {
 					what = "activations of 1 layer"
@@ -98,4 +93,24 @@ func (tr *Trainer) FastestFitting(l Layout, capacity float64) (Saver, Step, bool
 		}
 	}
 	return best, bestStep, found, nil
+}
+
+// offloadSteps are l with Megatron's CPU activation offload on eighths of the layers, fewest
+// first, where Megatron allows it: l offloads nothing yet, runs Megatron without pipelining or
+// recompute, and fewer layers than the model's are offloaded (TransformerConfig @d98e8a6).
+func offloadSteps(l Layout, layers int64) []Layout {
+	if l.framework() != Megatron || l.OffloadActivations != 0 || l.PP > 1 || l.Recompute != "" && l.Recompute != "none" {
+		return nil
+	}
+	var out []Layout
+	for k := int64(1); k <= 8; k++ {
+		n := min((layers*k+7)/8, layers-1)
+		if n < 1 || len(out) > 0 && out[len(out)-1].OffloadActivations == n {
+			continue
+		}
+		v := l
+		v.OffloadActivations = n
+		out = append(out, v)
+	}
+	return out
 }
