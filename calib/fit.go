@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -198,6 +199,58 @@ func descend(ps []Prepared, base chips.Efficiency, params []Param, loss func([]P
 		}
 	}
 	return eff, best, nil
+}
+
+// descendVector minimizes loss over a box by coordinate descent (a golden-section search per
+// coordinate, at most 6 sweeps) from the box's lower edge and from each fraction of it in
+// starts, over every rotation of the coordinates forwards and backwards (fitWith's reasons), and
+// returns the best point.
+func descendVector(loss func([]float64) float64, lo, hi []float64, starts []float64) []float64 {
+	n := len(lo)
+	var best []float64
+	bestL := math.Inf(1)
+	for _, start := range append([]float64{-1}, starts...) {
+		for rot := 0; rot < n; rot++ {
+			for _, dir := range []int{1, -1} {
+				if n < 2 && dir < 0 {
+					continue
+				}
+				x := make([]float64, n)
+				for j := range x {
+					x[j] = lo[j]
+					if start >= 0 {
+						x[j] = lo[j] + start*(hi[j]-lo[j])
+					}
+				}
+				l := loss(x)
+				for sweep := 0; sweep < 6; sweep++ {
+					moved := false
+					for i := 0; i < n; i++ {
+						j := ((rot+dir*i)%n + n) % n
+						f := func(v float64) float64 {
+							y := slices.Clone(x)
+							y[j] = v
+							return loss(y)
+						}
+						v := golden(f, lo[j], hi[j], goldenIters)
+						if lv := f(v); lv < l-1e-12 {
+							if math.Abs(v-x[j]) > 1e-6*(hi[j]-lo[j]) {
+								moved = true
+							}
+							x[j], l = v, lv
+						}
+					}
+					if !moved {
+						break
+					}
+				}
+				if l < bestL-1e-12 {
+					best, bestL = x, l
+				}
+			}
+		}
+	}
+	return best
 }
 
 func golden(f func(float64) float64, lo, hi float64, iters int) float64 {

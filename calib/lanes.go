@@ -2,7 +2,9 @@ package calib
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,30 +61,32 @@ var (
 	}
 )
 
+// moeParam says whether a lane figure is the MoE layer's (fitted jointly over chips, fitMoEPool).
+func moeParam(name string) bool { return name == "grouped_gemm_frac" || name == "moe_launch_us" }
+
 // hostParam says whether a lane figure belongs to the host rather than the GPU.
 func hostParam(name string) bool { return name == "moe_launch_us" }
 
 // MaxMoELaunchUs bounds the fitted host time per MoE kernel (its parameter in laneFigures says why).
 const MaxMoELaunchUs = 60
 
-// laneParams are the figures a lane fits, given its rows: a precision's GEMM fraction where
-// dense rows pin it (MoE rows fit the grouped GEMM and the host pace over whatever the dense rows
-// set), and for fsdp the attention kernels and the eager elementwise traffic.
+// laneParams are the figures a chip's lane fits on its dense rows: a precision's GEMM fraction
+// where dense rows pin it, and for fsdp the attention kernels and the eager elementwise traffic.
+// The MoE layer's figures are fitted jointly over the chips that share them (fitMoEPool).
 func laneParams(fw string, rows []Prepared) []Param {
 	var dtypes []string
 	seen := map[string]bool{}
-	moe := false
 	for _, p := range rows {
-		isMoE := p.train != nil && p.train.m.Fingerprint.MoE != nil
-		if d := strings.ToLower(p.Row.DType); !seen[d] && !isMoE {
+		if d := strings.ToLower(p.Row.DType); !seen[d] && !isMoERow(p) {
 			seen[d] = true
 			dtypes = append(dtypes, d)
 		}
-		moe = moe || isMoE
 	}
-	return laneFigures(fw, dtypes, moe)
+	return laneFigures(fw, dtypes, false)
 }
 
+// laneFigures are a lane's figures: the GEMM fraction of each of dtypes, the MoE layer's where
+// moe (the grouped GEMM's fraction and the host's pace per MoE kernel), and fsdp's own.
 func laneFigures(fw string, dtypes []string, moe bool) []Param {
 	var out []Param
 	sort.Strings(dtypes)
@@ -112,7 +116,12 @@ func laneFigures(fw string, dtypes []string, moe bool) []Param {
 	return out
 }
 
-// LaneFit is one lane's fitted figures and its fit set.
+// isMoERow says whether a training row trains a mixture-of-experts model.
+func isMoERow(p Prepared) bool { return p.train != nil && p.train.m.Fingerprint.MoE != nil }
+
+// LaneFit is one lane's fitted figures and its fit set: Rows, Sources, Before and After are the
+// chip's dense rows its own figures were fitted to (a chip with MoE rows only: those rows, under
+// the pooled figures); Pooled names the fit set of each figure fitted with other chips.
 type LaneFit struct {
 	Lane    LaneKey            `json:"lane"`
 	Rows    int                `json:"rows"`
@@ -122,6 +131,8 @@ type LaneFit struct {
 	Figures chips.Efficiency `json:"figures"`
 	Before  float64          `json:"median_abs_err_before"`
 	After   float64          `json:"median_abs_err_after"`
+	// Pooled says, for each figure fitted jointly with other chips (the MoE layer's), its fit set.
+	Pooled map[string]string `json:"pooled,omitempty"`
 }
 
 // FitLanes fits every lane the training rows name. Rows that are not training, or not
@@ -131,7 +142,8 @@ func FitLanes(ps []Prepared) ([]LaneFit, error) {
 }
 
 // fitLanes fits each lane's rows, reusing from reuse the fits of lanes whose rows are the same
-// (leaving a source out refits only the lanes it had rows in).
+// (leaving a source out refits only the lanes it had rows in). Two stages: each chip's figures
+// on its dense rows, then the MoE layer's figures jointly over every chip's MoE rows (fitMoEPool).
 func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 	groups := map[LaneKey][]Prepared{}
 	var keys []LaneKey
@@ -148,7 +160,12 @@ func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	var out []LaneFit
 	for _, k := range keys {
-		rows := groups[k]
+		var rows []Prepared
+		for _, p := range groups[k] {
+			if !isMoERow(p) {
+				rows = append(rows, p)
+			}
+		}
 		if f, ok := reuse[rowSet(k, rows)]; ok {
 			out = append(out, f)
 			continue
@@ -161,8 +178,6 @@ func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 		}
 		base := rows[0].Chip.Efficiency
 		base.Lanes = nil // fit the lane's figures over the chip's own
-		// coordinate descent from a few starting points of each bounded figure: the host pace
-		// enters through a max, so the loss has more than one basin
 		eff, best, err := fitWith(rows, base, params, AbsLoss)
 		if err != nil {
 			return nil, fmt.Errorf("lane %s: %w", k, err)
@@ -180,15 +195,8 @@ func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 				eff, best = e, l
 			}
 		}
-		lf := LaneFit{Lane: k, Rows: len(rows), Params: map[string]float64{}, Figures: chips.Efficiency{GEMMFrac: map[string]float64{}, Sources: map[string]string{}}}
-		srcs := map[string]bool{}
-		for _, p := range rows {
-			srcs[SourceOf(p.Row)] = true
-		}
-		for s := range srcs {
-			lf.Sources = append(lf.Sources, s)
-		}
-		sort.Strings(lf.Sources)
+		lf := LaneFit{Lane: k, Rows: len(rows), Params: map[string]float64{}, Sources: sourcesOf(rows),
+			Figures: chips.Efficiency{GEMMFrac: map[string]float64{}, Sources: map[string]string{}}}
 		for _, pr := range params {
 			v := pr.get(&eff)
 			lf.Params[pr.Name] = v
@@ -201,7 +209,233 @@ func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 		}
 		out = append(out, lf)
 	}
+	for _, fw := range layout.Frameworks {
+		var moe []Prepared
+		for _, k := range keys {
+			if k.Framework != fw {
+				continue
+			}
+			for _, p := range groups[k] {
+				if isMoERow(p) {
+					moe = append(moe, p)
+				}
+			}
+		}
+		var err error
+		if out, err = fitMoEPool(fw, moe, out, reuse); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// fitsKey names the figures the lanes of fw were fitted to (a pooled fit starts from them).
+func fitsKey(fits []LaneFit, fw string) string {
+	var b strings.Builder
+	for _, f := range fits {
+		if f.Lane.Framework != fw {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:", f.Lane)
+		for _, k := range slices.Sorted(maps.Keys(f.Params)) {
+			fmt.Fprintf(&b, "%s=%g,", k, f.Params[k])
+		}
+	}
+	return b.String()
+}
+
+// sortedSet is a set's members in order.
+func sortedSet(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+
+// sourcesOf is the sorted sources of rows.
+func sourcesOf(rows []Prepared) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range rows {
+		if s := SourceOf(p.Row); !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The MoE layer's figures are shared by the chips that run it alike, and fitted jointly over
+// their rows: the grouped GEMM's fraction by tensor-core generation (B200, GB200, B300 and GB300
+// run BF16 and FP8 on the same fifth-generation tensor cores; Blackwell Ultra adds FP4 and
+// softmax throughput, not grouped-GEMM rate), the host's pace per kernel by host CPU (x86 beside
+// HGX boards, Grace in NVL72 racks). Fitted per chip instead, three or four rows each met two
+// figures: B200's grouped GEMM came out at 0.21 and GB300's at 0.73 on the same silicon, each
+// passing through its own rows and predicting the other chip's runs 1.5-2.4x off.
+func tensorCores(chip string) string {
+	if f := ChipFamily(chip); f != "Blackwell Ultra" {
+		return f
+	}
+	return "Blackwell"
+}
+
+// hostCPU is the CPU that issues a chip's kernels in its systems.
+func hostCPU(chip string) string {
+	if strings.HasPrefix(chip, "GB") {
+		return "Grace"
+	}
+	return "x86"
+}
+
+// poolFigure is one jointly fitted MoE figure: the figure and the chips' group that shares it.
+type poolFigure struct {
+	Param
+	group string
+}
+
+// fitMoEPool fits the MoE layer's figures over a framework's MoE rows of every chip, each row
+// timed with its chip's lane as fitted on dense rows (fits, or carried from a sibling), and adds
+// them to each chip's lane fit; with no more rows than figures nothing is fitted (the chips
+// keep their default figures).
+func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]LaneFit) ([]LaneFit, error) {
+	if len(rows) == 0 {
+		return fits, nil
+	}
+	moeFigs := laneFigures(fw, nil, true) // the MoE figures (and, for fsdp, the chip's own)
+	var figs []poolFigure
+	index := map[string]int{}
+	at := make([][]int, len(rows)) // each row's figures, by index into figs
+	for i, p := range rows {
+		for _, pr := range moeFigs {
+			if !moeParam(pr.Name) {
+				continue
+			}
+			g := tensorCores(p.Chip.Name)
+			if hostParam(pr.Name) {
+				g = hostCPU(p.Chip.Name)
+			}
+			key := pr.Name + "@" + g
+			j, ok := index[key]
+			if !ok {
+				j = len(figs)
+				index[key] = j
+				figs = append(figs, poolFigure{pr, g})
+			}
+			at[i] = append(at[i], j)
+		}
+	}
+	if len(rows) <= len(figs) {
+		return fits, nil
+	}
+	// each row's efficiency: its chip's lane from the dense fits, flattened
+	bases := make([]chips.Efficiency, len(rows))
+	for i, p := range rows {
+		e, err := laneEff(p, fits)
+		if err != nil {
+			return nil, err
+		}
+		b := e.Lane(fw)
+		b.Lanes = nil
+		bases[i] = b
+	}
+	effAt := func(i int, x []float64) chips.Efficiency {
+		e := clone(bases[i])
+		for _, j := range at[i] {
+			figs[j].set(&e, x[j])
+		}
+		return e
+	}
+	key := "moe pool " + fw + "\x00" + rowSet(LaneKey{fw, ""}, rows) + "\x00" + fitsKey(fits, fw)
+	var x []float64
+	if f, ok := reuse[key]; ok {
+		for _, pf := range figs {
+			x = append(x, f.Params[pf.Name+"@"+pf.group])
+		}
+	} else {
+		loss := func(x []float64) float64 {
+			var sum float64
+			for i, p := range rows {
+				pred, _, err := p.Predict(effAt(i, x))
+				if err != nil || !(pred > 0) || math.IsInf(pred, 0) {
+					return math.Inf(1)
+				}
+				sum += math.Abs(math.Log(pred / p.Row.Measured))
+			}
+			return sum / float64(len(rows))
+		}
+		lo, hi := make([]float64, len(figs)), make([]float64, len(figs))
+		for j, pf := range figs {
+			lo[j], hi[j] = pf.Lo, pf.Hi
+		}
+		x = descendVector(loss, lo, hi, []float64{0.3, 0.7})
+		if reuse != nil {
+			f := LaneFit{Params: map[string]float64{}}
+			for j, pf := range figs {
+				f.Params[pf.Name+"@"+pf.group] = x[j]
+			}
+			reuse[key] = f
+		}
+	}
+	// each figure's fit set, for its source
+	for j, pf := range figs {
+		var set []Prepared
+		chipSet := map[string]bool{}
+		for i, p := range rows {
+			if slices.Contains(at[i], j) {
+				set = append(set, p)
+				chipSet[p.Chip.Name] = true
+			}
+		}
+		var before, after []float64
+		for _, p := range set {
+			i := slices.IndexFunc(rows, func(q Prepared) bool { return q.Row.ID == p.Row.ID })
+			if pred, _, err := p.Predict(bases[i]); err == nil {
+				before = append(before, math.Abs(pred/p.Row.Measured-1))
+			}
+			if pred, _, err := p.Predict(effAt(i, x)); err == nil {
+				after = append(after, math.Abs(pred/p.Row.Measured-1))
+			}
+		}
+		sort.Float64s(before)
+		sort.Float64s(after)
+		src := fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) jointly to the %d %s MoE training rows on %s chips (%s: %s), with the other MoE figures of their chips: median |err| %.1f%% before, %.1f%% after",
+			len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), 100*median(before), 100*median(after))
+		for chip := range chipSet {
+			k := LaneKey{fw, chip}
+			n := slices.IndexFunc(fits, func(f LaneFit) bool { return f.Lane == k })
+			if n < 0 {
+				// a chip with MoE rows only: its lane is the pooled figures, summarised on its rows
+				lf := LaneFit{Lane: k, Params: map[string]float64{}, Figures: chips.Efficiency{Sources: map[string]string{}}}
+				var before, after []float64
+				for i, p := range rows {
+					if p.Chip.Name != chip {
+						continue
+					}
+					lf.Rows++
+					if pred, _, err := p.Predict(bases[i]); err == nil {
+						before = append(before, math.Abs(pred/p.Row.Measured-1))
+					}
+					if pred, _, err := p.Predict(effAt(i, x)); err == nil {
+						after = append(after, math.Abs(pred/p.Row.Measured-1))
+					}
+				}
+				sort.Float64s(before)
+				sort.Float64s(after)
+				lf.Before, lf.After = median(before), median(after)
+				lf.Sources = sourcesOf(slices.DeleteFunc(slices.Clone(rows), func(p Prepared) bool { return p.Chip.Name != chip }))
+				fits = append(fits, lf)
+				n = len(fits) - 1
+			}
+			f := &fits[n]
+			f.Params = maps.Clone(f.Params)
+			f.Params[pf.Name] = x[j]
+			pf.set(&f.Figures, x[j])
+			if f.Pooled == nil {
+				f.Pooled = map[string]string{}
+			} else {
+				f.Pooled = maps.Clone(f.Pooled)
+			}
+			f.Pooled[pf.Name] = src
+		}
+	}
+	sort.Slice(fits, func(i, j int) bool { return fits[i].Lane.String() < fits[j].Lane.String() })
+	return fits, nil
 }
 
 // rowSet names a lane's fit set: the lane and its rows' ids.
@@ -264,6 +498,9 @@ func WithLanes(db map[string]chips.Efficiency, fits []LaneFit) map[string]chips.
 				if v, ok := own.Params[pn]; hasOwn && ok {
 					pr.set(&lane, v)
 					lane.Sources[sourceKey(pn)] = own.source()
+					if src, ok := own.Pooled[pn]; ok {
+						lane.Sources[sourceKey(pn)] = src
+					}
 					set = true
 					continue
 				}
@@ -325,7 +562,7 @@ func sourceKey(name string) string {
 
 // source describes a lane fit for the figures' sources.
 func (f LaneFit) source() string {
-	return fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) to the %d %s training rows on %s (%s): median |err| %.1f%% before, %.1f%% after",
+	return fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) to the %d %s dense training rows on %s (%s): median |err| %.1f%% before, %.1f%% after",
 		f.Rows, f.Lane.Framework, f.Lane.Chip, strings.Join(f.Sources, "; "), 100*f.Before, 100*f.After)
 }
 

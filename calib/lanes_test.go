@@ -1,0 +1,113 @@
+package calib
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/mrep-dev/mrep/chips"
+)
+
+// descendVector finds the minimum of a function whose coordinates trade off (a valley along
+// x = y, off the axes), within the golden-section search's tolerance.
+func TestDescendVectorFindsAValleysFloor(t *testing.T) {
+	loss := func(x []float64) float64 {
+		return (x[0]-0.3)*(x[0]-0.3) + 4*(x[0]-x[1])*(x[0]-x[1]) + math.Abs(x[2]-7)
+	}
+	x := descendVector(loss, []float64{0, 0, 0}, []float64{1, 1, 10}, []float64{0.3, 0.7})
+	for i, want := range []float64{0.3, 0.3, 7} {
+		if math.Abs(x[i]-want) > 1e-3 {
+			t.Errorf("x[%d] = %.5f, want %.3f (x %v)", i, x[i], want, x)
+		}
+	}
+}
+
+// The MoE layer's figures are fitted jointly over the chips that share them: the grouped GEMM's
+// fraction by tensor-core generation, the host's pace by host CPU. Fitted on GB200's and B200's
+// Megatron-Bridge 25.11 MoE rows, both chips get one grouped-GEMM figure, each its host's pace,
+// and each figure's source names its fit set: both chips' rows, or one host's.
+func TestMoEFiguresFittedJointlyAcrossChips(t *testing.T) {
+	var rows []Row
+	for _, r := range Default() {
+		if strings.HasPrefix(r.ID, "MB25.11-") && (r.Chip == "GB200" || r.Chip == "B200") && strings.Contains(r.ID, "Qwen3") {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d Qwen3 rows on B200 and GB200, want 4", len(rows))
+	}
+	fits, err := FitLanes(prepared(t, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byChip := map[string]LaneFit{}
+	for _, f := range fits {
+		byChip[f.Lane.Chip] = f
+	}
+	b, g := byChip["B200"], byChip["GB200"]
+	if b.Params == nil || g.Params == nil {
+		t.Fatalf("no lane for B200 or GB200: %+v", fits)
+	}
+	if b.Params["grouped_gemm_frac"] != g.Params["grouped_gemm_frac"] || !(b.Params["grouped_gemm_frac"] > 0.2) {
+		t.Errorf("grouped GEMM B200 %g, GB200 %g: one figure for one tensor-core generation", b.Params["grouped_gemm_frac"], g.Params["grouped_gemm_frac"])
+	}
+	for chip, f := range byChip {
+		src := f.Pooled["grouped_gemm_frac"]
+		if !strings.Contains(src, "4 megatron MoE training rows on Blackwell chips (B200, GB200") {
+			t.Errorf("%s grouped GEMM source %q does not name the joint fit set", chip, src)
+		}
+		host := map[string]string{"B200": "x86", "GB200": "Grace"}[chip]
+		if src := f.Pooled["moe_launch_us"]; !strings.Contains(src, "2 megatron MoE training rows on "+host+" chips ("+chip+":") {
+			t.Errorf("%s host pace source %q does not name its host's rows", chip, src)
+		}
+		if f.Rows != 2 {
+			t.Errorf("%s lane counts %d rows, want its 2", chip, f.Rows)
+		}
+	}
+	// the lanes carry to the chips: each chip's efficiency takes its own pooled figures
+	db := map[string]chips.Efficiency{}
+	for _, name := range []string{"B200", "GB200", "B300"} {
+		c, _ := chips.Default().Lookup(name)
+		e := c.Efficiency
+		e.Lanes = nil
+		db[name] = e
+	}
+	got := WithLanes(db, fits)
+	for _, name := range []string{"B200", "GB200", "B300"} {
+		if v := got[name].Lane("megatron").GroupedGEMMFrac; v != g.Params["grouped_gemm_frac"] {
+			t.Errorf("%s grouped GEMM %g, want the pooled %g", name, v, g.Params["grouped_gemm_frac"])
+		}
+	}
+	if got["B300"].Lane("megatron").MoELaunchUs != b.Params["moe_launch_us"] {
+		t.Errorf("B300 (x86 host) takes B200's host pace %g, got %g", b.Params["moe_launch_us"], got["B300"].Lane("megatron").MoELaunchUs)
+	}
+}
+
+// The shipped lanes hold one grouped-GEMM figure per tensor-core generation and one host pace
+// per host CPU, as calibrate --lanes fits them.
+func TestShippedMoEFiguresArePooled(t *testing.T) {
+	groups := map[string]float64{}
+	for _, c := range chips.Default().All() {
+		e, ok := c.Efficiency.Lanes["megatron"]
+		if !ok || e.GroupedGEMMFrac == 0 {
+			continue
+		}
+		for _, k := range []struct {
+			name string
+			v    float64
+		}{{"grouped " + tensorCores(c.Name), e.GroupedGEMMFrac}, {"host " + hostCPU(c.Name), e.MoELaunchUs}} {
+			if v, ok := groups[k.name]; ok && v != k.v {
+				t.Errorf("%s: %s %g, another chip of the group has %g", c.Name, k.name, k.v, v)
+			}
+			groups[k.name] = k.v
+		}
+		if src := e.Sources["grouped_gemm_frac"]; !strings.Contains(src, "jointly") && !strings.Contains(src, "carried") {
+			t.Errorf("%s grouped GEMM source %q", c.Name, src)
+		}
+	}
+	for _, g := range []string{"grouped Blackwell", "grouped Hopper", "host x86", "host Grace"} {
+		if _, ok := groups[g]; !ok {
+			t.Errorf("no shipped figure for %s: %v", g, groups)
+		}
+	}
+}
