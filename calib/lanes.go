@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/layout"
@@ -348,14 +351,30 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			x = append(x, f.Params[pf.Name+"@"+pf.group])
 		}
 	} else {
+		// the rows are predicted side by side, one per core: each loss is a few dozen training
+		// steps timed, and a fit evaluates it some ten thousand times
 		loss := func(x []float64) float64 {
+			errs := make([]float64, len(rows))
+			var wg sync.WaitGroup
+			next := atomic.Int64{}
+			for range max(1, min(runtime.GOMAXPROCS(0), len(rows))) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := int(next.Add(1) - 1); i < len(rows); i = int(next.Add(1) - 1) {
+						pred, _, err := rows[i].Predict(effAt(i, x))
+						if err != nil || !(pred > 0) || math.IsInf(pred, 0) {
+							errs[i] = math.Inf(1)
+							continue
+						}
+						errs[i] = math.Abs(math.Log(pred / rows[i].Row.Measured))
+					}
+				}()
+			}
+			wg.Wait()
 			var sum float64
-			for i, p := range rows {
-				pred, _, err := p.Predict(effAt(i, x))
-				if err != nil || !(pred > 0) || math.IsInf(pred, 0) {
-					return math.Inf(1)
-				}
-				sum += math.Abs(math.Log(pred / p.Row.Measured))
+			for _, e := range errs {
+				sum += e
 			}
 			return sum / float64(len(rows))
 		}

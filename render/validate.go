@@ -113,7 +113,7 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		w.printf("\nLeave one source out (the lanes refitted without the source's rows, then its rows predicted; a chip left without rows takes its sibling's lane):\n\n")
 		table(w, []string{"Source held out", "Rows", "In-sample median", "Held-out median", "Held-out worst"}, "lrrrr", ls)
 	} else if rep.LeaveOneSourceOutPending > 0 {
-		w.printf("\nLeave one source out: not run (`mrep validate --loo` refits the lanes once per source, %d refits: about 8 s each on 2 cores).\n", rep.LeaveOneSourceOutPending)
+		w.printf("\nLeave one source out: not run (`mrep validate --loo` refits the lanes once per source, %d refits: about 10 s each on 2 cores).\n", rep.LeaveOneSourceOutPending)
 	}
 	if len(skipped) > 0 {
 		w.printf("\nNot expressible yet (%d rows; they count once those features land):\n\n", len(skipped))
@@ -191,7 +191,7 @@ func WriteCalibration(out io.Writer, fits []calib.ChipFit) error {
 	return w.err
 }
 
-func sortedKeys(m map[string]float64) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -215,6 +215,21 @@ func WriteLaneFits(out io.Writer, fits []calib.LaneFit, loo []calib.SourceError)
 			fmt.Sprintf("%.1f%%", 100*f.After), strings.Join(f.Sources, "; ")})
 	}
 	table(w, []string{"Lane", "Rows", "Fitted", "Median abs error before", "After", "Fit set"}, "lrlrrl", rows)
+	// the MoE layer's figures are fitted once over the chips that share them: each such fit once
+	var pooled [][]string
+	seen := map[string]bool{}
+	for _, f := range fits {
+		for _, k := range sortedKeys(f.Pooled) {
+			if src := f.Pooled[k]; !seen[k+src] {
+				seen[k+src] = true
+				pooled = append(pooled, []string{code(k), fmt.Sprintf("%.4g", f.Params[k]), Visible(src)})
+			}
+		}
+	}
+	if len(pooled) > 0 {
+		w.printf("\nFitted jointly over the chips that share them (Rows and errors above are each chip's own dense fit):\n\n")
+		table(w, []string{"Figure", "Value", "Fit set"}, "lrl", pooled)
+	}
 	var ls [][]string
 	for _, s := range loo {
 		ls = append(ls, []string{s.Source, fmt.Sprint(s.Rows), fmt.Sprintf("%.1f%%", 100*s.InSample),
