@@ -149,13 +149,15 @@ type Row struct {
 	OffloadActivations int64  `json:"offload_activations,omitempty"`
 	Dispatcher         string `json:"dispatcher,omitempty"`
 	A2AOverlap         string `json:"a2a_overlap,omitempty"`
-	PipelineAccount    bool   `json:"pipeline_account,omitempty"`
-	FirstStageLayers   int64  `json:"first_stage_layers,omitempty"`
-	LastStageLayers    int64  `json:"last_stage_layers,omitempty"`
-	FP8ParamGather     bool   `json:"fp8_param_gather,omitempty"`
-	TPOverlap          bool   `json:"tp_overlap,omitempty"`
-	NoReshard          bool   `json:"no_reshard,omitempty"`
-	OffloadParams      bool   `json:"offload_params,omitempty"`
+	// CUDAGraph: the run replayed each step from one CUDA graph (Megatron's full_iteration).
+	CUDAGraph        bool  `json:"cuda_graph,omitempty"`
+	PipelineAccount  bool  `json:"pipeline_account,omitempty"`
+	FirstStageLayers int64 `json:"first_stage_layers,omitempty"`
+	LastStageLayers  int64 `json:"last_stage_layers,omitempty"`
+	FP8ParamGather   bool  `json:"fp8_param_gather,omitempty"`
+	TPOverlap        bool  `json:"tp_overlap,omitempty"`
+	NoReshard        bool  `json:"no_reshard,omitempty"`
+	OffloadParams    bool  `json:"offload_params,omitempty"`
 	// HSDPReplicas: HSDP, sharding within GPUs / (TP x PP x HSDPReplicas) ranks and
 	// replicating across HSDPReplicas groups (FSDP1 HYBRID_SHARD, torchtitan dp_replicate).
 	HSDPReplicas     int64 `json:"hsdp_replicas,omitempty"`
@@ -293,7 +295,7 @@ func (r Row) Layout() layout.Layout {
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
 		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, BF16Grads: r.BF16Grads,
 		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard,
-		Replicas: r.HSDPReplicas}
+		Replicas: r.HSDPReplicas, CUDAGraph: r.CUDAGraph}
 	if stack {
 		k := layout.Knobs{Framework: l.Framework, Optimizer: l.Optimizer, Compile: l.Compile}
 		st.Fill(&k, layout.Given{Framework: true, Optimizer: r.Optimizer != "", Compile: r.Compile})

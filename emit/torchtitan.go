@@ -81,6 +81,9 @@ func torchtitanModule(t Training, r Release) string {
 	if l.EP > 1 && l.A2AOverlap != "" && l.A2AOverlap != "none" {
 		fmt.Fprintf(&b, "    # mrep timed the %s all-to-all overlap, which torchtitan has no option for: its all-to-all is exposed\n", pyDoc(l.A2AOverlap))
 	}
+	if l.CUDAGraph {
+		b.WriteString("    " + noGraph + "\n")
+	}
 	fmt.Fprintf(&b, "    p.pipeline_parallel_degree = %d\n", l.PP)
 	if l.PP > 1 {
 		schedule := "1F1B"

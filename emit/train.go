@@ -82,6 +82,9 @@ func blackwellOrLater(chip string) bool {
 
 // megatronArgs are Megatron-LM's arguments for the layout, each as megatron/training/arguments.py
 // (@d98e8a6) names and validates it; the split is MegatronSplit's.
+// noGraph is what a torchtitan file says of a layout mrep timed from a full-iteration CUDA graph.
+const noGraph = "# mrep timed Megatron's full-iteration CUDA graph, which torchtitan has no option for: its eager step issues every kernel from the host"
+
 func megatronArgs(t Training) string {
 	l := t.Layout
 	var b strings.Builder
@@ -154,6 +157,18 @@ func megatronArgs(t Training) string {
 	}
 	if l.TPOverlap {
 		arg("--tp-comm-overlap")
+	}
+	if l.CUDAGraph {
+		// the step replayed from one graph; Megatron refuses it with its NaN check on
+		// (validate_args), and an MoE layer is capturable only with static shapes (its MoE
+		// README): an expert capacity with padding, which drops the tokens beyond it
+		arg("--cuda-graph-impl full_iteration")
+		arg("--no-check-for-nan-in-loss-and-grad")
+		if t.MoE {
+			b.WriteString("  # tokens beyond an expert's capacity are dropped: mrep timed the experts dropless and balanced\n")
+			arg("--moe-expert-capacity-factor 1.0")
+			arg("--moe-pad-expert-input-to-capacity")
+		}
 	}
 	b.WriteString(")\nBATCH_ARGS=(\n")
 	arg(fmt.Sprintf("--micro-batch-size %d", l.MBS))
@@ -276,6 +291,9 @@ func torchtitanTOML(t Training) string {
 	}
 	if l.TPOverlap && l.TP > 1 {
 		b.WriteString("enable_async_tensor_parallel = true  # needs [compile] enable (set below)\n")
+	}
+	if l.CUDAGraph {
+		b.WriteString(noGraph + "\n")
 	}
 	b.WriteString("\n[training]\n")
 	local := l.MBS // without pipelining torchtitan accumulates global / (local x DP) steps

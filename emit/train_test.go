@@ -304,6 +304,27 @@ func TestMegatronValidateArgsRules(t *testing.T) {
 	body, _ = write(Training{Layout: lmod, Layers: 61, Chip: "GB200", MoE: true})
 	has(body, "--recompute-modules mla_up_proj")
 
+	// a full-iteration CUDA graph: Megatron's NaN check off (validate_args asserts it), and an
+	// MoE model's experts given static shapes (its MoE README), saying what that drops
+	lmod.Recompute, lmod.CUDAGraph = "", true
+	body, _ = write(Training{Layout: lmod, Layers: 48, Chip: "GB200", MoE: true})
+	has(body, "--cuda-graph-impl full_iteration", "--no-check-for-nan-in-loss-and-grad", "--moe-expert-capacity-factor 1.0",
+		"--moe-pad-expert-input-to-capacity", "tokens beyond an expert's capacity are dropped")
+	checkMegatron(t, "graph", body)
+	body, _ = write(Training{Layout: lmod, Layers: 80, Chip: "GB200"})
+	has(body, "--cuda-graph-impl full_iteration")
+	lacks(body, "capacity")
+	for _, fw := range []string{"torchtitan@0.2.2", "torchtitan"} {
+		fw, release, _ := strings.Cut(fw, "@")
+		fs, err := WriteTraining(fw, "x", Training{Layout: lmod, Layers: 80, Chip: "GB200", Release: release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := fs.Contents[fs.Names[0]]; !strings.Contains(body, "full-iteration CUDA graph, which torchtitan has no option for") {
+			t.Errorf("%s %s does not say it cannot write the graph:\n%s", fw, release, body)
+		}
+	}
+
 	dsv3 := layout.Layout{TP: 1, PP: 16, VP: 1, CP: 1, DP: 16, EP: 8, MBS: 1, GBS: 1024, Seq: 4096, ZeRO: 1}
 	body, err = write(Training{Layout: dsv3, Layers: 61, Chip: "H100-SXM"})
 	if err != nil {

@@ -242,3 +242,50 @@ func TestHSDPAcrossTPUSlices(t *testing.T) {
 		t.Errorf("HSDP holds twice the shard: %g vs %g bytes", a, b)
 	}
 }
+
+// A full-iteration CUDA graph replays the step: the host issues nothing, so an eager MoE layer's
+// host pace, which binds Qwen3-30B-A3B on 8 GB200 at MBS 1 (16 local experts, 2 x 30 + 16 x 6
+// kernels per layer at the megatron lane's pace), is gone; what is left is the GPU's own time,
+// never below the roofline. FSDP has no such graph in mrep.
+func TestFullIterationGraphLiftsTheHostPace(t *testing.T) {
+	m := zooModel(t, "Qwen3-30B-A3B")
+	chip, _ := chips.Default().Lookup("GB200")
+	chip.Efficiency = chip.Efficiency.Lane(Megatron)
+	tm, _ := timing.New(chip, "bf16")
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 8, Seq: 4096, DistOptimizer: true}
+	peak, _ := chip.Peak("bf16")
+	eager, err := Train(m, analyzer.DefaultScenario(), l, tm, peak, 72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := chip.Efficiency.MoELaunchUs * 1e-6 * float64(m.Fingerprint.MoE.MoELayers) * l.MoELaunches(m.Fingerprint)
+	if want := float64(2*MoEFixedLaunches + 16*(moeFwdPerExpert+moeBwdPerExpert)); l.MoELaunches(m.Fingerprint) != want {
+		t.Errorf("%g launches per MoE layer, want %g", l.MoELaunches(m.Fingerprint), want)
+	}
+	if !(host > 0 && eager.Kernels >= host) {
+		t.Fatalf("eager kernels %.1f ms, host %.1f ms: the host pace should bind", 1e3*eager.Kernels, 1e3*host)
+	}
+	// what the host adds is the host's time beyond the GPU's: the kernels less the host's, at most
+	if !(eager.HostBound > 0 && eager.HostBound <= host && eager.Kernels-eager.HostBound <= host) {
+		t.Errorf("host bound %.1f ms of kernels %.1f ms, host %.1f ms", 1e3*eager.HostBound, 1e3*eager.Kernels, 1e3*host)
+	}
+	l.CUDAGraph = true
+	if err := l.Validate(m.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	graphed, err := Train(m, analyzer.DefaultScenario(), l, tm, peak, 72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(graphed.Kernels < host && graphed.StepTime < eager.StepTime && graphed.StepTime >= graphed.Roofline && graphed.HostBound == 0) {
+		t.Errorf("graphed: kernels %.1f ms (host %.1f), step %.1f ms vs eager %.1f, roofline %.1f", 1e3*graphed.Kernels, 1e3*host,
+			1e3*graphed.StepTime, 1e3*eager.StepTime, 1e3*graphed.Roofline)
+	}
+	if !strings.Contains(l.String(), "graphed") || !strings.Contains(strings.Join(l.AnalyzeFlags(), " "), "--cuda-graph") {
+		t.Errorf("layout %q, flags %v: the graph is not shown", l, l.AnalyzeFlags())
+	}
+	l.Framework = FSDP
+	if err := l.Validate(m.Fingerprint); err == nil || !strings.Contains(err.Error(), "full-iteration CUDA graph") {
+		t.Errorf("fsdp with a CUDA graph: %v", err)
+	}
+}

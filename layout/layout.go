@@ -64,6 +64,12 @@ type Layout struct {
 	// (the busiest EP rank's tokens over the mean; 1: balanced, as forced in benchmarks).
 	Dispatcher, A2AOverlap string
 	Imbalance              float64
+	// CUDAGraph: Megatron's full-iteration CUDA graph (--cuda-graph-impl full_iteration): each
+	// step replays one captured graph, so the host issues no kernels and its pace never bounds
+	// the step (an eager MoE layer's host work, MoELaunchUs, goes with it). An MoE model's
+	// layers are capturable only with static shapes (Megatron's MoE README: an expert capacity
+	// factor with padding, or the paged stash): mrep times them dropless and balanced, as run.
+	CUDAGraph bool
 	// NoReshard: FSDP2's reshard_after_forward=False: each micro-batch gathers a layer's weights
 	// once and keeps them to its backward (torchtitan's choice under pipelining); memory holds the
 	// stage's gathered weights and gradients.
@@ -130,6 +136,9 @@ func (l Layout) String() string {
 	}
 	if l.EP > 1 && l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll {
 		s += " " + l.Dispatcher
+	}
+	if l.CUDAGraph {
+		s += " graphed"
 	}
 	return s
 }
@@ -236,7 +245,10 @@ type Step struct {
 	// gradient and weight transfers, weights streamed in, activations out and back.
 	Offload float64 `json:"offload_time,omitempty"`
 	// A2A is the slowest stage's expert all-to-all per micro-batch (MoE with EP > 1).
-	A2A        A2A     `json:"a2a,omitempty"`
+	A2A A2A `json:"a2a,omitempty"`
+	// HostBound is how much of Kernels is the host issuing eager MoE layers' kernels slower than
+	// the GPU runs them (the slowest stage, GA micro-batches): what a CUDA graph would remove.
+	HostBound  float64 `json:"host_bound,omitempty"`
 	TokensPerS float64 `json:"tokens_per_s"`
 	// MFU with the report's F_theory (full-S^2 attention, as FlopCounterMode counts it), with
 	// PaLM's 6N + 12·L·H·Q·T per token (MFU_6N), and HFU counting what the kernels execute
@@ -369,6 +381,7 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 		st.Microbatch = base.Microbatch + part*(st.Microbatch-base.Microbatch)
 	}
 	ga := float64(l.GA())
+	st.HostBound = ga * math.Min(slow.host, st.Microbatch)
 	if st.Microbatch > 0 {
 		// the exposed collectives' share of a micro-batch: TP/SP and CP, and the all-to-all
 		share := math.Min(1, (mb.TComm+slow.a2a.Exposed)/st.Microbatch)
@@ -682,7 +695,7 @@ func (l Layout) AnalyzeFlags() []string {
 		name string
 		on   bool
 	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather},
-		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}} {
+		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}} {
 		if b.on {
 			f = append(f, "--"+b.name)
 		}

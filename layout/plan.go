@@ -49,6 +49,7 @@ type Knobs struct {
 	FP8ParamGather, BF16Grads bool
 	Replicas                  int64
 	TPOverlap, NoReshard      bool
+	CUDAGraph                 bool
 	// Fine-tuning stacks' mechanisms (stacks.go).
 	ParamDType, Loss, Stack               string
 	OffloadCheckpoints, UpcastUnquantized bool
@@ -61,7 +62,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.Dispatcher, l.A2AOverlap, l.MTP = k.Dispatcher, k.A2AOverlap, k.MTP
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
-	l.NoReshard = k.NoReshard
+	l.NoReshard, l.CUDAGraph = k.NoReshard, k.CUDAGraph
 	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }
@@ -274,8 +275,11 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 			pps = append(pps, p)
 		}
 	}
+	graph := knobs.CUDAGraph
 	for _, fw := range frameworks {
 		knobs.Framework = fw
+		// the full-iteration CUDA graph is Megatron's: the other lanes run their steps eagerly
+		knobs.CUDAGraph = graph && fw == Megatron
 		zrc := zeroRecompute(o.ZeRO, fw, knobs.Stack)
 		if fp.MoE != nil && fw != FSDP && len(o.ZeRO) == 0 {
 			// MoE in Megatron runs the distributed optimizer (ZeRO-1); sharding the experts'

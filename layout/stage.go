@@ -43,6 +43,9 @@ type stageTime struct {
 	t   kernels.Time
 	a2a A2A
 	mb  float64
+	// host is how much longer than the GPU's kernels the host took to issue the MoE layers'
+	// (included in t.TLatency)
+	host float64
 }
 
 // slowestStage times the first, a middle and the last stage and returns the slowest.
@@ -99,6 +102,11 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 	if perm := tr.permutation(l, moeShare*float64(n)); perm.Bytes > 0 {
 		ks = append(ks, perm)
 	}
+	if l.CUDAGraph { // replayed from the step's graph: no kernel waits on the host to issue it
+		for i := range ks {
+			ks[i].Graphed = true
+		}
+	}
 	t := p.Predict(ks)
 	if l.TPOverlap && l.TP > 1 {
 		var tpk []kernels.Kernel
@@ -118,18 +126,20 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 		mtpLayers = float64(l.MTP) // the MTP modules' layers issue kernels and exchange tokens too
 	}
 	moeLayers := moeShare * (float64(n) + mtpLayers)
-	if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeLayers > 0 && h.MoELaunch() > 0 {
+	hostBound := 0.0
+	if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeLayers > 0 && h.MoELaunch() > 0 && !l.CUDAGraph {
 		// the host issues each MoE layer's kernels while the GPU runs ahead; when issuing takes
 		// longer than the stage's kernels, the stage runs at the host's pace
 		host := h.MoELaunch() * moeLayers * l.MoELaunches(fp)
 		if gpu := t.TEst - t.TComm; host > gpu {
 			t.TLatency += host - gpu
 			t.TEst += host - gpu
+			hostBound = host - gpu
 		}
 	}
 	a := tr.a2aTime(l, sk.a2a, moeLayers, p)
 	a.Exposed = l.overlapA2A(a.Time, t.TEst-t.TComm)
-	return stageTime{t, a, t.TEst + a.Exposed}
+	return stageTime{t, a, t.TEst + a.Exposed, hostBound}
 }
 
 // bubble is the pipeline's idle time per step: interleaved 1F1B's (PP-1)/VP micro-batches

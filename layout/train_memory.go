@@ -827,6 +827,8 @@ func (l Layout) validateMemoryOptions() error {
 		return fmt.Errorf("stack %q: want one of %s", l.Stack, strings.Join(StackNames(), ", "))
 	case l.Compile && l.Framework != FSDP && l.Framework != DeepSpeed:
 		return fmt.Errorf("compile describes eager PyTorch (fsdp, deepspeed); Megatron's kernels are fused already")
+	case l.CUDAGraph && l.Framework != "" && l.Framework != Megatron:
+		return fmt.Errorf("cuda-graph is Megatron's full-iteration CUDA graph (--cuda-graph-impl full_iteration); mrep models none for %s", l.Framework)
 	}
 	if _, err := analyzer.ParseRecompute(l.Recompute); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/calib"
+	"github.com/mrep-dev/mrep/layout"
 )
 
 // calibrate --lanes lists each jointly fitted MoE figure once, with its value and fit set, below
@@ -38,5 +39,28 @@ func TestLaneFitsListPooledFiguresOnce(t *testing.T) {
 	}
 	if strings.Contains(none.String(), "jointly") {
 		t.Errorf("a pooled section without pooled figures:\n%s", none.String())
+	}
+}
+
+// A training step the host bounds says so, with how much and the knob that removes it; one the
+// host does not bound (or barely) says nothing of it.
+func TestLayoutsNameTheHostBound(t *testing.T) {
+	l := layout.Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, MBS: 1, GBS: 8, Seq: 4096}
+	r := LayoutResult{Target: "GB200 bf16", Step: layout.Step{Layout: l, StepTime: 0.447, Microbatch: 0.444, Kernels: 0.412, HostBound: 0.291},
+		Fit: layout.Fit{Fits: true}}
+	var b strings.Builder
+	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "of the kernels' 412.0 ms, 291.0 ms is the host issuing the MoE layers' kernels eagerly") || !strings.Contains(b.String(), "`--cuda-graph`") {
+		t.Errorf("the host bound is not named:\n%s", b.String())
+	}
+	r.Step.HostBound = 0.01
+	b.Reset()
+	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "host bounds") {
+		t.Errorf("a 2%% host share is named:\n%s", b.String())
 	}
 }

@@ -192,6 +192,10 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			l.GPUs(), r.Target, ft, l.String(), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), frameworkLabel(l), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
 			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
+		if s.HostBound > 0.05*s.StepTime {
+			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them; a full-iteration CUDA graph (`--cuda-graph`: Megatron's --cuda-graph-impl full_iteration, with static expert shapes) replays the step without it.\n\n",
+				s.Kernels*1e3, s.HostBound*1e3)
+		}
 		if a := r.FitsWith; a != nil {
 			how := "fits"
 			if a.Fit.Status == layout.Tight {

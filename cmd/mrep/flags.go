@@ -103,6 +103,7 @@ func trainingFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "fp8-param-gather", Usage: "Megatron --fp8-param-gather: FP8 parameters, no 16-bit copy of the linear weights"},
 		&cli.BoolFlag{Name: "no-reshard", Usage: "fsdp: keep each layer gathered from the forward to the backward (FSDP2 reshard_after_forward=False)"},
 		&cli.BoolFlag{Name: "tp-overlap", Usage: "TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap, torchtitan async TP)"},
+		&cli.BoolFlag{Name: "cuda-graph", Usage: "megatron: the whole step replayed from one CUDA graph (--cuda-graph-impl full_iteration): the host issues no kernels, so its pace never bounds the step"},
 		&cli.Int64Flag{Name: "hsdp-replicas", Usage: "HSDP: shard within DP x CP / `R` ranks and replicate across R groups (torchtitan dp_replicate; TPU slices over the data-center network)"},
 	}
 }
@@ -112,7 +113,7 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 	k := layout.Knobs{Framework: strings.ToLower(c.String("framework")), Optimizer: strings.ToLower(c.String("optimizer")),
 		OffloadActivations: c.Int64("offload-activations"), Compile: c.Bool("compile"),
 		A2AOverlap: strings.ToLower(c.String("a2a-overlap")), Dispatcher: strings.ToLower(c.String("dispatcher")), MTP: c.Int64("mtp"),
-		PipelineAccount: c.Bool("pipeline-account"), FP8ParamGather: c.Bool("fp8-param-gather"), Replicas: c.Int64("hsdp-replicas"), TPOverlap: c.Bool("tp-overlap"), NoReshard: c.Bool("no-reshard")}
+		PipelineAccount: c.Bool("pipeline-account"), FP8ParamGather: c.Bool("fp8-param-gather"), Replicas: c.Int64("hsdp-replicas"), TPOverlap: c.Bool("tp-overlap"), NoReshard: c.Bool("no-reshard"), CUDAGraph: c.Bool("cuda-graph")}
 	if strings.Contains(k.Framework, ",") || k.Framework == "all" {
 		k.Framework = layout.Megatron // plan train searches the list (planFrameworks)
 	}
