@@ -131,3 +131,74 @@ func TestMemoryAgainstMegatronEstimator(t *testing.T) {
 		}
 	}
 }
+
+// The same estimator's MoE branch (pp = 1): parameters on one rank with the routed experts
+// sharded over EP x ETP and the rest over TP, and the bytes of weights, gradients and optimizer
+// state with the experts' optimizer state sharded over the expert data-parallel group
+// (world / (ETP x EP)), on Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3 (MLA, a shared
+// expert, three dense layers, one MTP module) under ten layouts. mrep used to shard the
+// experts' optimizer state over the whole data-parallel group, which held 16-50% less than
+// Megatron does (DeepSeek-V3 at EP64 on 64 GPUs: 169 GB where the estimator says 294).
+func TestMoEMemoryAgainstMegatronEstimator(t *testing.T) {
+	raw, err := os.ReadFile("../calib/testdata/megatron_theoretical_memory.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		MoE []struct {
+			Model  string `json:"model"`
+			Inputs struct {
+				TP, DP, EP, ETP int64
+				DistOpt         bool `json:"use_distributed_optimizer"`
+				MTP             *int64 `json:"mtp_num_layers"`
+			} `json:"inputs"`
+			Bytes         float64 `json:"weight_and_optimizer_bytes"`
+			Intermediates struct {
+				Params  float64 `json:"params_on_rank"`
+				Experts float64 `json:"expert_params_on_rank"`
+			} `json:"intermediates"`
+		} `json:"moe_configs"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.MoE) != 10 {
+		t.Fatalf("%d MoE configurations, want the 10 the script writes", len(file.MoE))
+	}
+	for _, e := range file.MoE {
+		in := e.Inputs
+		m := zooModel(t, e.Model)
+		zero := 0
+		if in.DistOpt {
+			zero = 1
+		}
+		l := Layout{TP: in.TP, PP: 1, VP: 1, CP: 1, DP: in.DP, EP: in.EP, ETP: in.ETP, MBS: 1, GBS: in.DP, Seq: 4096,
+			DistOptimizer: in.DistOpt, ZeRO: zero, Recompute: "selective", Framework: Megatron}
+		if in.MTP != nil {
+			l.MTP = *in.MTP
+		}
+		name := e.Model + " " + l.String()
+		sp := paramsOnStage(m, l, true)
+		experts := sp.experts
+		mem := stageMemory(m, l, true)
+		static := mem.Weights + mem.Gradients + mem.MasterWeights + mem.Optimizer
+		t.Logf("%-16s %-38s params %.6g (est %.6g, %+.3f%%)  experts %.6g (est %.6g, %+.3f%%)  bytes %.5g (est %.5g, %+.3f%%)",
+			e.Model, l.String(), sp.Trainable, e.Intermediates.Params, 100*(sp.Trainable/e.Intermediates.Params-1),
+			experts, e.Intermediates.Experts, 100*(experts/e.Intermediates.Experts-1), static, e.Bytes, 100*(static/e.Bytes-1))
+		// the routed experts on a rank, the MTP module's included: the same count
+		if math.Abs(experts/e.Intermediates.Experts-1) > 1e-4 {
+			t.Errorf("%s: %.6g routed-expert parameters per rank, the estimator %.6g", name, experts, e.Intermediates.Experts)
+		}
+		// all parameters: within 0.4% (mrep counts the MTP module's 2h x h projection and its
+		// norms, which the estimator leaves out; and divides the router and norms by TP, which
+		// Megatron replicates)
+		if math.Abs(sp.Trainable/e.Intermediates.Params-1) > 0.004 {
+			t.Errorf("%s: %.6g parameters per rank, the estimator %.6g", name, sp.Trainable, e.Intermediates.Params)
+		}
+		// weights, gradients, master weights and moments, the experts' sharded over the expert
+		// data-parallel group: within the parameter counts' difference
+		if math.Abs(static/e.Bytes-1) > 0.004 {
+			t.Errorf("%s: %.5g bytes of weights and optimizer state, the estimator %.5g", name, static, e.Bytes)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package layout
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
 )
@@ -19,8 +21,9 @@ type Saver struct {
 // counted in the pipeline split; some layers' activations offloaded to host memory
 // (--cpu-offloading-num-layers, which Megatron allows only without pipelining or recompute, on
 // fewer layers than the model's: TransformerConfig @d98e8a6), in eighths of the layers;
-// selective recompute of its default (core attention) or of one module (--recompute-modules),
-// or full recompute. Other frameworks': recompute. What a published run leaves unstated is
+// selective recompute of its default (core attention) or of a set of modules
+// (--recompute-modules takes a list; the performance recipes combine up to three), or full
+// recompute. Other frameworks': recompute. What a published run leaves unstated is
 // most often one of them.
 func MemorySavers(l Layout, fp analyzer.Fingerprint) []Saver {
 	layers := fp.Layers
@@ -38,13 +41,30 @@ func MemorySavers(l Layout, fp analyzer.Fingerprint) []Saver {
 		return a + ", " + b
 	}
 	rcs := []string{"selective"}
+	var mods []string
 	for _, m := range analyzer.RecomputeModules {
 		// Megatron's activation recompute is the MoE layer's (moe_act), MLA's up-projection
 		// needs MLA
 		if m == "core_attn" || m == "act" && fp.MoE == nil || m == "mla_up_proj" && fp.MLA == nil {
 			continue
 		}
-		rcs = append(rcs, "selective:"+m)
+		mods = append(mods, m)
+	}
+	// --recompute-modules takes a list: every set of the modules the model has (the MLP's
+	// recompute re-runs its activation too, so no set holds both), the single ones first
+	for size := 1; size <= len(mods); size++ {
+		for mask := 1; mask < 1<<len(mods); mask++ {
+			var set []string
+			for i, m := range mods {
+				if mask&(1<<i) != 0 {
+					set = append(set, m)
+				}
+			}
+			if len(set) != size || slices.Contains(set, "mlp") && slices.Contains(set, "act") {
+				continue
+			}
+			rcs = append(rcs, "selective:"+strings.Join(set, ","))
+		}
 	}
 	rcs = append(rcs, "full")
 	var out []Saver

@@ -147,11 +147,23 @@ func CastBytes(recipe string) float64 {
 // HSDP replica group.
 func (l Layout) ShardGroup() float64 { return float64(l.DP*l.CP) / float64(max(l.Replicas, 1)) }
 
+// ExpertShardGroup is how many ranks shard the routed experts' states: the expert data-parallel
+// group, the ranks holding the same experts, world / (ETP x EP x PP) = DP x CP x TP / (EP x ETP)
+// (Megatron's expert_data_parallel_size, which its distributed optimizer shards the experts'
+// main weights and moments over: theoretical_memory_usage.py; torchtitan's FSDP of the experts
+// over dp_shard x cp / ep likewise). With EP = DP x CP x TP / ETP nothing is left to shard over.
+func (l Layout) ExpertShardGroup() float64 {
+	return math.Max(1, l.ShardGroup()*float64(l.TP)/float64(max(l.EP, 1)*l.etp()))
+}
+
 // stageParams are one GPU's parameters on a pipeline stage, split by what training keeps.
 type stageParams struct {
 	analyzer.ParamSplit
 	linear float64 // of them, in GEMMs (FP8 weight caches are per linear weight)
 	layer  float64 // of one decoder layer, on this GPU (for gather buffers)
+	// experts is the trainable routed-expert part of Trainable: its optimizer state shards
+	// over the expert data-parallel group (ExpertShardGroup), not the data-parallel one
+	experts float64
 }
 
 // paramsOnStage is the first (first=true) or last pipeline stage's share on one GPU: the
@@ -186,6 +198,9 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 		for e, div := range [2]float64{float64(l.TP), float64(l.EP * l.etp())} {
 			c := g[e]
 			sp.Trainable += c.trainable / div * scale
+			if e == 1 {
+				sp.experts += c.trainable / div * scale
+			}
 			sp.Frozen += c.frozen / div * scale
 			sp.Quantized += c.quantized / div * scale
 			sp.FrozenQuantBytes += c.quantBytes / div * scale
@@ -204,6 +219,16 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 		if l.PP > 1 {
 			add(sum.tiedHead, 1) // a tied LM head is a copy on the last stage
 		}
+		if l.MTP > 0 {
+			// each multi-token-prediction module on the last stage: a copy of the last decoder
+			// layer, the projection of the concatenated embedding and hidden state (2h x h) and
+			// its two input norms and final norm; it shares the embedding and LM head
+			h := float64(m.Fingerprint.Hidden)
+			mtp := sum.lastLayer
+			mtp[0].trainable += 2*h*h + 3*h
+			mtp[0].linear += 2 * h * h
+			add(mtp, float64(l.MTP))
+		}
 	}
 	return sp
 }
@@ -217,7 +242,10 @@ type paramGroup [2]paramCount
 
 type paramSummary struct {
 	layers, embedding, head, tiedHead, final paramGroup
-	grads                                    gradNeeds
+	// lastLayer is the last decoder layer's parameters: what each of DeepSeek-V3's multi-token
+	// prediction modules repeats (Megatron's MTP layer is a copy of it)
+	lastLayer paramGroup
+	grads     gradNeeds
 }
 
 // gradNeeds is which saved tensors a fine-tune's backward still needs, as shares of the decoder
@@ -274,6 +302,12 @@ func summarize(m *analyzer.Model) paramSummary {
 			e = 1
 		}
 		c := &g[e]
+		if g == &s.layers && int64(op.Layer) == m.Fingerprint.Layers-1 && !op.Frozen {
+			s.lastLayer[e].trainable += n
+			if op.Kind == analyzer.OpGEMM || op.Kind == analyzer.OpExperts {
+				s.lastLayer[e].linear += n
+			}
+		}
 		if (op.Kind == analyzer.OpGEMM || op.Kind == analyzer.OpExperts) && op.QuantBytes == 0 {
 			c.linear += n // a quantized base keeps no 16-bit copy (and no FP8 cache of one)
 		}
@@ -417,6 +451,15 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 	if l.UpcastUnquantized && sp.Quantized > 0 {
 		frozenBytes = 4
 	}
+	// the routed experts' share of each state shards over the expert data-parallel group
+	eshard := l.ExpertShardGroup()
+	byGroup := func(total float64) float64 {
+		if sp.Trainable <= 0 {
+			return total / shard
+		}
+		e := sp.experts / sp.Trainable
+		return total * ((1-e)/shard + e/eshard)
+	}
 	frozenShard := 1.0 // a frozen base is sharded like any parameter under ZeRO-3/FSDP
 	if stage == 3 {
 		frozenShard = shard
@@ -431,7 +474,7 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 		// below)
 		mem.Weights -= wBytes * sp.Trainable
 	case stage == 3:
-		mem.Weights -= wBytes * sp.Trainable * (1 - 1/shard)
+		mem.Weights -= wBytes*sp.Trainable - byGroup(wBytes*sp.Trainable)
 	}
 	if fw != FSDP {
 		// the low-precision copies: sharded with the weights under ZeRO-3 (Megatron FSDP gathers
@@ -465,12 +508,15 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 			mem.Optimizer *= stateScale
 		}
 	}
-	if stage >= 1 {
-		mem.MasterWeights /= shard
+	if stage >= 1 && !opt.Factored {
+		mem.MasterWeights = byGroup(mem.MasterWeights)
+		mem.Optimizer = byGroup(mem.Optimizer)
+	} else if stage >= 1 {
+		mem.MasterWeights = byGroup(mem.MasterWeights)
 		mem.Optimizer /= shard
 	}
 	if stage >= 2 {
-		mem.Gradients /= shard
+		mem.Gradients = byGroup(mem.Gradients)
 	}
 	if l.OffloadOptimizer { // ZeRO-Offload: master weights and moments live and update in host memory
 		mem.Host += mem.MasterWeights + mem.Optimizer
@@ -750,6 +796,15 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 	inFlight := l.inFlight(first)
 	a.saved = saved * stageLayers * inFlight
 	a.moe = moe * stageLayers * inFlight
+	if (!first || l.PP == 1) && l.MTP > 0 {
+		// the multi-token-prediction modules on the last stage: each a copy of the last layer,
+		// with the concatenated embedding and hidden state its projection saves (2h, 16-bit)
+		lastMoE := fp.MoE != nil && summarize(m).lastLayer[1].trainable > 0
+		s, e := perLayer(rc, lastMoE)
+		n := float64(l.MTP) * inFlight * g.backward
+		a.saved += n * (s + tokens*4*float64(fp.Hidden)/spDiv)
+		a.moe += n * e
+	}
 	if l.OffloadCheckpoints && rc.Mode == "full" {
 		// each checkpointed layer input is copied to host memory as the forward passes it and
 		// back before its layer's backward: two in flight on the GPU
@@ -798,6 +853,7 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 		default:
 			a.logits = 10 * tokens * V / tp
 		}
+		a.logits *= float64(1 + max(l.MTP, 0)) // each MTP module computes its own logits and loss
 	}
 	return a
 }

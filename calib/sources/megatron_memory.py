@@ -36,6 +36,25 @@ LAYOUTS = {
     "Llama-3.1-405B": [(8, 16, 4, 2, 1, 64, True), (8, 8, None, 16, 1, 32, True),
                        (4, 16, 8, 4, 1, 128, True)],
 }
+# MoE models (Hugging Face config.json values): experts, shared experts, MLA and MTP, as the
+# estimator's MoE branch reads them. Qwen3's per-head q/k RMSNorms are not in its formula.
+MOE_MODELS = {
+    "Qwen3-30B-A3B": dict(hidden=2048, ffn=6144, layers=48, heads=32, groups=4, kv_channels=128, vocab=151936, seq=4096,
+                          experts=128, moe_ffn=768, topk=8, shared=None, dense_first=0),
+    "Qwen3-235B-A22B": dict(hidden=4096, ffn=12288, layers=94, heads=64, groups=4, kv_channels=128, vocab=151936, seq=4096,
+                            experts=128, moe_ffn=1536, topk=8, shared=None, dense_first=0),
+    "DeepSeek-V3": dict(hidden=7168, ffn=18432, layers=61, heads=128, groups=None, kv_channels=128, vocab=129280, seq=4096,
+                        experts=256, moe_ffn=2048, topk=8, shared=2048, dense_first=3,
+                        mla=dict(q_lora_rank=1536, kv_lora_rank=512, qk_head_dim=128, qk_pos_emb_head_dim=64, v_head_dim=128), mtp=1),
+}
+# (tp, dp, ep, etp, use_distributed_optimizer), pp = 1: the estimator's "most loaded shard" is
+# then the whole model on one TP x EP rank (with pp > 1 it charges the first stage L/pp layers,
+# the MTP block and the embedding together, a bound rather than a stage)
+MOE_LAYOUTS = {
+    "Qwen3-30B-A3B": [(1, 8, 8, 1, True), (1, 16, 8, 1, True), (2, 4, 4, 1, True), (1, 8, 8, 1, False)],
+    "Qwen3-235B-A22B": [(1, 64, 64, 1, True), (4, 16, 16, 1, True), (2, 32, 32, 2, True)],
+    "DeepSeek-V3": [(1, 64, 64, 1, True), (1, 256, 64, 1, True), (8, 32, 32, 1, True)],
+}
 MAKE_VOCAB_SIZE_DIVISIBLE_BY = 128  # Megatron's default; padding multiple is this times tp
 
 
@@ -88,6 +107,45 @@ def make_args(m, tp, pp, vp, dp, mbs, dist_opt, vocab):
         micro_batch_size=mbs, use_distributed_optimizer=dist_opt,
         bf16=True, fp16=False, fp8=None, params_dtype="bfloat16", accumulate_allreduce_grads_in_fp32=True,
     )
+
+
+def make_moe_args(m, tp, dp, ep, etp, dist_opt):
+    """Megatron's arguments for an MoE model at pp = 1 (selective recompute, SP, bf16)."""
+    mla = m.get("mla")
+    a = make_args(dict(m, hidden=m["hidden"], ffn=m["ffn"], groups=m["groups"] or m["heads"]), tp, 1, None, dp, 1, dist_opt, m["vocab"])
+    a.kv_channels = m["kv_channels"]
+    a.num_experts, a.moe_ffn_hidden_size, a.moe_router_topk = m["experts"], m["moe_ffn"], m["topk"]
+    a.moe_layer_freq = [0] * m["dense_first"] + [1] * (m["layers"] - m["dense_first"])
+    a.moe_shared_expert_intermediate_size = m["shared"]
+    a.expert_model_parallel_size, a.expert_tensor_parallel_size = ep, etp
+    a.world_size = tp * dp
+    if mla:
+        a.group_query_attention, a.multi_latent_attention = False, True
+        for k, v in mla.items():
+            setattr(a, k, v)
+    a.mtp_num_layers = m.get("mtp")
+    return a
+
+
+def run_moe(est, name, m, layout, read):
+    tp, dp, ep, etp, dist_opt = layout
+    args = make_moe_args(m, tp, dp, ep, etp, dist_opt)
+    w = est.compute_weight_and_optimizer_memory(args, verbose=False)
+    read |= args.__dict__.get("_read", set())
+    # parameters on the rank: the bytes without the distributed optimizer / 18; the expert
+    # share from the same model with the experts' hidden width zeroed out of the count
+    params = est.compute_weight_and_optimizer_memory(make_moe_args(m, tp, dp, ep, etp, False), verbose=False) / 18
+    no_exp = est.compute_weight_and_optimizer_memory(make_moe_args(dict(m, moe_ffn=0), tp, dp, ep, etp, False), verbose=False) / 18
+    return {
+        "model": name,
+        "inputs": {"tp": tp, "pp": 1, "dp": dp, "ep": ep, "etp": etp, "use_distributed_optimizer": dist_opt,
+                   "world_size": tp * dp, "expert_data_parallel_size": tp * dp // (etp * ep),
+                   "num_experts": m["experts"], "moe_ffn_hidden_size": m["moe_ffn"], "moe_router_topk": m["topk"],
+                   "moe_shared_expert_intermediate_size": m["shared"], "first_dense_layers": m["dense_first"],
+                   "mtp_num_layers": m.get("mtp"), "multi_latent_attention": bool(m.get("mla")), "padded_vocab_size": m["vocab"]},
+        "weight_and_optimizer_bytes": w,
+        "intermediates": {"params_on_rank": params, "expert_params_on_rank": params - no_exp},
+    }
 
 
 def parse_verbose(text):
@@ -251,6 +309,7 @@ def main():
                 "total_bytes": pad["total_bytes"],
             }
             configs.append(row)
+    moe = [run_moe(est, name, m, layout, read) for name, m in MOE_MODELS.items() for layout in MOE_LAYOUTS[name]]
     out = {
         "source": {
             "repo": "NVIDIA/Megatron-LM", "commit": commit, "path": FILE_PATH,
@@ -265,6 +324,12 @@ def main():
         "assumptions": ASSUMPTIONS,
         "args_read_by_estimator": sorted(k for k in read if not k.startswith("_")),
         "configs": configs,
+        "moe_about": ("MoE models at pp = 1: weight_and_optimizer_bytes as above, with the routed experts' "
+                      "parameters sharded over EP x ETP and their optimizer state over the expert data-parallel "
+                      "group (world / (ETP x EP x PP)); params_on_rank is the estimator's parameter count on "
+                      "one rank (its bytes without the distributed optimizer / 18), expert_params_on_rank the "
+                      "routed experts' part of it (the same count with moe_ffn_hidden_size = 0 subtracted)."),
+        "moe_configs": moe,
     }
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
