@@ -202,3 +202,34 @@ func TestMoEMemoryAgainstMegatronEstimator(t *testing.T) {
 		}
 	}
 }
+
+// DeepSeek-V3's multi-token-prediction module lives on the last stage: a copy of the last (MoE)
+// layer's parameters plus its 2h x h projection and three norms, one more layer's activations
+// and its own logits; the first stage of a pipeline holds none of it.
+func TestMTPModuleOnTheLastStage(t *testing.T) {
+	m := zooModel(t, "DeepSeek-V3")
+	l := Layout{TP: 1, PP: 4, VP: 1, CP: 1, DP: 64, EP: 64, ETP: 1, MBS: 1, GBS: 256, Seq: 4096, DistOptimizer: true, ZeRO: 1,
+		Recompute: "selective", Framework: Megatron, FirstStageLayers: 16, LastStageLayers: 13}
+	with := l
+	with.MTP = 1
+	h := float64(m.Fingerprint.Hidden)
+	last := summarize(m).lastLayer
+	wantParams := last[0].trainable + last[1].trainable/64 + 2*h*h + 3*h
+	if d := paramsOnStage(m, with, false).Trainable - paramsOnStage(m, l, false).Trainable; math.Abs(d/wantParams-1) > 1e-9 {
+		t.Errorf("MTP adds %.6g parameters to the last stage, want %.6g", d, wantParams)
+	}
+	if d := paramsOnStage(m, with, true).Trainable - paramsOnStage(m, l, true).Trainable; d != 0 {
+		t.Errorf("MTP adds %.6g parameters to the first stage", d)
+	}
+	a, b := stageMemory(m, l, false), stageMemory(m, with, false)
+	if math.Abs(b.Logits/a.Logits-2) > 1e-9 {
+		t.Errorf("logits %.4g with MTP, %.4g without: want twice", b.Logits, a.Logits)
+	}
+	perLayer := a.Activations / 13
+	if grow := b.Activations - a.Activations; grow < perLayer || grow > 1.2*perLayer {
+		t.Errorf("MTP adds %.4g B of activations, a layer holds %.4g", grow, perLayer)
+	}
+	if f, g := stageMemory(m, l, true), stageMemory(m, with, true); f.Total != g.Total {
+		t.Errorf("the first stage holds %.4g B with MTP, %.4g without", g.Total, f.Total)
+	}
+}
