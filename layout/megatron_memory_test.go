@@ -149,7 +149,7 @@ func TestMoEMemoryAgainstMegatronEstimator(t *testing.T) {
 			Model  string `json:"model"`
 			Inputs struct {
 				TP, DP, EP, ETP int64
-				DistOpt         bool `json:"use_distributed_optimizer"`
+				DistOpt         bool   `json:"use_distributed_optimizer"`
 				MTP             *int64 `json:"mtp_num_layers"`
 			} `json:"inputs"`
 			Bytes         float64 `json:"weight_and_optimizer_bytes"`
