@@ -7,6 +7,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -288,4 +289,32 @@ func TestFullIterationGraphLiftsTheHostPace(t *testing.T) {
 	if err := l.Validate(m.Fingerprint); err == nil || !strings.Contains(err.Error(), "full-iteration CUDA graph") {
 		t.Errorf("fsdp with a CUDA graph: %v", err)
 	}
+}
+
+// The routed experts' gradients reduce over the expert data-parallel group only (Megatron's
+// expert_data_parallel_group): with EP across all eight data-parallel ranks of Qwen3-30B-A3B
+// nothing of theirs is reduced or gathered, and with EP4 they go over pairs of ranks. With
+// nothing to hide behind (a zero-length micro-batch) the exposed traffic is the collectives.
+func TestExpertGradientsReduceOverTheExpertGroup(t *testing.T) {
+	m := zooModel(t, "Qwen3-30B-A3B")
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "bf16")
+	tr := NewTrainer(m, analyzer.DefaultScenario(), tm, 989.4e12, 8)
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 8, Seq: 4096, DistOptimizer: true, ZeRO: 1, Framework: Megatron}
+	all := tr.split(l).Trainable
+	experts := tr.expertParams(l)
+	if !(experts > 0.5*all && experts < all) {
+		t.Fatalf("experts %.4g of %.4g parameters per GPU", experts, all)
+	}
+	gradB, paramB := l.dpBytes()
+	dense := all - experts
+	want := tr.dpCollective(tm, kernels.ReduceScatter, dense*gradB, 8, kernels.ScaleUp, 8) +
+		tr.dpCollective(tm, kernels.AllGather, dense*paramB, 8, kernels.ScaleUp, 8)
+	testutil.Near(t, "EP8: exposed data-parallel traffic", tr.dataParallel(l, tm, 0, 1), want, 1e-12)
+	l.EP = 4
+	experts = tr.expertParams(l)
+	dense = tr.split(l).Trainable - experts
+	want = tr.dpCollective(tm, kernels.ReduceScatter, dense*gradB, 8, kernels.ScaleUp, 8) + tr.dpCollective(tm, kernels.ReduceScatter, experts*gradB, 2, kernels.ScaleUp, 2) +
+		tr.dpCollective(tm, kernels.AllGather, dense*paramB, 8, kernels.ScaleUp, 8) + tr.dpCollective(tm, kernels.AllGather, experts*paramB, 2, kernels.ScaleUp, 2)
+	testutil.Near(t, "EP4: exposed data-parallel traffic", tr.dataParallel(l, tm, 0, 1), want, 1e-12)
 }

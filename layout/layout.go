@@ -461,8 +461,28 @@ func (tr *Trainer) dataParallel(l Layout, p kernels.Predictor, microbatch, ga fl
 	// ranks of the group inside one domain: the domain's GPUs over the TP ranks between two of
 	// the group's (its CP and DP ranks are all members; HSDP's replicas and PP stages are not)
 	perDomain := math.Max(1, math.Min(shardN, math.Floor(float64(tr.domain)/float64(l.TP))))
+	// the routed experts' gradients reduce (and, sharded, gather) over the expert data-parallel
+	// group instead: the ranks holding the same experts, spaced by EP x ETP, none when EP spans
+	// the data-parallel ranks (Megatron's expert_data_parallel_group)
+	experts := tr.expertParams(l)
+	eshard := l.ExpertShardGroup()
+	espan := float64(max(l.EP, 1) * l.etp())
+	etier := kernels.ScaleUp
+	if espan*eshard > float64(tr.domain) {
+		etier = kernels.ScaleOut
+	}
+	ePerDomain := math.Max(1, math.Min(eshard, math.Floor(float64(tr.domain)/espan)))
 	coll := func(c kernels.Coll, msg, ranks float64, tier kernels.Tier) float64 {
-		return tr.dpCollective(p, c, msg, ranks, tier, perDomain)
+		if experts <= 0 || params <= 0 {
+			return tr.dpCollective(p, c, msg, ranks, tier, perDomain)
+		}
+		// msg is per parameter here: the dense share over the group, the experts' over theirs
+		per := msg / params
+		t := tr.dpCollective(p, c, per*(params-experts), ranks, tier, perDomain)
+		if eshard > 1 {
+			t += tr.dpCollective(p, c, per*experts, eshard, etier, ePerDomain)
+		}
+		return t
 	}
 	var exposed float64
 	gradB, paramB := l.dpBytes()
@@ -626,6 +646,20 @@ func (tr *Trainer) offload(l Layout, microbatch float64) float64 {
 
 // split is one GPU's trainable and frozen parameters, the stages' average (as the time model's
 // per-stage kernels are).
+// expertParams is the trainable routed-expert parameters per GPU, averaged over the pipeline
+// stages as split's are.
+func (tr *Trainer) expertParams(l Layout) float64 {
+	if len(tr.m.Ops) == 0 {
+		return 0
+	}
+	sum := summarize(tr.m)
+	var n float64
+	for _, g := range []paramGroup{sum.layers, sum.embedding, sum.head, sum.final} {
+		n += g[1].trainable / float64(l.EP*l.etp()) / float64(l.PP)
+	}
+	return n
+}
+
 func (tr *Trainer) split(l Layout) analyzer.ParamSplit {
 	if len(tr.m.Ops) == 0 {
 		return analyzer.ParamSplit{Trainable: tr.m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)}
