@@ -250,6 +250,18 @@ func fitsKey(fits []LaneFit, fw string) string {
 // sortedSet is a set's members in order.
 func sortedSet(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
+// medianErr is the median |error| of the rows idx names, each predicted under eff(i).
+func medianErr(rows []Prepared, idx []int, eff func(int) chips.Efficiency) float64 {
+	var es []float64
+	for _, i := range idx {
+		if pred, _, err := rows[i].Predict(eff(i)); err == nil {
+			es = append(es, math.Abs(pred/rows[i].Row.Measured-1))
+		}
+	}
+	sort.Float64s(es)
+	return median(es)
+}
+
 // sourcesOf is the sorted sources of rows.
 func sourcesOf(rows []Prepared) []string {
 	seen := map[string]bool{}
@@ -344,6 +356,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		}
 		return e
 	}
+	base := func(i int) chips.Efficiency { return bases[i] }
 	key := "moe pool " + fw + "\x00" + rowSet(LaneKey{fw, ""}, rows) + "\x00" + fitsKey(fits, fw)
 	var x []float64
 	if f, ok := reuse[key]; ok {
@@ -391,52 +404,35 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			reuse[key] = f
 		}
 	}
+	fitted := func(i int) chips.Efficiency { return effAt(i, x) }
 	// each figure's fit set, for its source
 	for j, pf := range figs {
 		var set []Prepared
+		var idx []int
 		chipSet := map[string]bool{}
 		for i, p := range rows {
 			if slices.Contains(at[i], j) {
-				set = append(set, p)
+				set, idx = append(set, p), append(idx, i)
 				chipSet[p.Chip.Name] = true
 			}
 		}
-		var before, after []float64
-		for _, p := range set {
-			i := slices.IndexFunc(rows, func(q Prepared) bool { return q.Row.ID == p.Row.ID })
-			if pred, _, err := p.Predict(bases[i]); err == nil {
-				before = append(before, math.Abs(pred/p.Row.Measured-1))
-			}
-			if pred, _, err := p.Predict(effAt(i, x)); err == nil {
-				after = append(after, math.Abs(pred/p.Row.Measured-1))
-			}
-		}
-		sort.Float64s(before)
-		sort.Float64s(after)
+		before, after := medianErr(rows, idx, base), medianErr(rows, idx, fitted)
 		src := fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) jointly to the %d %s MoE training rows on %s chips (%s: %s), with the other MoE figures of their chips: median |err| %.1f%% before, %.1f%% after",
-			len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), 100*median(before), 100*median(after))
+			len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), 100*before, 100*after)
 		for chip := range chipSet {
 			k := LaneKey{fw, chip}
 			n := slices.IndexFunc(fits, func(f LaneFit) bool { return f.Lane == k })
 			if n < 0 {
 				// a chip with MoE rows only: its lane is the pooled figures, summarised on its rows
 				lf := LaneFit{Lane: k, Params: map[string]float64{}, Figures: chips.Efficiency{Sources: map[string]string{}}}
-				var before, after []float64
+				var mine []int
 				for i, p := range rows {
-					if p.Chip.Name != chip {
-						continue
-					}
-					lf.Rows++
-					if pred, _, err := p.Predict(bases[i]); err == nil {
-						before = append(before, math.Abs(pred/p.Row.Measured-1))
-					}
-					if pred, _, err := p.Predict(effAt(i, x)); err == nil {
-						after = append(after, math.Abs(pred/p.Row.Measured-1))
+					if p.Chip.Name == chip {
+						mine = append(mine, i)
 					}
 				}
-				sort.Float64s(before)
-				sort.Float64s(after)
-				lf.Before, lf.After = median(before), median(after)
+				lf.Rows = len(mine)
+				lf.Before, lf.After = medianErr(rows, mine, base), medianErr(rows, mine, fitted)
 				lf.Sources = sourcesOf(slices.DeleteFunc(slices.Clone(rows), func(p Prepared) bool { return p.Chip.Name != chip }))
 				fits = append(fits, lf)
 				n = len(fits) - 1
