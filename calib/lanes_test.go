@@ -2,6 +2,7 @@ package calib
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -108,6 +109,33 @@ func TestShippedMoEFiguresArePooled(t *testing.T) {
 	for _, g := range []string{"grouped Blackwell", "grouped Hopper", "host x86", "host Grace"} {
 		if _, ok := groups[g]; !ok {
 			t.Errorf("no shipped figure for %s: %v", g, groups)
+		}
+	}
+}
+
+// Every field a JSON row has is a CSV column too, read into the same field: a knob added to
+// rows (cuda_graph was one) cannot be left out of the CSV reader.
+func TestEveryRowFieldIsACSVColumn(t *testing.T) {
+	rt := reflect.TypeOf(Row{})
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || name == "id" {
+			continue
+		}
+		v := map[reflect.Kind]string{reflect.Bool: "true", reflect.Int: "3", reflect.Int64: "3", reflect.Float64: "1.5", reflect.String: "x",
+			reflect.Slice: "a;b", reflect.Pointer: "true"}[f.Type.Kind()]
+		if v == "" {
+			t.Errorf("%s: a %s field, which CSV cannot carry", name, f.Type)
+			continue
+		}
+		rows, err := parseCSV([]byte("id," + name + "\nr," + v + "\n"))
+		if err != nil {
+			t.Errorf("column %s: %v", name, err)
+			continue
+		}
+		if got := reflect.ValueOf(rows[0]).Field(i); got.IsZero() {
+			t.Errorf("column %s = %s left the field zero", name, v)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mrep-dev/mrep/serve"
 	"io"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -728,6 +729,19 @@ func parseJSON(b []byte) ([]Row, error) {
 }
 
 // parseCSV reads a header of Row's JSON field names, then one row per line.
+// csvColumns are the columns a rows CSV may have: every field of Row by its JSON name, with the
+// field's type (read as text, true/false, a number, or a list separated by semicolons).
+var csvColumns = func() map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	rt := reflect.TypeOf(Row{})
+	for i := range rt.NumField() {
+		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			out[name] = rt.Field(i).Type
+		}
+	}
+	return out
+}()
+
 func parseCSV(b []byte) ([]Row, error) {
 	cr := csv.NewReader(bytes.NewReader(b))
 	cr.FieldsPerRecord = -1
@@ -739,13 +753,9 @@ func parseCSV(b []byte) ([]Row, error) {
 		return nil, errors.New("a header and at least one row are needed")
 	}
 	header := recs[0]
-	known := map[string]bool{}
-	for _, f := range strings.Split("id kind source model chip dtype weight_dtype act_dtype kv_dtype gpus tp pp cp vp ep etp batch isl osl seq gbs mbs engine engine_version metric stat requests request_rate length_spread concurrency max_batch max_num_tokens kv_fraction spec_tokens spec_accept spec_draft_cost prefill_tp prefill_ep prefill_pp prefill_replicas decode_replicas prefill_chip framework zero recompute compile optimizer recipe mtp recompute_layers offload_activations dispatcher a2a_overlap pipeline_account first_stage_layers last_stage_layers fp8_param_gather tp_overlap no_reshard bf16_grads memory_gib memory_stat measured unit note lacks", " ") {
-		known[f] = true
-	}
 	seen := map[string]bool{}
 	for _, h := range header {
-		if !known[strings.TrimSpace(h)] {
+		if _, ok := csvColumns[strings.TrimSpace(h)]; !ok {
 			return nil, fmt.Errorf("line 1: unknown column %q", h)
 		}
 		if seen[strings.TrimSpace(h)] {
@@ -767,22 +777,30 @@ func parseCSV(b []byte) ([]Row, error) {
 			if v == "" {
 				continue
 			}
-			switch h {
-			case "id", "kind", "source", "model", "chip", "dtype", "weight_dtype", "act_dtype", "kv_dtype", "unit", "note", "lacks",
-				"framework", "recompute", "optimizer", "memory_stat", "recipe", "dispatcher", "a2a_overlap", "engine", "engine_version", "metric", "stat", "prefill_chip":
+			switch t := csvColumns[h]; {
+			case t.Kind() == reflect.String:
 				obj[h] = v
-			case "compile", "pipeline_account", "fp8_param_gather", "bf16_grads", "tp_overlap", "no_reshard":
+			case t.Kind() == reflect.Bool || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Bool:
 				b, err := strconv.ParseBool(v)
 				if err != nil {
 					return nil, fmt.Errorf("line %d: %s %q is not true or false", li+2, h, v)
 				}
 				obj[h] = b
-			case "measured", "memory_gib", "request_rate", "length_spread", "kv_fraction", "spec_accept", "spec_draft_cost":
+			case t.Kind() == reflect.Float64:
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 					return nil, fmt.Errorf("line %d: %s %q is not a finite number", li+2, h, v)
 				}
 				obj[h] = f
+			case t.Kind() == reflect.Slice:
+				// a list in one cell: its items separated by semicolons
+				var items []string
+				for _, it := range strings.Split(v, ";") {
+					if it = strings.TrimSpace(it); it != "" {
+						items = append(items, it)
+					}
+				}
+				obj[h] = items
 			default:
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
