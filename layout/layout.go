@@ -644,8 +644,6 @@ func (tr *Trainer) offload(l Layout, microbatch float64) float64 {
 	return t
 }
 
-// split is one GPU's trainable and frozen parameters, the stages' average (as the time model's
-// per-stage kernels are).
 // expertParams is the trainable routed-expert parameters per GPU, averaged over the pipeline
 // stages as split's are.
 func (tr *Trainer) expertParams(l Layout) float64 {
@@ -660,6 +658,8 @@ func (tr *Trainer) expertParams(l Layout) float64 {
 	return n
 }
 
+// split is one GPU's trainable and frozen parameters, the stages' average (as the time model's
+// per-stage kernels are).
 func (tr *Trainer) split(l Layout) analyzer.ParamSplit {
 	if len(tr.m.Ops) == 0 {
 		return analyzer.ParamSplit{Trainable: tr.m.ParamsPerGPU(l.TP, l.PP, l.EP, l.ETP)}
