@@ -584,7 +584,7 @@ func ShardTraffic(m *analyzer.Model, l Layout) (allGather, reduceScatter float64
 	sum := summarize(m)
 	L := float64(max(m.Fingerprint.Layers, 1))
 	var layer, trainable float64
-	for e, div := range [2]float64{float64(l.TP), float64(l.EP * l.etp())} {
+	for e, div := range [3]float64{float64(l.TP), float64(l.EP * l.etp()), 1} {
 		g := sum.layers[e]
 		layer += (g.trainable + g.frozen + g.quantized) / div / L
 		trainable += g.trainable / div / L
@@ -667,7 +667,7 @@ func (tr *Trainer) split(l Layout) analyzer.ParamSplit {
 	sum := summarize(tr.m)
 	var s analyzer.ParamSplit
 	for _, g := range []paramGroup{sum.layers, sum.embedding, sum.head, sum.final} {
-		for e, div := range [2]float64{float64(l.TP), float64(l.EP * l.etp())} {
+		for e, div := range [3]float64{float64(l.TP), float64(l.EP * l.etp()), 1} {
 			s.Trainable += g[e].trainable / div / float64(l.PP)
 			s.Frozen += (g[e].frozen + g[e].quantized) / div / float64(l.PP)
 		}

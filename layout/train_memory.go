@@ -195,7 +195,7 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 	first = first || l.PP == 1
 	sum := summarize(m)
 	add := func(g paramGroup, scale float64) {
-		for e, div := range [2]float64{float64(l.TP), float64(l.EP * l.etp())} {
+		for e, div := range [3]float64{float64(l.TP), float64(l.EP * l.etp()), 1} {
 			c := g[e]
 			sp.Trainable += c.trainable / div * scale
 			if e == 1 {
@@ -225,8 +225,9 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 			// its two input norms and final norm; it shares the embedding and LM head
 			h := float64(m.Fingerprint.Hidden)
 			mtp := sum.lastLayer
-			mtp[0].trainable += 2*h*h + 3*h
+			mtp[0].trainable += 2 * h * h
 			mtp[0].linear += 2 * h * h
+			mtp[2].trainable += 3 * h
 			add(mtp, float64(l.MTP))
 		}
 	}
@@ -237,8 +238,9 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 type paramCount struct{ trainable, frozen, quantized, quantBytes, linear float64 }
 
 // paramGroup is a group's counts split by how they divide over GPUs: [0] by TP, [1] routed
-// experts by EP x ETP.
-type paramGroup [2]paramCount
+// experts by EP x ETP, [2] replicated on every TP rank (norms and the router: Megatron keeps them
+// whole on each rank, its theoretical_memory_usage.py counts them so).
+type paramGroup [3]paramCount
 
 type paramSummary struct {
 	layers, embedding, head, tiedHead, final paramGroup
@@ -298,8 +300,11 @@ func summarize(m *analyzer.Model) paramSummary {
 			g = &s.layers
 		}
 		e := 0
-		if op.Category == analyzer.CatRoutedExperts {
+		switch op.Category {
+		case analyzer.CatRoutedExperts:
 			e = 1
+		case analyzer.CatNorm, analyzer.CatRouter:
+			e = 2
 		}
 		c := &g[e]
 		if g == &s.layers && int64(op.Layer) == m.Fingerprint.Layers-1 && !op.Frozen {
