@@ -241,3 +241,26 @@ func TestMTPModuleOnTheLastStage(t *testing.T) {
 		t.Errorf("the first stage holds %.4g B with MTP, %.4g without", g.Total, f.Total)
 	}
 }
+
+// DualPipe puts stage i and stage PP-1-i on one rank (the DeepSeek-V3 report's Table 2: twice
+// the parameters): the end ranks hold the embedding, the LM head and the MTP module together,
+// and the logits with them.
+func TestDualPipeEndRanksHoldBothEnds(t *testing.T) {
+	m := zooModel(t, "DeepSeek-V3")
+	l := Layout{TP: 1, PP: 16, VP: 1, CP: 1, DP: 128, EP: 64, ETP: 1, MBS: 1, GBS: 15360, Seq: 4096, DistOptimizer: true, ZeRO: 1,
+		Framework: Megatron, MTP: 1, FirstStageLayers: 4, LastStageLayers: 1}
+	dp := l
+	dp.A2AOverlap = OverlapDualPipe
+	sum := summarize(m)
+	head := sum.head[0].trainable + sum.final[2].trainable
+	plain, dual := paramsOnStage(m, l, true), paramsOnStage(m, dp, true)
+	if dual.Trainable < 2*plain.Trainable-sum.embedding[0].trainable+head {
+		t.Errorf("DualPipe's first rank holds %.4g parameters; its two stages and the LM head need at least %.4g", dual.Trainable, 2*plain.Trainable-sum.embedding[0].trainable+head)
+	}
+	if a := stageMemory(m, dp, true); a.Logits == 0 {
+		t.Error("DualPipe's first rank holds no logits: the last stage's loss runs on it")
+	}
+	if a := stageMemory(m, l, true); a.Logits != 0 {
+		t.Error("1F1B's first stage holds logits")
+	}
+}

@@ -191,8 +191,11 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 		sp.layer = sp.Trainable / float64(L)
 		return sp
 	}
-	last := !first || l.PP == 1
-	first = first || l.PP == 1
+	// DualPipe puts stage i and stage PP-1-i on each rank: the end ranks hold the embedding and
+	// the LM head (and the MTP modules) together
+	ends := l.PP == 1 || l.A2AOverlap == OverlapDualPipe
+	last := !first || ends
+	first = first || ends
 	sum := summarize(m)
 	add := func(g paramGroup, scale float64) {
 		for e, div := range [3]float64{float64(l.TP), float64(l.EP * l.etp()), 1} {
@@ -801,7 +804,8 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 	inFlight := l.inFlight(first)
 	a.saved = saved * stageLayers * inFlight
 	a.moe = moe * stageLayers * inFlight
-	if (!first || l.PP == 1) && l.MTP > 0 {
+	ends := l.PP == 1 || l.A2AOverlap == OverlapDualPipe // DualPipe: the end ranks hold both ends
+	if (!first || ends) && l.MTP > 0 {
 		// the multi-token-prediction modules on the last stage: each a copy of the last layer,
 		// with the concatenated embedding and hidden state its projection saves (2h, 16-bit)
 		lastMoE := fp.MoE != nil && summarize(m).lastLayer[1].trainable > 0
@@ -844,7 +848,7 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 	// Logits and loss on the last stage: Megatron's fused vocab-parallel cross entropy keeps
 	// 4·s·b·(h + V)/t (theoretical_memory_usage.py); an eager loss (torchtitan, Hugging Face)
 	// holds the bf16 logits, their fp32 copy and log-softmax output: 10 B per vocab entry.
-	if !first || l.PP == 1 {
+	if !first || ends {
 		V := float64(fp.Vocab)
 		switch {
 		case l.Loss == LossChunked:
