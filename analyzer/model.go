@@ -528,7 +528,8 @@ func SortedCategories(byCat map[string]Cost) []string {
 }
 
 // ParamsPerGPU is the parameters one GPU holds under TP, PP, EP and expert-TP: every category
-// split TP ways except routed experts, split EP x ETP ways, and the whole spread over PP stages.
+// split TP ways except routed experts, split EP x ETP ways, and norms and the router, whole on
+// every TP rank; the whole spread over PP stages.
 func (m *Model) ParamsPerGPU(tp, pp, ep, etp int64) float64 {
 	if etp < 1 {
 		etp = tp
@@ -536,8 +537,11 @@ func (m *Model) ParamsPerGPU(tp, pp, ep, etp int64) float64 {
 	var n float64
 	for c, v := range m.Params {
 		x := float64(v) / float64(tp)
-		if c == CatRoutedExperts {
+		switch c {
+		case CatRoutedExperts:
 			x = float64(v) / float64(ep*etp)
+		case CatNorm, CatRouter: // whole on every TP rank (Megatron's, vLLM's and SGLang's layers)
+			x = float64(v)
 		}
 		n += x
 	}

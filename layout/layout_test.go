@@ -121,13 +121,15 @@ func TestActivationsWithoutSequenceParallel(t *testing.T) {
 
 // Expert tensor parallel apart from the attention's: Mixtral with attention TP8 and experts
 // EP8 x ETP1 on the same 8 GPUs holds one expert per GPU (an eighth of the experts), and its
-// per-GPU FLOPs equal TP8 over everything; EP8 x ETP8 needs 64 GPUs' worth of shards.
+// per-GPU FLOPs equal TP8 over everything; EP8 x ETP8 needs 64 GPUs' worth of shards. Norms and
+// the router stay whole on every TP rank.
 func TestExpertTensorParallel(t *testing.T) {
 	m := zooModel(t, "Mixtral-8x7B-v0.1")
 	experts := float64(m.Params[analyzer.CatRoutedExperts])
-	rest := float64(m.TotalParams) - experts
-	testutil.Near(t, "EP8 ETP1", m.ParamsPerGPU(8, 1, 8, 1), rest/8+experts/8, 1e-12)
-	testutil.Near(t, "EP8 ETP8", m.ParamsPerGPU(8, 1, 8, 8), rest/8+experts/64, 1e-12)
+	whole := float64(m.Params[analyzer.CatNorm] + m.Params[analyzer.CatRouter])
+	rest := float64(m.TotalParams) - experts - whole
+	testutil.Near(t, "EP8 ETP1", m.ParamsPerGPU(8, 1, 8, 1), rest/8+experts/8+whole, 1e-12)
+	testutil.Near(t, "EP8 ETP8", m.ParamsPerGPU(8, 1, 8, 8), rest/8+experts/64+whole, 1e-12)
 	s := analyzer.DefaultScenario()
 	s.Seq, s.TP = 4096, 8
 	a, _ := m.AnalyzeTotals(analyzer.Training, s, analyzer.Achievable)
