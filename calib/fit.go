@@ -142,86 +142,57 @@ func AbsLoss(ps []Prepared, eff chips.Efficiency) (float64, error) {
 
 func fitWith(ps []Prepared, base chips.Efficiency, params []Param, loss func([]Prepared, chips.Efficiency) (float64, error)) (chips.Efficiency, float64, error) {
 	// Coordinate descent lands in the valley its first coordinate leads to when figures trade
-	// off (a fixed step cost against a per-sequence one): descend from every rotation of the
-	// order, forwards and backwards, and keep the lowest loss, so the result does not depend on
-	// how --fit was spelled.
-	eff, best, err := descend(ps, base, params, loss)
-	if err != nil || len(params) < 2 {
-		return eff, best, err
-	}
-	n := len(params)
-	for start := 0; start < n; start++ {
-		for _, dir := range []int{1, -1} {
-			if start == 0 && dir == 1 {
-				continue // the first descent
-			}
-			order := make([]Param, n)
-			for i := range order {
-				order[i] = params[((start+dir*i)%n+n)%n]
-			}
-			if e, b, err := descend(ps, base, order, loss); err == nil && b < best-1e-12 {
-				eff, best = e, b
-			}
-		}
-	}
-	return eff, best, nil
-}
-
-func descend(ps []Prepared, base chips.Efficiency, params []Param, loss func([]Prepared, chips.Efficiency) (float64, error)) (chips.Efficiency, float64, error) {
-	eff := clone(base)
-	best, err := loss(ps, eff)
+	// off (a fixed step cost against a per-sequence one): descendVector descends from every
+	// rotation of the order, forwards and backwards, and keeps the lowest loss, so the result
+	// does not depend on how --fit was spelled.
+	best, err := loss(ps, clone(base))
 	if err != nil {
-		return eff, 0, err
+		return clone(base), 0, err
 	}
-	for sweep := 0; sweep < 6; sweep++ {
-		moved := false
-		for _, pr := range params {
-			f := func(v float64) float64 {
-				e := clone(eff)
-				pr.set(&e, v)
-				l, err := loss(ps, e)
-				if err != nil {
-					return math.Inf(1)
-				}
-				return l
-			}
-			v := golden(f, pr.Lo, pr.Hi, goldenIters)
-			if l := f(v); l < best-1e-12 {
-				if math.Abs(v-pr.get(&eff)) > 1e-6*(pr.Hi-pr.Lo) {
-					moved = true
-				}
-				pr.set(&eff, v)
-				best = l
+	x0 := make([]float64, len(params))
+	lo, hi := make([]float64, len(params)), make([]float64, len(params))
+	for i, pr := range params {
+		x0[i], lo[i], hi[i] = pr.get(&base), pr.Lo, pr.Hi
+	}
+	// a figure the descent has not moved keeps the base's own setting (a precision without a
+	// GEMM fraction of its own reads the bf16 one; setting that would change what it reads)
+	at := func(x []float64) chips.Efficiency {
+		e := clone(base)
+		for i, pr := range params {
+			if x[i] != x0[i] {
+				pr.set(&e, x[i])
 			}
 		}
-		if !moved {
-			break
-		}
+		return e
 	}
-	return eff, best, nil
+	if len(params) == 0 {
+		return at(x0), best, nil
+	}
+	x, best := descendVector(func(x []float64) float64 {
+		l, err := loss(ps, at(x))
+		if err != nil {
+			return math.Inf(1)
+		}
+		return l
+	}, lo, hi, [][]float64{x0})
+	return at(x), best, nil
 }
 
 // descendVector minimizes loss over a box by coordinate descent (a golden-section search per
-// coordinate, at most 6 sweeps) from the box's lower edge and from each fraction of it in
-// starts, over every rotation of the coordinates forwards and backwards (fitWith's reasons), and
-// returns the best point.
-func descendVector(loss func([]float64) float64, lo, hi []float64, starts []float64) []float64 {
+// coordinate within the box, at most 6 sweeps, a coordinate kept only where the loss falls)
+// from each of inits, over every rotation of the coordinates forwards and backwards, and
+// returns the best point and its loss.
+func descendVector(loss func([]float64) float64, lo, hi []float64, inits [][]float64) ([]float64, float64) {
 	n := len(lo)
 	var best []float64
 	bestL := math.Inf(1)
-	for _, start := range append([]float64{-1}, starts...) {
+	for _, init := range inits {
 		for rot := 0; rot < n; rot++ {
 			for _, dir := range []int{1, -1} {
 				if n < 2 && dir < 0 {
 					continue
 				}
-				x := make([]float64, n)
-				for j := range x {
-					x[j] = lo[j]
-					if start >= 0 {
-						x[j] = lo[j] + start*(hi[j]-lo[j])
-					}
-				}
+				x := slices.Clone(init)
 				l := loss(x)
 				for sweep := 0; sweep < 6; sweep++ {
 					moved := false
@@ -244,13 +215,26 @@ func descendVector(loss func([]float64) float64, lo, hi []float64, starts []floa
 						break
 					}
 				}
-				if l < bestL-1e-12 {
+				if best == nil || l < bestL-1e-12 {
 					best, bestL = x, l
 				}
 			}
 		}
 	}
-	return best
+	return best, bestL
+}
+
+// boxPoints are the points of the box lo..hi at each fraction of its extent.
+func boxPoints(lo, hi []float64, fracs ...float64) [][]float64 {
+	var out [][]float64
+	for _, f := range fracs {
+		x := make([]float64, len(lo))
+		for j := range x {
+			x[j] = lo[j] + f*(hi[j]-lo[j])
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 func golden(f func(float64) float64, lo, hi float64, iters int) float64 {

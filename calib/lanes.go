@@ -395,7 +395,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		for j, pf := range figs {
 			lo[j], hi[j] = pf.Lo, pf.Hi
 		}
-		x = descendVector(loss, lo, hi, []float64{0.3, 0.7})
+		x, _ = descendVector(loss, lo, hi, boxPoints(lo, hi, 0, 0.3, 0.7))
 		if reuse != nil {
 			f := LaneFit{Params: map[string]float64{}}
 			for j, pf := range figs {

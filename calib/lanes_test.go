@@ -15,7 +15,11 @@ func TestDescendVectorFindsAValleysFloor(t *testing.T) {
 	loss := func(x []float64) float64 {
 		return (x[0]-0.3)*(x[0]-0.3) + 4*(x[0]-x[1])*(x[0]-x[1]) + math.Abs(x[2]-7)
 	}
-	x := descendVector(loss, []float64{0, 0, 0}, []float64{1, 1, 10}, []float64{0.3, 0.7})
+	lo, hi := []float64{0, 0, 0}, []float64{1, 1, 10}
+	x, l := descendVector(loss, lo, hi, boxPoints(lo, hi, 0, 0.3, 0.7))
+	if l > 1e-5 {
+		t.Errorf("loss %g at %v", l, x)
+	}
 	for i, want := range []float64{0.3, 0.3, 7} {
 		if math.Abs(x[i]-want) > 1e-3 {
 			t.Errorf("x[%d] = %.5f, want %.3f (x %v)", i, x[i], want, x)
