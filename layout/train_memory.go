@@ -516,12 +516,13 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 			mem.Optimizer *= stateScale
 		}
 	}
-	if stage >= 1 && !opt.Factored {
+	if stage >= 1 {
 		mem.MasterWeights = byGroup(mem.MasterWeights)
-		mem.Optimizer = byGroup(mem.Optimizer)
-	} else if stage >= 1 {
-		mem.MasterWeights = byGroup(mem.MasterWeights)
-		mem.Optimizer /= shard
+		if opt.Factored { // factored state is counted for the model whole, not per parameter
+			mem.Optimizer /= shard
+		} else {
+			mem.Optimizer = byGroup(mem.Optimizer)
+		}
 	}
 	if stage >= 2 {
 		mem.Gradients = byGroup(mem.Gradients)
