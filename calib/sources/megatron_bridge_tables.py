@@ -152,8 +152,22 @@ def main(path, commit):
                 r.update(SETTINGS.get((base, sysname.strip()), {}))
                 if p.strip() in GRAPHED_2511.get((base, sysname.strip()), ()):
                     r["cuda_graph"] = True
-            matched = None
-            if tuple(int(x) for x in release.split(".")[:2]) >= RECIPES_FROM and RECIPES:
+            matched = preset = None
+            if release in PRESETS:
+                preset, why = release_preset(release, base, sysname.strip(), p.strip(), r)
+                if preset is not None:
+                    settings = preset_settings(preset)
+                    note = (f"; settings of the {release} perf preset {preset['preset']} "
+                            f"({preset['file']} @{preset['tag']} {preset['commit'][:8]})")
+                    if (release, sysname.strip(), settings.get("dispatcher")) in DEEPEP_MISSING:
+                        del settings["dispatcher"]
+                        note += ("; its DeepEP dispatcher is not in this release's container on H100 (docs/releases/"
+                                 "known-issues.md @v0.6.0, 26.02): all-to-all")
+                    r.update(settings)
+                    r["note_preset"] = note
+                elif why:
+                    r["note_preset"] = f"; {why}"
+            if preset is None and tuple(int(x) for x in release.split(".")[:2]) >= RECIPES_FROM and RECIPES:
                 prec = {"FP8": "FP8-CS", "MXFP8": "FP8-MX"}.get(p.strip(), p.strip())
                 key = (base, sysname.strip(), r["gpus"], prec, r["tp"], r["pp"], r["cp"], r["vp"] or 1, r["ep"] or 1, r["mbs"], r["gbs"])
                 if len(RECIPES.get(key, [])) == 1:
@@ -173,10 +187,12 @@ def main(path, commit):
                 # every model's perf config sets grad_reduce_in_fp32=False (scripts/performance/configs/
                 # {llama3,llama31,deepseek,gpt_oss,qwen3}/*_llm_pretrain.py @v0.2.1)
                 r["bf16_grads"] = True
+            if preset is not None and base.startswith("LLAMA") and p.strip() == "NVFP4":
+                r.pop("tp_overlap", None)  # llama{3,31}_llm_pretrain.py: tp_comm_overlap = False if precision == "nvfp4"
             ga = num(row.get("ga", "")) if "ga" in row else None
             r["note"] = f"{p.strip()}; GA {ga}; Model TFLOP/s/GPU as published: {alts(row['model tflop / sec / gpu'])[precs.index(p)]}" + (
                 "; Megatron FSDP (sharding over #GPUs / (TP x PP))" if fsdp else "") + (
-                f"; settings of the perf recipe {matched['function']} ({matched['file']}:{matched['line']})" if matched else "")
+                f"; settings of the perf recipe {matched['function']} ({matched['file']}:{matched['line']})" if matched else "") + r.pop("note_preset", "")
             r = {k: v for k, v in r.items() if v is not None}
             layers = {"LLAMA3.1_405B": 126, "Qwen3_235B_a22B": 94}.get(base)
             if layers and (base == "Qwen3_235B_a22B" or r["pp"] * r.get("vp", 1) > layers):
@@ -199,9 +215,9 @@ def main(path, commit):
 # takes a recipe's per-layout settings (checkpointing, activation offload, the MoE dispatcher
 # and all-to-all overlap, Megatron FSDP, the pipeline split) only where one recipe has its
 # model, system, GPU count, precision and the identical layout (TP, PP, CP, VP, EP, MBS, GBS):
-# the same recipe, run at that release. Only the newest releases (26.06 and its point release):
-# the recipes at the archive's commit are theirs, and the same layouts in 26.02-26.04 ran with
-# other settings (their MoE rows run 1.4-1.8x slower than these settings would allow).
+# the same recipe, run at that release. They are the newest recipes (26.08's: the archive's
+# commit is after v0.6.0), so a 26.06 row takes one only where its own release's presets
+# (below) have no preset for its layout.
 RECIPES_FROM = (26, 6)
 RECIPE_MODELS = {"Llama 3 8B": "LLAMA3_8B", "Llama 3 70B": "LLAMA3_70B", "Llama 3.1 405B": "LLAMA3.1_405B",
                  "DeepSeek-V3": "DeepSeekV3", "GPT-OSS-120B": "GPT OSS 120B", "Qwen3-30B-A3B": "Qwen3_30B_a3B",
@@ -259,11 +275,114 @@ def recipe_settings(f):
     return r
 
 
+# The releases between 25.11 and 26.06 take their per-layout settings from the presets their own
+# Megatron-Bridge tags shipped (transcribed/megatron_bridge_release_configs.json, written by
+# megatron_bridge_release_configs.py): a held-out row takes a preset only where its model,
+# system and precision and its layout (TP, PP, CP, VP, EP, MBS, and GBS or GBS per GPU: the
+# scripts scale the batch with -ng) are the row's, and every such preset of the release's tags
+# gives the same settings.
+TABLE_PRESET_PRECISION = {"BF16": "BF16", "FP8-CS": "FP8_CS", "FP8": "FP8_CS", "FP8-MX": "FP8_MX", "MXFP8": "FP8_MX",
+                          "NVFP4": "NVFP4", "FP8-DS": "FP8_DS"}
+
+
+def load_presets(path):
+    out = {}
+    for f in json.load(open(path))["presets"]:
+        out.setdefault(f["release"], []).append(f)
+    return out
+
+
+def expand_layout(lay):
+    """Megatron's pipeline layout string ('Et*4|(t*4|)*14tmL') as its stages' decoder-layer counts."""
+    while m := re.search(r"\(([^()]*)\)\*(\d+)", lay):
+        lay = lay[:m.start()] + m.group(1) * int(m.group(2)) + lay[m.end():]
+    lay = re.sub(r"([a-zA-Z])\*(\d+)", lambda m: m.group(1) * int(m.group(2)), lay)
+    return [seg.count("t") for seg in lay.split("|")]
+
+
+def deepseek_layout(pp, vp):
+    """recipes/deepseek/deepseek_v3.py set_deepseek_v3_pipeline_model_parallel_layout's map (the
+    same at v0.3.0-v0.4.2), as decoder layers per virtual stage."""
+    m = {(4, 1): [16, 16, 16, 13], (8, 1): [8] * 7 + [5], (4, 2): [8] * 7 + [5],
+         (16, 1): [4] * 15 + [1], (8, 2): [4] * 15 + [1], (4, 4): [4] * 15 + [1]}
+    return m.get((pp, vp or 1))
+
+
+def stage_split(counts, pp, vp):
+    """(first, last) decoder layers of the first and last physical stage when the virtual stages
+    in between are even, as mrep's split expresses it; None when it cannot."""
+    vp = vp or 1
+    if not counts or len(counts) != pp * vp or pp < 2:
+        return None
+    stage = [sum(counts[s + k * pp] for k in range(vp)) for s in range(pp)]
+    if len(set(stage[1:-1])) > 1 or any(c % vp for c in stage):
+        return None
+    return stage[0], stage[-1]
+
+
+def preset_settings(f):
+    """A release preset's per-layout settings as row fields (mrep's names)."""
+    r = {}
+    g, mods = f["recompute_granularity"], f["recompute_modules"]
+    if g == "full":
+        r["recompute"] = "full"
+        if f["recompute_method"] == "block" and f["recompute_num_layers"]:
+            r["recompute_layers"] = f["recompute_num_layers"]
+    elif g == "selective" and mods != []:  # an empty module list recomputes nothing (Megatron's default is core_attn)
+        r["recompute"] = "selective:" + ",".join(mods) if mods else "selective"
+    if f["cpu_offloading"] and f["cpu_offloading_num_layers"]:
+        r["offload_activations"] = f["cpu_offloading_num_layers"]
+    if f["moe_token_dispatcher_type"] == "flex" and f["moe_flex_dispatcher_backend"] in ("hybridep", "deepep"):
+        r["dispatcher"] = f["moe_flex_dispatcher_backend"]
+    if f["overlap_moe_expert_parallel_comm"]:
+        r["a2a_overlap"] = "1f1b"
+    if f["use_megatron_fsdp"]:
+        r["zero"] = 3
+    scope = f["cuda_graph_scope"] if isinstance(f["cuda_graph_scope"], list) else [f["cuda_graph_scope"]]
+    if f["cuda_graph_impl"] == "full_iteration" or (f["cuda_graph_impl"] == "local" and "full_iteration" in scope):
+        r["cuda_graph"] = True
+    lay = f["pipeline_model_parallel_layout"]
+    counts = expand_layout(lay) if isinstance(lay, str) else (deepseek_layout(f["pp"], f["vp"]) if f["model"] == "DeepSeekV3" else None)
+    if split := stage_split(counts, f["pp"], f["vp"]):
+        r["first_stage_layers"], r["last_stage_layers"] = split
+    elif f["account_for_pipeline"] and f["pp"] > 1 and not isinstance(lay, str):
+        r["pipeline_account"] = True
+    return r
+
+
+def release_preset(release, model, system, prec, row):
+    """The one preset of the release's tags that ran the row's layout, or (None, why not)."""
+    want = TABLE_PRESET_PRECISION.get(prec)
+    chip = system.replace("DGX-", "").lower()
+    hits = [f for f in PRESETS.get(release, []) if f["model"] == model and f["chip"] == chip and f["precision"] == want
+            and (f["tp"], f["pp"], f["cp"], f["vp"] or 1, f["ep"] or 1, f["mbs"]) ==
+            (row["tp"], row["pp"], row["cp"], row["vp"] or 1, row["ep"] or 1, row["mbs"])
+            and (f["gbs"] == row["gbs"] or f["gbs"] * row["gpus"] == row["gbs"] * f["gpus"])]
+    if not hits:
+        return None, ""
+    settings = {json.dumps(preset_settings(f), sort_keys=True) for f in hits}
+    if len(settings) > 1:
+        return None, f"{len(hits)} presets of the release's tags run this layout with different settings: none applied"
+    tags = sorted({f["tag"] for f in hits})
+    if len(tags) < len(RELEASE_TAGS[release]):
+        return None, f"only {tags} of the release's tags {RELEASE_TAGS[release]} has a preset for this layout: none applied"
+    return hits[0], ""
+
+
+# "DeepEP is not supported in the current NeMo framework 26.02 container ... on H100 machines"
+# (docs/releases/known-issues.md @v0.6.0, not marked fixed in 26.02.01, which is built on the
+# same r0.3 line): a preset asking for it ran without it.
+DEEPEP_MISSING = {("26.02", "DGX-H100", "deepep"), ("26.02.01", "DGX-H100", "deepep")}
+
 RECIPES = {}
+PRESETS = {}
+RELEASE_TAGS = {}
 
 if __name__ == "__main__":
     path, commit = sys.argv[1], sys.argv[2]
     RECIPES = load_recipes("calib/sources/transcribed/megatron_bridge_perf_recipes.json")
+    PRESETS = load_presets("calib/sources/transcribed/megatron_bridge_release_configs.json")
+    RELEASE_TAGS = {rel: sorted({f["tag"] for f in fs}) for rel, fs in PRESETS.items()}
     fit, held, skipped = main(path, commit)
     src = f"NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @{commit}"
     json.dump({"about": f"Every pre-training row of the 25.11 NeMo Container tables of {src} (one row per precision where a cell gives two): "
