@@ -169,13 +169,45 @@ func (l Layout) lowPrecision() bool {
 }
 
 // overlapA2A is the exposed all-to-all of one micro-batch given the stage's compute: under 1f1b
-// and dualpipe the all-to-all of one micro-batch runs beside another's computation.
-func (l Layout) overlapA2A(a2a, compute float64) float64 {
+// and dualpipe the all-to-all of one micro-batch runs beside another's computation. The
+// all-to-all's kernels hold some of the chip's sms while they run, and the computation beside
+// them runs on the rest: for the a2a seconds of the overlap the computation advances at
+// (1 - share), so the pair takes max(a2a, compute + share x a2a) and the exposed part is
+// max(a2a - compute, share x a2a). No overlap hides it all.
+func (l Layout) overlapA2A(a2a, compute, sms float64) float64 {
 	switch l.A2AOverlap {
 	case Overlap1F1B, OverlapDualPipe:
-		return math.Max(0, a2a-compute)
+		share := 0.0
+		if sms > 0 {
+			share = math.Min(1, l.commSMs()/sms)
+		}
+		return math.Max(a2a-compute, share*a2a)
 	}
 	return a2a
+}
+
+// SMs the expert all-to-all's kernels occupy while they run:
+//   - NCCL's all-to-all is grouped send/recv, one thread block per p2p channel, and NCCL opens
+//     32 p2p channels on NVLink systems (its INFO line at init: "32 p2p channels, 32 p2p
+//     channels per peer");
+//   - DeepEP's kernels take moe_deepep_num_sms, historically 20 (Megatron-LM
+//     transformer_config.py @d98e8a6);
+//   - HybridEP's take 32 in Megatron-Bridge's performance runs (scripts/performance/utils/
+//     overrides.py _set_common_perf_overrides, moe_hybridep_num_sms = 32, v0.4.1).
+const (
+	ncclP2PChannels = 32
+	deepEPSMs       = 20
+	hybridEPSMs     = 32
+)
+
+func (l Layout) commSMs() float64 {
+	switch l.Dispatcher {
+	case DispatchDeepEP:
+		return deepEPSMs
+	case DispatchHybridEP:
+		return hybridEPSMs
+	}
+	return ncclP2PChannels
 }
 
 // DualPipeBubble is the DeepSeek-V3 report's DualPipe bubble, (PP/2 - 1)(F&B + B - 3W): F the

@@ -138,7 +138,11 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 		}
 	}
 	a := tr.a2aTime(l, sk.a2a, moeLayers, p)
-	a.Exposed = l.overlapA2A(a.Time, t.TEst-t.TComm)
+	sms := 0.0
+	if c, ok := p.(interface{ SMs() float64 }); ok {
+		sms = c.SMs()
+	}
+	a.Exposed = l.overlapA2A(a.Time, t.TEst-t.TComm, sms)
 	return stageTime{t, a, t.TEst + a.Exposed, hostBound}
 }
 

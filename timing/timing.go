@@ -300,6 +300,10 @@ func (m *Model) MoELaunch() float64 { return m.Eff.MoELaunchUs * 1e-6 }
 
 func (m *Model) PipelineStepOverhead() float64 { return m.Eff.PPStepUs * 1e-6 }
 
+// SMs is the chip's streaming multiprocessors (compute units on AMD): what communication
+// kernels running beside the computation take their share of.
+func (m *Model) SMs() float64 { return float64(m.Chip.SMs) }
+
 // Predict times a step: kernels run one after another on the GPU (a kernel overlaps its own
 // memory and math, not its neighbour's), collectives add their exposed share, and every step
 // pays the per-step overhead once.
