@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/internal/testutil"
 )
 
 // megatronEstimate is one configuration of calib/testdata/megatron_theoretical_memory.json:
@@ -263,4 +264,20 @@ func TestDualPipeEndRanksHoldBothEnds(t *testing.T) {
 	if a := stageMemory(m, l, true); a.Logits != 0 {
 		t.Error("1F1B's first stage holds logits")
 	}
+}
+
+// The routed tokens a Megatron MoE layer keeps for its backward, by hand for Mixtral-8x7B (h
+// 4096, 8 experts, top-2) at MBS 1 x 4096 tokens on one rank, BF16: the dispatched input the
+// first expert GEMM saves (2 x 2 B x 4096 per token), the router's fp32 logits (8 x 4 B) and
+// each assignment's fp32 weight (2 x 4 B), 32 layers. Not the experts' output: TEGroupedMLP
+// weights the activation and the combine unpermutes without probs (Megatron-LM moe/experts.py,
+// token_dispatcher.py @d98e8a6). Hugging Face's block weights the output after the expert, so
+// an eager framework keeps that 16-bit output too.
+func TestMoETokenBuffersKeepNoExpertOutput(t *testing.T) {
+	m := zooModel(t, "Mixtral-8x7B")
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 8, Seq: 4096, DistOptimizer: true, Framework: Megatron}
+	perToken := 2*2*4096.0 + 8*4 + 2*4
+	testutil.Near(t, "megatron MoE token buffers", TrainingMemory(m, l).MoEBuffers, 4096*32*perToken, 1e-9)
+	l.Framework = FSDP
+	testutil.Near(t, "eager MoE token buffers", TrainingMemory(m, l).MoEBuffers, 4096*32*(perToken+2*2*4096.0), 1e-9)
 }

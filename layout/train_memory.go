@@ -690,10 +690,19 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		if fp.MoE.SharedExperts > 0 {
 			mlp += float64(fp.MoE.SharedExperts) * (2*width*e + lin*e)
 		}
-		// the permuted copies of the routed tokens: the dispatched input, which the first
-		// expert GEMM saves in its input precision (FP8 under an FP8 recipe), and the experts'
-		// 16-bit output, which the weighted combine's backward needs; the router's fp32 logits
-		moe = topk*(lin+2)*h + 4*float64(fp.MoE.RoutedExperts)
+		// the permuted copy of the routed tokens: the dispatched input, which the first expert
+		// GEMM saves in its input precision (FP8 under an FP8 recipe); the router's fp32 logits
+		// and each assignment's fp32 weight. The experts' output is not kept: Megatron's
+		// TEGroupedMLP scales the activation by the router weight (weighted SwiGLU) and the
+		// combine unpermutes without probs, so its backward is a gather (moe/experts.py,
+		// token_dispatcher.py unpermute calls @d98e8a6)
+		moe = topk*lin*h + 4*float64(fp.MoE.RoutedExperts) + 4*topk
+		if fw != Megatron {
+			// eager MoE blocks weight each expert's output after the expert (Hugging Face's
+			// Mixtral and Qwen MoE: expert(x) * routing_weights), and that multiply keeps the
+			// 16-bit output for its backward
+			moe += topk * 2 * h
+		}
 	}
 	switch rc.Mode {
 	case "full":
