@@ -359,9 +359,15 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 	base := func(i int) chips.Efficiency { return bases[i] }
 	key := "moe pool " + fw + "\x00" + rowSet(LaneKey{fw, ""}, rows) + "\x00" + fitsKey(fits, fw)
 	var x []float64
+	tiedTo := map[int]int{} // a figure too few rows time, and the figure it takes instead
 	if f, ok := reuse[key]; ok {
 		for _, pf := range figs {
 			x = append(x, f.Params[pf.Name+"@"+pf.group])
+		}
+		for j, pf := range figs {
+			if t, ok := f.Params["tied "+pf.Name+"@"+pf.group]; ok {
+				tiedTo[j] = int(t)
+			}
 		}
 	} else {
 		// the rows are predicted side by side, one per core: each loss is a few dozen training
@@ -391,15 +397,78 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			}
 			return sum / float64(len(rows))
 		}
-		lo, hi := make([]float64, len(figs)), make([]float64, len(figs))
-		for j, pf := range figs {
-			lo[j], hi[j] = pf.Lo, pf.Hi
+		// the free figures (tied ones follow the figure they are tied to)
+		fit := func() []float64 {
+			var free []int
+			for j := range figs {
+				if _, ok := tiedTo[j]; !ok {
+					free = append(free, j)
+				}
+			}
+			expand := func(y []float64) []float64 {
+				out := make([]float64, len(figs))
+				for n, j := range free {
+					out[j] = y[n]
+				}
+				for j, t := range tiedTo {
+					out[j] = out[t]
+				}
+				return out
+			}
+			lo, hi := make([]float64, len(free)), make([]float64, len(free))
+			for n, j := range free {
+				lo[n], hi[n] = figs[j].Lo, figs[j].Hi
+			}
+			y, _ := descendVector(func(y []float64) float64 { return loss(expand(y)) }, lo, hi, boxPoints(lo, hi, 0, 0.3, 0.7))
+			return expand(y)
 		}
-		x, _ = descendVector(loss, lo, hi, boxPoints(lo, hi, 0, 0.3, 0.7))
+		x = fit()
+		// A figure is fitted only where at least two rows time it: one that moves fewer rows'
+		// predictions (Hopper's grouped GEMM: of its three rows one is host-bound and one
+		// all-to-all-bound) passes through that row, a constant per row. It takes the figure of
+		// the same name fitted on the group that most rows time, and the rest are refitted.
+		timed := make([]int, len(figs))
+		for j := range figs {
+			up := slices.Clone(x)
+			up[j] = math.Min(figs[j].Hi, x[j]*1.25)
+			if up[j] == x[j] {
+				up[j] = math.Max(figs[j].Lo, x[j]*0.8)
+			}
+			for i := range rows {
+				if !slices.Contains(at[i], j) {
+					continue
+				}
+				a, _, err1 := rows[i].Predict(effAt(i, x))
+				b, _, err2 := rows[i].Predict(effAt(i, up))
+				if err1 == nil && err2 == nil && a > 0 && b > 0 && math.Abs(math.Log(b/a)) > 0.02 {
+					timed[j]++
+				}
+			}
+		}
+		for j, pf := range figs {
+			if timed[j] >= 2 {
+				continue
+			}
+			donor := -1
+			for k, pk := range figs {
+				if k != j && pk.Name == pf.Name && timed[k] >= 2 && (donor < 0 || timed[k] > timed[donor]) {
+					donor = k
+				}
+			}
+			if donor >= 0 {
+				tiedTo[j] = donor
+			}
+		}
+		if len(tiedTo) > 0 {
+			x = fit()
+		}
 		if reuse != nil {
 			f := LaneFit{Params: map[string]float64{}}
 			for j, pf := range figs {
 				f.Params[pf.Name+"@"+pf.group] = x[j]
+			}
+			for j, t := range tiedTo {
+				f.Params["tied "+figs[j].Name+"@"+figs[j].group] = float64(t)
 			}
 			reuse[key] = f
 		}
@@ -419,6 +488,10 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		before, after := medianErr(rows, idx, base), medianErr(rows, idx, fitted)
 		src := fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) jointly to the %d %s MoE training rows on %s chips (%s: %s), with the other MoE figures of their chips: median |err| %.1f%% before, %.1f%% after",
 			len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), 100*before, 100*after)
+		if t, ok := tiedTo[j]; ok {
+			src = fmt.Sprintf("shared with %s chips: fewer than two of the %d %s MoE training rows on %s chips (%s: %s) are timed by it, so it is not fitted on them; the %s figure fitted jointly with their other MoE figures: median |err| on them %.1f%% before, %.1f%% after",
+				figs[t].group, len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), figs[t].group, 100*before, 100*after)
+		}
 		for chip := range chipSet {
 			k := LaneKey{fw, chip}
 			n := slices.IndexFunc(fits, func(f LaneFit) bool { return f.Lane == k })

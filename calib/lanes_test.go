@@ -115,6 +115,21 @@ func TestShippedMoEFiguresArePooled(t *testing.T) {
 			t.Errorf("no shipped figure for %s: %v", g, groups)
 		}
 	}
+	// a figure too few rows time is not fitted on them: it takes the figure of the group it
+	// names, and says so
+	for _, c := range chips.Default().All() {
+		e, ok := c.Efficiency.Lanes["megatron"]
+		if !ok {
+			continue
+		}
+		src := e.Sources["grouped_gemm_frac"]
+		if g, ok := strings.CutPrefix(src, "shared with "); ok {
+			g, _, _ = strings.Cut(g, " chips")
+			if groups["grouped "+g] != e.GroupedGEMMFrac || !strings.Contains(src, "fewer than two") {
+				t.Errorf("%s: grouped GEMM %g shared with %s (%g): %q", c.Name, e.GroupedGEMMFrac, g, groups["grouped "+g], src)
+			}
+		}
+	}
 }
 
 // Every field a JSON row has is a CSV column too, read into the same field: a knob added to

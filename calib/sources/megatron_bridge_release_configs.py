@@ -110,7 +110,7 @@ def effective(recipe, fields):
     e["use_megatron_fsdp"] = bool(fields["use_megatron_fsdp"])
     e["cuda_graph_impl"] = fields["cuda_graph_impl"] or "none"
     e["cuda_graph_scope"] = fields["cuda_graph_scope"] or []
-    e["pipeline_model_parallel_layout"] = fields["pp_layout"]
+    e["pipeline_model_parallel_layout"] = fields.get("pp_layout")  # v0.3.0 on
     return model, e
 
 
