@@ -124,26 +124,33 @@ func TestFSDPTrafficPerLayer(t *testing.T) {
 	}
 }
 
+// deepSeekOnH100 times DeepSeek-V3 at PP8 EP8 on 64 H100 with the all-to-all exposed and under
+// the overlap given.
+func deepSeekOnH100(t *testing.T, overlap string) (m *analyzer.Model, base, over Layout, a, b Step) {
+	t.Helper()
+	m = zooModel(t, "DeepSeek-V3")
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "bf16")
+	base = Layout{TP: 1, PP: 8, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 128, Seq: 4096, DistOptimizer: true}
+	over = base
+	over.A2AOverlap = overlap
+	var err error
+	if a, err = Train(m, analyzer.DefaultScenario(), base, tm, 989.4e12, 8); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = Train(m, analyzer.DefaultScenario(), over, tm, 989.4e12, 8); err != nil {
+		t.Fatal(err)
+	}
+	return m, base, over, a, b
+}
+
 // DualPipe's bubble and memory, the DeepSeek-V3 report's Table 2: bubble (PP/2 - 1)(F&B + B -
 // 3W) against 1F1B's (PP - 1)(F + B); parameters twice, activations PP + 1 micro-batches.
 func TestDualPipe(t *testing.T) {
 	// by hand: PP 8, F 1, B 1, W 0.5, F&B 2: (4 - 1)(2 + 1 - 1.5) = 4.5 against 1F1B's 7 x 2.5
 	testutil.Near(t, "dualpipe bubble", DualPipeBubble(8, 1, 1, 0.5, 2), 4.5, 1e-12)
 	testutil.Near(t, "1f1b bubble", OneFOneBBubble(8, 1, 2.5), 17.5, 1e-12)
-	m := zooModel(t, "DeepSeek-V3")
-	chip, _ := chips.Default().Lookup("H100")
-	tm, _ := timing.New(chip, "bf16")
-	base := Layout{TP: 1, PP: 8, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 128, Seq: 4096, DistOptimizer: true}
-	dual := base
-	dual.A2AOverlap = OverlapDualPipe
-	a, err := Train(m, analyzer.DefaultScenario(), base, tm, 989.4e12, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Train(m, analyzer.DefaultScenario(), dual, tm, 989.4e12, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, base, dual, a, b := deepSeekOnH100(t, OverlapDualPipe)
 	if !(b.Bubble < a.Bubble && b.StepTime < a.StepTime) {
 		t.Errorf("dualpipe bubble %g step %g vs 1f1b %g, %g", b.Bubble, b.StepTime, a.Bubble, a.StepTime)
 	}
@@ -178,20 +185,7 @@ func TestOverlappedA2ATakesSMs(t *testing.T) {
 
 	// through a whole layout: DeepSeek-V3's overlapped step is slower than the ideal overlap
 	// (all-to-all minus compute) and faster than none
-	m := zooModel(t, "DeepSeek-V3")
-	chip, _ := chips.Default().Lookup("H100")
-	tm, _ := timing.New(chip, "bf16")
-	base := Layout{TP: 1, PP: 8, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 128, Seq: 4096, DistOptimizer: true}
-	over := base
-	over.A2AOverlap = Overlap1F1B
-	a, err := Train(m, analyzer.DefaultScenario(), base, tm, 989.4e12, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Train(m, analyzer.DefaultScenario(), over, tm, 989.4e12, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, _, a, b := deepSeekOnH100(t, Overlap1F1B)
 	if !(b.StepTime < a.StepTime) {
 		t.Errorf("1f1b step %g not below the exposed step %g", b.StepTime, a.StepTime)
 	}

@@ -240,16 +240,18 @@ def load_recipes(path):
     return out
 
 
-def recipe_settings(f):
-    """A recipe's per-layout settings as row fields (mrep's names), with the function's name."""
+def layout_settings(f):
+    """The per-layout settings of a perf recipe or a release preset (the same effective fields)
+    as row fields (mrep's names): checkpointing, activation offload, the MoE dispatcher and
+    all-to-all overlap, Megatron FSDP, the full-iteration CUDA graph."""
     r = {}
     g, mods = f["recompute_granularity"], f["recompute_modules"]
     if g == "full":
         r["recompute"] = "full"
         if f["recompute_method"] == "block" and f["recompute_num_layers"]:
             r["recompute_layers"] = f["recompute_num_layers"]
-    elif g == "selective" and mods:
-        r["recompute"] = "selective:" + ",".join(mods)
+    elif g == "selective" and mods != []:  # an empty module list recomputes nothing (Megatron's default is core_attn)
+        r["recompute"] = "selective:" + ",".join(mods) if mods else "selective"
     if f["cpu_offloading"] and f.get("cpu_offloading_activations", True) and f["cpu_offloading_num_layers"]:
         r["offload_activations"] = f["cpu_offloading_num_layers"]
     if f["moe_token_dispatcher_type"] == "flex" and f["moe_flex_dispatcher_backend"] in ("hybridep", "deepep"):
@@ -258,6 +260,19 @@ def recipe_settings(f):
         r["a2a_overlap"] = "1f1b"
     if f["use_megatron_fsdp"]:
         r["zero"] = 3
+    # the whole step replayed from one CUDA graph ("local" with scope full_iteration is the
+    # older spelling); Transformer Engine's partial capture (attn, moe_router, moe_preprocess)
+    # is not modelled and runs as eager
+    scope = f["cuda_graph_scope"] if isinstance(f["cuda_graph_scope"], list) else [f["cuda_graph_scope"]]
+    if f["cuda_graph_impl"] == "full_iteration" or (f["cuda_graph_impl"] == "local" and "full_iteration" in scope):
+        r["cuda_graph"] = True
+    return r
+
+
+def recipe_settings(f):
+    """A perf recipe's settings as row fields: its per-layout ones and those it states for the
+    whole model (pipeline accounting, TP overlap, FP8 parameters, gradient precision)."""
+    r = layout_settings(f)
     if f["account_for_embedding_in_pipeline_split"] and f["account_for_loss_in_pipeline_split"]:
         r["pipeline_account"] = True
     lay = f.get("pipeline_model_parallel_layout")
@@ -267,11 +282,6 @@ def recipe_settings(f):
     r["tp_overlap"] = bool(f.get("tp_comm_overlap_effective_at_runtime", f["tp_comm_overlap"]))
     r["fp8_param_gather"] = bool(f["fp8_param_gather"])
     r["bf16_grads"] = not f["grad_reduce_in_fp32_ddp"]
-    # the whole step replayed from one CUDA graph ("local" with scope full_iteration is the
-    # older spelling); Transformer Engine's partial capture (attn, moe_router, moe_preprocess)
-    # is not modelled and runs as eager
-    scope = f["cuda_graph_scope"] if isinstance(f["cuda_graph_scope"], list) else [f["cuda_graph_scope"]]
-    r["cuda_graph"] = f["cuda_graph_impl"] == "full_iteration" or (f["cuda_graph_impl"] == "local" and "full_iteration" in scope)
     return r
 
 
@@ -321,26 +331,8 @@ def stage_split(counts, pp, vp):
 
 
 def preset_settings(f):
-    """A release preset's per-layout settings as row fields (mrep's names)."""
-    r = {}
-    g, mods = f["recompute_granularity"], f["recompute_modules"]
-    if g == "full":
-        r["recompute"] = "full"
-        if f["recompute_method"] == "block" and f["recompute_num_layers"]:
-            r["recompute_layers"] = f["recompute_num_layers"]
-    elif g == "selective" and mods != []:  # an empty module list recomputes nothing (Megatron's default is core_attn)
-        r["recompute"] = "selective:" + ",".join(mods) if mods else "selective"
-    if f["cpu_offloading"] and f["cpu_offloading_num_layers"]:
-        r["offload_activations"] = f["cpu_offloading_num_layers"]
-    if f["moe_token_dispatcher_type"] == "flex" and f["moe_flex_dispatcher_backend"] in ("hybridep", "deepep"):
-        r["dispatcher"] = f["moe_flex_dispatcher_backend"]
-    if f["overlap_moe_expert_parallel_comm"]:
-        r["a2a_overlap"] = "1f1b"
-    if f["use_megatron_fsdp"]:
-        r["zero"] = 3
-    scope = f["cuda_graph_scope"] if isinstance(f["cuda_graph_scope"], list) else [f["cuda_graph_scope"]]
-    if f["cuda_graph_impl"] == "full_iteration" or (f["cuda_graph_impl"] == "local" and "full_iteration" in scope):
-        r["cuda_graph"] = True
+    """A release preset's per-layout settings as row fields (mrep's names), with its pipeline split."""
+    r = layout_settings(f)
     lay = f["pipeline_model_parallel_layout"]
     counts = expand_layout(lay) if isinstance(lay, str) else (deepseek_layout(f["pp"], f["vp"]) if f["model"] == "DeepSeekV3" else None)
     if split := stage_split(counts, f["pp"], f["vp"]):
