@@ -13,9 +13,11 @@ import (
 //   - none: every activation the backward needs is kept.
 //   - selective: Megatron's default --recompute-modules, core_attn (the attention core is re-run;
 //     with flash attention its internals were never kept, so memory is as none).
-//   - selective:MOD[,MOD]: Megatron's --recompute-modules, MOD in core_attn, mlp (the whole MLP
-//     keeps only its input), layernorm (the norms' outputs are dropped), act (moe_act: the
-//     activation function's output is dropped), mla_up_proj (MLA's query and key/value
+//   - selective:MOD[,MOD]: Megatron's --recompute-modules, MOD in core_attn, mlp (a dense
+//     layer's whole MLP keeps only its input; Megatron applies it to dense layers only, an MoE
+//     layer being its "moe" module: transformer_layer.py sets recompute_mlp only when the layer
+//     is not an MoE layer, @d98e8a6), layernorm (the norms' outputs are dropped), act (moe_act:
+//     the activation function's output is dropped), mla_up_proj (MLA's query and key/value
 //     up-projections are re-run from the kept latents, so the per-head q, k and v are not kept).
 //   - op: torchtitan's per-op selective checkpointing (ac mode "selective", option "op"): the
 //     output of every other matmul and of attention is kept, elementwise ops are re-run.
@@ -87,9 +89,8 @@ func (r Recompute) rerun(op Op) float64 {
 			return 1
 		}
 	case "selective":
-		ffn := op.Category == CatDenseFFN || op.Category == CatSharedExperts || op.Category == CatRoutedExperts
 		switch {
-		case r.Modules["mlp"] && ffn && op.Kind != OpAttnCore:
+		case r.Modules["mlp"] && op.Category == CatDenseFFN:
 			return 1
 		case r.Modules["layernorm"] && op.Category == CatNorm:
 			return 1

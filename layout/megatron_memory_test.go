@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
+	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 // megatronEstimate is one configuration of calib/testdata/megatron_theoretical_memory.json:
@@ -280,4 +282,37 @@ func TestMoETokenBuffersKeepNoExpertOutput(t *testing.T) {
 	testutil.Near(t, "megatron MoE token buffers", TrainingMemory(m, l).MoEBuffers, 4096*32*perToken, 1e-9)
 	l.Framework = FSDP
 	testutil.Near(t, "eager MoE token buffers", TrainingMemory(m, l).MoEBuffers, 4096*32*(perToken+2*2*4096.0), 1e-9)
+}
+
+// Megatron's "mlp" recompute module re-runs the dense layers' MLP only (transformer_layer.py sets
+// recompute_mlp when the layer is not an MoE layer, @d98e8a6): on an all-MoE model it keeps and
+// re-runs nothing more than no recompute; on a dense model it drops the MLP's activations and
+// re-runs its GEMMs.
+func TestMLPRecomputeIsTheDenseLayers(t *testing.T) {
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "bf16")
+	for _, c := range []struct {
+		model string
+		dense bool
+	}{{"Mixtral-8x7B", false}, {"Llama-3.1-8B", true}} {
+		m := zooModel(t, c.model)
+		l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, ETP: 1, MBS: 1, GBS: 8, Seq: 4096, DistOptimizer: true, Framework: Megatron}
+		if !c.dense {
+			l.EP = 8
+		}
+		r := l
+		r.Recompute = "selective:mlp"
+		a, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Train(m, analyzer.DefaultScenario(), r, tm, 989.4e12, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ma, mb := TrainingMemory(m, l).Activations, TrainingMemory(m, r).Activations
+		if c.dense != (mb < ma) || c.dense != (b.StepTime > a.StepTime) {
+			t.Errorf("%s: selective:mlp keeps %.3g of %.3g activation bytes, step %.4g s against %.4g", c.model, mb, ma, b.StepTime, a.StepTime)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package layout
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -43,15 +42,17 @@ func MemorySavers(l Layout, fp analyzer.Fingerprint) []Saver {
 	rcs := []string{"selective"}
 	var mods []string
 	for _, m := range analyzer.RecomputeModules {
-		// Megatron's activation recompute is the MoE layer's (moe_act), MLA's up-projection
-		// needs MLA
-		if m == "core_attn" || m == "act" && fp.MoE == nil || m == "mla_up_proj" && fp.MLA == nil {
+		// Megatron's activation recompute is the MoE layer's (moe_act), its MLP recompute the
+		// dense layers' (none in an all-MoE model), MLA's up-projection needs MLA
+		allMoE := fp.MoE != nil && fp.MoE.MoELayers >= fp.Layers
+		if m == "core_attn" || m == "act" && fp.MoE == nil || m == "mla_up_proj" && fp.MLA == nil || m == "mlp" && allMoE {
 			continue
 		}
 		mods = append(mods, m)
 	}
-	// --recompute-modules takes a list: every set of the modules the model has (the MLP's
-	// recompute re-runs its activation too, so no set holds both), the single ones first
+	// --recompute-modules takes a list: every set of the modules the model has (mlp and act
+	// together only in an MoE model with dense layers: the dense MLPs and the experts'
+	// activations), the single ones first
 	for size := 1; size <= len(mods); size++ {
 		for mask := 1; mask < 1<<len(mods); mask++ {
 			var set []string
@@ -60,7 +61,7 @@ func MemorySavers(l Layout, fp analyzer.Fingerprint) []Saver {
 					set = append(set, m)
 				}
 			}
-			if len(set) != size || slices.Contains(set, "mlp") && slices.Contains(set, "act") {
+			if len(set) != size {
 				continue
 			}
 			rcs = append(rcs, "selective:"+strings.Join(set, ","))

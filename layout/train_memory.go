@@ -678,17 +678,21 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		attnOut += lin * qo * g.attnOut
 	}
 	mlp := 2*width*f + lin*f*g.mlpOut + eager
+	act := lin*f + eager // what the activation recompute drops
 	adapters := g.adapterRanks + g.dropoutIn
 	var moe float64
-	if moeLayer && fp.MoE != nil {
+	isMoE := moeLayer && fp.MoE != nil
+	if isMoE {
 		e := float64(max(fp.MoE.ExpertFFN, 1))
 		topk := float64(max(fp.MoE.TopK, 1)) * MoEImbalance
 		// each GPU's experts process, on balance, as many assignments as its own tokens make:
 		// S/TP tokens per rank with sequence parallel and unsplit experts, or all S tokens
 		// gathered over TP with experts split ETP = TP ways: tokens x top-k / TP either way
 		mlp = topk * (2*width*e + lin*e)
+		act = topk * lin * e
 		if fp.MoE.SharedExperts > 0 {
 			mlp += float64(fp.MoE.SharedExperts) * (2*width*e + lin*e)
+			act += float64(fp.MoE.SharedExperts) * lin * e
 		}
 		// the permuted copy of the routed tokens: the dispatched input, which the first expert
 		// GEMM saves in its input precision (FP8 under an FP8 recipe); the router's fp32 logits
@@ -722,10 +726,10 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		qkv = latents // q, k and v are re-made from the latents in the backward
 	}
 	if rc.Modules["act"] {
-		mlp -= lin*f + eager
+		mlp -= act
 	}
-	if rc.Modules["mlp"] {
-		mlp = 0 // the MLP keeps its input (the norm output, counted above)
+	if rc.Modules["mlp"] && !isMoE {
+		mlp = 0 // a dense MLP keeps its input (the norm output, counted above); not an MoE layer's
 	}
 	t.sp = normIn + normOut
 	t.tp = qkv + attnOut + mlp + adapters
