@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -285,21 +286,19 @@ func TestMoETokenBuffersKeepNoExpertOutput(t *testing.T) {
 }
 
 // Megatron's "mlp" recompute module re-runs the dense layers' MLP only (transformer_layer.py sets
-// recompute_mlp when the layer is not an MoE layer, @d98e8a6): on an all-MoE model it keeps and
-// re-runs nothing more than no recompute; on a dense model it drops the MLP's activations and
-// re-runs its GEMMs.
+// recompute_mlp when the layer is not an MoE layer, @d98e8a6): on Llama it drops every MLP's
+// activations and re-runs its GEMMs; on DeepSeek-V3 only the three dense layers' of 61, so the
+// experts keep theirs and the step barely moves.
 func TestMLPRecomputeIsTheDenseLayers(t *testing.T) {
 	chip, _ := chips.Default().Lookup("H100")
 	tm, _ := timing.New(chip, "bf16")
 	for _, c := range []struct {
-		model string
-		dense bool
-	}{{"Mixtral-8x7B", false}, {"Llama-3.1-8B", true}} {
+		model   string
+		ep      int64
+		maxDrop float64 // the largest share of the activations mlp may drop
+	}{{"Llama-3.1-8B", 1, 1}, {"DeepSeek-V3", 8, 0.1}} {
 		m := zooModel(t, c.model)
-		l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, ETP: 1, MBS: 1, GBS: 8, Seq: 4096, DistOptimizer: true, Framework: Megatron}
-		if !c.dense {
-			l.EP = 8
-		}
+		l := Layout{TP: 1, PP: 8, VP: 1, CP: 1, DP: 8, EP: c.ep, ETP: 1, MBS: 1, GBS: 64, Seq: 4096, DistOptimizer: true, Framework: Megatron}
 		r := l
 		r.Recompute = "selective:mlp"
 		a, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8)
@@ -310,9 +309,26 @@ func TestMLPRecomputeIsTheDenseLayers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ma, mb := TrainingMemory(m, l).Activations, TrainingMemory(m, r).Activations
-		if c.dense != (mb < ma) || c.dense != (b.StepTime > a.StepTime) {
-			t.Errorf("%s: selective:mlp keeps %.3g of %.3g activation bytes, step %.4g s against %.4g", c.model, mb, ma, b.StepTime, a.StepTime)
+		ma, mb := TrainingMemory(m, l), TrainingMemory(m, r)
+		drop := 1 - mb.Activations/ma.Activations
+		if !(drop > 0 && drop <= c.maxDrop && b.StepTime > a.StepTime) || mb.MoEBuffers != ma.MoEBuffers {
+			t.Errorf("%s: selective:mlp drops %.1f%% of the activations (at most %.0f%%), MoE buffers %.3g against %.3g, step %.4g s against %.4g",
+				c.model, 100*drop, 100*c.maxDrop, mb.MoEBuffers, ma.MoEBuffers, b.StepTime, a.StepTime)
 		}
+	}
+}
+
+// On a model whose every layer is an MoE layer, the mlp module is refused: Megatron would accept
+// it and recompute nothing. A model with dense layers takes it.
+func TestMLPRecomputeRefusedWithoutDenseLayers(t *testing.T) {
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 8, Seq: 4096, DistOptimizer: true,
+		Framework: Megatron, Recompute: "selective:mlp,layernorm"}
+	err := l.Validate(zooModel(t, "Mixtral-8x7B").Fingerprint)
+	if err == nil || !strings.Contains(err.Error(), "every layer of this model is an MoE layer") {
+		t.Errorf("Mixtral with selective:mlp: %v", err)
+	}
+	l.DP, l.GBS = 64, 64
+	if err := l.Validate(zooModel(t, "DeepSeek-V3").Fingerprint); err != nil && strings.Contains(err.Error(), "mlp") {
+		t.Errorf("DeepSeek-V3 has three dense layers: %v", err)
 	}
 }

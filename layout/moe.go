@@ -3,6 +3,7 @@ package layout
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/kernels"
@@ -80,6 +81,10 @@ func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("dualpipe feeds micro-batches from both ends: gradient accumulation %d must be even", l.GA())
 	case l.A2AOverlap == Overlap1F1B && l.Recompute == "full":
 		return fmt.Errorf("1f1b all-to-all overlap runs without full recompute (Megatron asserts it)")
+	case fp.MoE != nil && fp.MoE.MoELayers >= fp.Layers && strings.Contains(l.Recompute, "mlp"):
+		// Megatron's recompute_mlp is set only on layers that are not MoE layers
+		// (transformer_layer.py @d98e8a6): here it would recompute nothing
+		return fmt.Errorf("recompute module mlp re-runs the dense layers' MLPs, and every layer of this model is an MoE layer: it recomputes nothing here (act re-runs the experts' activation; full the whole layer)")
 	case l.Imbalance != 0 && (l.Imbalance < 1 || l.Imbalance > 64):
 		return fmt.Errorf("moe imbalance %g: want the busiest rank's tokens over the mean, 1 to 64", l.Imbalance)
 	}
