@@ -26,8 +26,7 @@ type Training struct {
 	Layout layout.Layout
 	Layers int64
 	FP8    string // the recipe: "", fp8-cs, fp8-ds, fp8-blockwise, mxfp8
-	// MoE: the model routes tokens to experts (Megatron recomputes an MoE layer's MLP as "moe",
-	// a dense one's as "mlp").
+	// MoE: the model routes tokens to experts.
 	MoE bool
 }
 
@@ -206,7 +205,7 @@ func megatronArgs(t Training) string {
 	case "selective":
 		arg("--recompute-granularity selective")
 	default:
-		if mods := megatronRecomputeModules(l.Recompute, t.MoE); len(mods) > 0 {
+		if mods := megatronRecomputeModules(l.Recompute); len(mods) > 0 {
 			arg("--recompute-granularity selective")
 			arg("--recompute-modules " + strings.Join(mods, " "))
 		}
@@ -371,9 +370,10 @@ func (t Training) planLine(framework string) string {
 
 // megatronRecomputeModules are Megatron's --recompute-modules (TransformerConfig.recompute_modules
 // @d98e8a6: core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts) for mrep's
-// selective:MOD[,MOD] mode: mrep's act is Megatron's moe_act, and its mlp the dense MLP and, in
-// an MoE model, the MoE layer too.
-func megatronRecomputeModules(mode string, moe bool) []string {
+// selective:MOD[,MOD] mode: mrep's act is Megatron's moe_act, and its mlp Megatron's mlp, the
+// dense layers' MLP only (transformer_layer.py sets recompute_mlp on layers that are not MoE
+// layers), as mrep times it.
+func megatronRecomputeModules(mode string) []string {
 	rc, err := analyzer.ParseRecompute(mode)
 	if err != nil || rc.Mode != "selective" {
 		return nil
@@ -386,11 +386,6 @@ func megatronRecomputeModules(mode string, moe bool) []string {
 		switch m {
 		case "act":
 			out = append(out, "moe_act")
-		case "mlp":
-			out = append(out, "mlp")
-			if moe {
-				out = append(out, "moe")
-			}
 		default:
 			out = append(out, m)
 		}

@@ -298,7 +298,8 @@ func TestMegatronValidateArgsRules(t *testing.T) {
 	checkMegatron(t, "offload", body)
 	lmod.OffloadActivations, lmod.Recompute = 0, "selective:act,mlp"
 	body, _ = write(Training{Layout: lmod, Layers: 48, Chip: "GB200", MoE: true})
-	has(body, "--recompute-granularity selective", "--recompute-modules mlp moe moe_act")
+	has(body, "--recompute-granularity selective", "--recompute-modules mlp moe_act")
+	lacks(body, "moe moe_act") // Megatron's mlp is the dense layers' MLP, as mrep times it; moe would recompute the MoE layers too
 	checkMegatron(t, "modules", body)
 	lmod.Recompute = "selective:mla_up_proj"
 	body, _ = write(Training{Layout: lmod, Layers: 61, Chip: "GB200", MoE: true})
