@@ -63,3 +63,37 @@ func stepAttention(t *testing.T, m *Model, ph Phase, s Scenario, want kernels.Ke
 	t.Fatalf("%s: no attention kernel in the step", ph)
 	return kernels.Kernel{}
 }
+
+// A training step's attention kernels carry their head dimension, the tensor FLOPs per score
+// over 4: GPT-OSS's 64-wide heads, and DeepSeek-V3's MLA in training (192 query-key and 128
+// value dimensions per head, 4 x 160 FLOPs per score), forward and backward alike.
+func TestAttentionKernelsCarryTheirHeadDim(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  float64
+	}{{"gpt-oss-120b", 64}, {"DeepSeek-V3", 160}, {"Llama-3.1-8B", 128}} {
+		m := NewModel(load(t, tc.model))
+		s := DefaultScenario()
+		s.Batch, s.Seq = 1, 4096
+		st, err := m.Analyze(Training, s, Achievable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, k := range st.Kernels {
+			if k.Kind != kernels.Attention {
+				continue
+			}
+			n++
+			if k.HeadDim != tc.want {
+				t.Errorf("%s: attention kernel %s (backward %v) head dim %g, want %g", tc.model, k.Name, k.Backward, k.HeadDim, tc.want)
+			}
+			if d := k.FLOPs / (4 * k.HeadDim); math.Abs(d-math.Round(d)) > 1e-6*d {
+				t.Errorf("%s: %g FLOPs are not 4 x %g x a whole number of scores", tc.model, k.FLOPs, k.HeadDim)
+			}
+		}
+		if n < 2 {
+			t.Errorf("%s: %d attention kernels in a training step, want the forward and the backward", tc.model, n)
+		}
+	}
+}

@@ -524,7 +524,7 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 	}
 	c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Attention, Count: 1,
 		FLOPs: exec * fTC, VectorFLOPs: exec * fSoftmax, DType: s.AttnDType(), Bytes: act + math.Max(kv, floorKV) + tmp,
-		Batch: sh.batch, Heads: h, Queries: sh.queries, Decode: sh.decode, GroupM: groupM * sh.queries}
+		Batch: sh.batch, Heads: h, Queries: sh.queries, Decode: sh.decode, GroupM: groupM * sh.queries, HeadDim: (dqk + dv) / 2}
 	if sh.decode || sh.kvWrite {
 		c.fwdK.KVElem = s.KVBytes // the KV cache's element, which it reads (decode) or writes (prefill)
 	}

@@ -161,9 +161,12 @@ func TestKernelLaneFit(t *testing.T) {
 			}
 		}
 	}
-	if taken["gemm_frac.bf16"] < 15 || taken["attn_frac"] < 16 || taken["attn_overhead_us"] < 16 ||
+	// prefill attention: 14 and 15 since the exponential's share of small heads came in (timing
+	// expShare): refitted under it, the vLLM lanes of the four Blackwell chips land on figures
+	// that predict the held-out half worse than the shipped ones, which therefore stay
+	if taken["gemm_frac.bf16"] < 15 || taken["attn_frac"] < 14 || taken["attn_overhead_us"] < 15 ||
 		taken["attn_decode_hbm_frac"] < 16 || taken["attn_decode_overhead_us"] < 16 || taken["attn_decode_hbm_frac_8bit"] < 12 {
-		t.Errorf("figures taken or shipped: %v; want bf16 GEMMs on at least 15 of the 21 lanes, attention with its op's cost on 16, an FP8 cache's decode on 12", taken)
+		t.Errorf("figures taken or shipped: %v; want bf16 GEMMs on at least 15 of the 21 lanes, prefill attention on 14 (its op's cost on 15), decode attention on 16, an FP8 cache's decode on 12", taken)
 	}
 }
 

@@ -43,6 +43,12 @@ type Chip struct {
 	// SMs is the number of streaming multiprocessors (compute units on AMD) that GEMM tiles
 	// spread over; 0 for chips whose matrix units are not tiled that way (TPU MXUs, Gaudi MMEs).
 	SMs int `json:"sms,omitempty"`
+	// ExpTera is the chip's rate of softmax exponentials (MUFU.EX2 on the special function
+	// units), 1e12 per second. A flash-attention kernel takes one per score beside its 4·d
+	// tensor-core FLOPs (d the head dimension), so small heads spend a larger share of their time
+	// on the exponentials: timing scales attention by that share, relative to d = 128. 0: not
+	// published (no head-dimension term).
+	ExpTera float64 `json:"exp_tera,omitempty"`
 	// Efficiency is what kernels achieve on the chip: the file's efficiency_defaults with
 	// this chip's own figures over them.
 	Efficiency Efficiency `json:"efficiency"`
@@ -645,6 +651,7 @@ var physicalBounds = []struct {
 	{"onchip_mib", func(c Chip) float64 { return c.OnChipMiB }, 0, 1e6, true},
 	{"host_gbps", func(c Chip) float64 { return c.HostGBps }, 0, 1e5, true},
 	{"sms", func(c Chip) float64 { return float64(c.SMs) }, 0, 1e5, true},
+	{"exp_tera", func(c Chip) float64 { return c.ExpTera }, 0, 1e4, true},
 	{"price_usd_per_gpu_hour", func(c Chip) float64 { return c.PriceUSDPerGPUHour }, 0, 1e4, true},
 }
 

@@ -100,6 +100,10 @@ type Kernel struct {
 	Batch, Heads, Queries float64
 	Decode                bool
 	GroupM                float64
+	// HeadDim is a (non-decode) attention kernel's tensor-core FLOPs per score over 4: the head
+	// dimension, the mean of the query-key and value dimensions where they differ. Each score
+	// also takes one exponential, so a small head is bound more by the chip's exponential rate.
+	HeadDim float64
 	// KVElem is the KV cache's bytes per element an inference attention kernel reads or writes
 	// (1 for an FP8 cache, which a decode kernel dequantizes as it streams it; 0: not stated).
 	KVElem float64

@@ -229,7 +229,7 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		}
 		// Flash kernels tile queries in blocks of 128 per (sequence, head): short prompts and
 		// few heads leave SMs idle, exactly as a GEMM's waves do.
-		kt.Eta = frac * m.WaveEfficiency(k.Queries, 128, 128, k.Batch*k.Heads)
+		kt.Eta = frac * m.WaveEfficiency(k.Queries, 128, 128, k.Batch*k.Heads) / m.expShare(k, peak)
 		kt.Compute = k.FLOPs / (peak * kt.Eta)
 	case kernels.Memory:
 		kt.Compute = k.VectorFLOPs / m.vec
@@ -238,6 +238,34 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		kt.Comm = k.Count * m.collective(k)
 	}
 	return kt
+}
+
+// refHeadDim is the head dimension the attention figures (AttnFrac, AttnBwdFrac) describe:
+// the engines' and frameworks' measured kernels they are fitted to are mostly of 128-wide heads.
+const refHeadDim = 128
+
+// flashBwdFLOPs is a flash backward's tensor-core FLOPs per score over the forward's: it
+// recomputes the scores (one exponential each) and runs five GEMMs to the forward's two.
+const flashBwdFLOPs = 2.5
+
+// expShare is how much longer a flash-attention kernel takes per tensor-core FLOP than one of
+// 128-wide heads, from the exponential each score takes beside its 4·d FLOPs: per score the
+// kernel spends 4·d/P on the tensor cores and 1/E on the exponential unit, so its time goes as
+// d + d0 with d0 = P / 4E, and relative to d = 128 a head of d takes (d+d0)/d x 128/(128+d0).
+// On H100 d0 is 64 (4,096 BF16 FLOPs and 16 exponentials per SM per clock), on B200 112 and on
+// Blackwell Ultra, whose exponential rate doubled, 53: a 64-wide head runs at 0.75, 0.68 and
+// 0.77 of a 128-wide one's FLOP rate (aiconfigurator's measured context attention: 0.77, 0.60
+// and 0.72; validate --kernels). A backward runs 2.5x the tensor FLOPs per exponential. MLA's
+// kernels keep their own fitted figures (their tables are of its one head shape).
+func (m *Model) expShare(k kernels.Kernel, peak float64) float64 {
+	if k.Latent || k.HeadDim <= 0 || m.Chip.ExpTera <= 0 {
+		return 1
+	}
+	d0 := peak / (4 * m.Chip.ExpTera * 1e12)
+	if k.Backward {
+		d0 /= flashBwdFLOPs
+	}
+	return (k.HeadDim + d0) / k.HeadDim * refHeadDim / (refHeadDim + d0)
 }
 
 // collective is one launch: a fixed latency plus the bytes each GPU sends over its link at

@@ -175,3 +175,50 @@ func TestDecodeAttentionBandwidth(t *testing.T) {
 		near(t, fmt.Sprintf("KV stream at %g/%g, %g-byte cache", tc.frac, tc.frac8, tc.kvElem), m.Kernel(k).Memory, tc.want)
 	}
 }
+
+// A flash kernel pays one exponential per score beside 4·d tensor FLOPs. On H100 (989.4
+// TFLOP/s BF16, 3.865e12 exponentials/s: 4,096 FLOPs and 16 exponentials per SM per clock)
+// d0 = P / 4E = 64: a 64-wide head takes (64+64)/64 x 128/(128+64) = 4/3 of a 128-wide head's
+// time per FLOP; its backward, 2.5x the FLOPs per exponential (d0 = 25.6), (89.6/64) x
+// (128/153.6) = 7/6. Heads of 128 keep the fitted figures; MLA and chips with no published
+// exponential rate have no term.
+func TestSmallHeadsPayTheirExponentials(t *testing.T) {
+	m := h100(t)
+	if d0 := m.Peak("bf16") / (4 * m.Chip.ExpTera * 1e12); math.Abs(d0-64) > 0.02 {
+		t.Fatalf("H100 d0 = %g, want 64 (4,096 FLOPs / (4 x 16 exponentials))", d0)
+	}
+	at := func(m *Model, d float64, bwd, latent bool) float64 {
+		k := kernels.Kernel{Kind: kernels.Attention, Count: 1, FLOPs: 1e13, DType: "bf16", Batch: 64, Heads: 64, Queries: 8192,
+			HeadDim: d, Backward: bwd, Latent: latent}
+		return m.Kernel(k).Compute
+	}
+	d0 := m.Peak("bf16") / (4 * m.Chip.ExpTera * 1e12)
+	fwd := (64 + d0) / 64 * 128 / (128 + d0)
+	bwd := (64 + d0/2.5) / 64 * 128 / (128 + d0/2.5)
+	near(t, "forward d=64 / d=128", at(m, 64, false, false)/at(m, 128, false, false), fwd)
+	near(t, "backward d=64 / d=128", at(m, 64, true, false)/at(m, 128, true, false), bwd)
+	if math.Abs(fwd-4.0/3) > 1e-3 || math.Abs(bwd-7.0/6) > 1e-3 {
+		t.Errorf("hand calculation: forward %g (want 4/3), backward %g (want 7/6)", fwd, bwd)
+	}
+	near(t, "d=256 is faster per FLOP", at(m, 256, false, false)/at(m, 128, false, false), (256+d0)/256*128/(128+d0))
+	near(t, "MLA keeps its figures", at(m, 64, false, true), at(m, 128, false, true))
+	noExp := *m
+	noExp.Chip.ExpTera = 0
+	near(t, "no published rate", at(&noExp, 64, false, false), at(&noExp, 128, false, false))
+	// Blackwell Ultra's doubled exponential rate halves the term against Blackwell's
+	b2, err := chips.Default().Lookup("B200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b3, err := chips.Default().Lookup("B300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb2, _ := New(b2, "bf16")
+	mb3, _ := New(b3, "bf16")
+	r2 := at(mb2, 128, false, false) / at(mb2, 64, false, false)
+	r3 := at(mb3, 128, false, false) / at(mb3, 64, false, false)
+	if !(r2 < r3 && r3 < 0.8 && r2 > 0.6) {
+		t.Errorf("a 64-wide head's FLOP rate over a 128-wide one's: B200 %.3f, B300 %.3f; want B200 < B300, both in (0.6, 0.8)", r2, r3)
+	}
+}
