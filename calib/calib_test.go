@@ -486,8 +486,8 @@ func TestHeldOutTrainingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rep.Summary["training"]
-	if s.Rows != len(rows) || s.NotExpressible != 0 {
-		t.Errorf("held out: %+v", s)
+	if s.Rows+s.KnownIssue != len(rows) || s.KnownIssue != 2 || s.NotExpressible != 0 {
+		t.Errorf("held out: %+v, want every row predicted, the two the source says hit a regression apart", s)
 	}
 	if s.MedianAbsErr > 0.25 {
 		t.Errorf("held-out median |err| %.1f%% over 25%%", 100*s.MedianAbsErr)
@@ -868,5 +868,59 @@ func TestRowsThatDoNotFitArePredictedUnderAFittingSetting(t *testing.T) {
 	}
 	if r := rep.Rows[0]; r.Fits || r.FitsWith != nil || r.Lacks == "" {
 		t.Errorf("a row that lacks a mechanism: %+v", r)
+	}
+}
+
+// The 26.06.01 table marks its GPT-OSS runs with a footnote naming a regression of the
+// release's stack (cudnn-frontend issue 256) that the next container fixes: those rows carry
+// the statement, are predicted and shown, and count in no error; the rest count as before.
+func TestKnownIssueRowsCountInNoError(t *testing.T) {
+	var known, other []Row
+	for _, r := range HeldOutTraining() {
+		if r.KnownIssue != "" {
+			known = append(known, r)
+		} else if strings.HasPrefix(r.ID, "MB26.06.01-") {
+			other = append(other, r)
+		}
+	}
+	if len(known) != 2 {
+		t.Fatalf("%d held-out rows with a known issue, want the 26.06.01 table's two GPT-OSS rows", len(known))
+	}
+	for _, r := range known {
+		if !strings.HasPrefix(r.ID, "MB26.06.01-GPT_OSS") || !strings.Contains(r.KnownIssue, "cudnn-frontend/issues/256") || !strings.Contains(r.KnownIssue, "regression") {
+			t.Errorf("%s: known issue %q", r.ID, r.KnownIssue)
+		}
+	}
+	rep, err := Validate(prepared(t, append(append([]Row{}, known...), other...)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summary["training"]
+	if s.Rows != len(other) || s.KnownIssue != len(known) {
+		t.Errorf("summary %+v: want %d rows counted and %d known issues", s, len(other), len(known))
+	}
+	n := 0
+	for _, res := range rep.Rows {
+		if res.KnownIssue != "" {
+			n++
+			if res.Predicted <= 0 || res.Ratio <= 0 {
+				t.Errorf("%s: known-issue row not predicted: %+v", res.ID, res)
+			}
+		}
+	}
+	if n != len(known) {
+		t.Errorf("%d results carry a known issue, want %d", n, len(known))
+	}
+	// the GB300 row is off by far more than any counted Blackwell Ultra MoE row: it is not in
+	// the lane's errors
+	for _, l := range rep.Lanes {
+		if l.Group != "megatron MoE Blackwell Ultra" {
+			continue
+		}
+		for _, res := range rep.Rows {
+			if res.KnownIssue != "" && res.Chip == "GB300" && math.Abs(res.Err()) <= l.WorstAbsErr {
+				t.Errorf("%s (%+.1f%%) is within the lane's worst counted error %.1f%%", res.ID, 100*res.Err(), 100*l.WorstAbsErr)
+			}
+		}
 	}
 }

@@ -564,6 +564,9 @@ type Result struct {
 	// throughput above it), so the row's tokens, GPUs, chip or figure is wrong, or mrep's
 	// count is. Such a row is left out of every error and fit, and named.
 	Impossible string `json:"impossible,omitempty"`
+	// KnownIssue: the source says the run hit a defect of its stack (Row.KnownIssue); the
+	// row is predicted but counted in no error.
+	KnownIssue string `json:"known_issue,omitempty"`
 	Fits       bool   `json:"fits"`
 	// FitsWith, for a training row that does not fit in memory as stated, is the fastest
 	// setting its framework offers that fits, under which the row is predicted (Predicted) and
@@ -586,6 +589,7 @@ type Summary struct {
 	WorstAbsErr    float64 `json:"worst_abs_err"`
 	NotExpressible int     `json:"not_expressible"`
 	Impossible     int     `json:"impossible,omitempty"`
+	KnownIssue     int     `json:"known_issue,omitempty"`
 }
 
 // ErrImpossible: a row measures a run faster than the ideal roofline of its configuration.
@@ -804,6 +808,14 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			res.Impossible = why
 			sum := rep.Summary[res.Phase]
 			sum.Impossible++
+			rep.Summary[res.Phase] = sum
+			rep.Rows = append(rep.Rows, res)
+			continue
+		}
+		if r.KnownIssue != "" {
+			res.KnownIssue = r.KnownIssue
+			sum := rep.Summary[res.Phase]
+			sum.KnownIssue++
 			rep.Summary[res.Phase] = sum
 			rep.Rows = append(rep.Rows, res)
 			continue

@@ -21,7 +21,7 @@ func value(v float64, unit string) string {
 // phase the median and worst |error|; rows not expressible yet with the reason.
 func WriteValidation(out io.Writer, rep calib.Report) error {
 	w := &errWriter{w: out}
-	var rows, skipped, impossible, refits [][]string
+	var rows, skipped, impossible, refits, known [][]string
 	var refitErrs []float64
 	for _, r := range rep.Rows {
 		if r.Skipped != "" {
@@ -30,6 +30,11 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		}
 		if r.Impossible != "" {
 			impossible = append(impossible, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Roofline, r.Unit)})
+			continue
+		}
+		if r.KnownIssue != "" {
+			known = append(known, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Predicted, r.Unit),
+				fmt.Sprintf("%+.1f%%", 100*r.Err()), cell(r.KnownIssue)})
 			continue
 		}
 		flag := ""
@@ -64,6 +69,11 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 	if len(impossible) > 0 {
 		w.printf("**Measured faster than physics allows** (%d rows, left out of every error below): each measurement beats the ideal roofline of its own configuration, every FLOP at peak and every byte at full bandwidth, so the row's tokens, GPUs, chip or figure is wrong.\n\n", len(impossible))
 		table(w, []string{"Row", "Model", "Chip", "Measured", "Roofline bound"}, "lllrr", impossible)
+		w.printf("\n")
+	}
+	if len(known) > 0 {
+		w.printf("**Runs their source says hit a defect of the stack** (%d rows, predicted but left out of every error below): the publisher names a regression in the release the run used and says a later one fixes it, so no model of the stack working as designed should reproduce the time.\n\n", len(known))
+		table(w, []string{"Row", "Model", "Chip", "Measured", "Predicted", "Error", "The source's statement"}, "lllrrrl", known)
 		w.printf("\n")
 	}
 	if len(refits) > 0 {
