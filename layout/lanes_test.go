@@ -173,13 +173,21 @@ func TestDualPipe(t *testing.T) {
 // all-to-all beside 100 ms of compute 10 x 32/132 = 2.42 ms exposed; DeepEP's 20 SMs 1.52 ms;
 // an all-to-all longer than the compute shows what the compute does not cover.
 func TestOverlappedA2ATakesSMs(t *testing.T) {
-	l := Layout{A2AOverlap: Overlap1F1B}
+	l := Layout{A2AOverlap: Overlap1F1B, CUDAGraph: true}
 	testutil.Near(t, "nccl", l.overlapA2A(10, 100, 132), 10*32.0/132, 1e-12)
 	l.Dispatcher = DispatchDeepEP
 	testutil.Near(t, "deepep", l.overlapA2A(10, 100, 132), 10*20.0/132, 1e-12)
 	l.Dispatcher = DispatchHybridEP
 	testutil.Near(t, "hybridep on GB200's 148", l.overlapA2A(10, 100, 148), 10*32.0/148, 1e-12)
 	testutil.Near(t, "longer than the compute", l.overlapA2A(150, 100, 148), 50, 1e-12)
+	// eager, each layer's forward dispatch (a quarter) runs alone after the host's
+	// synchronization; the other three overlap as above: 2.5 + 7.5 x 32/132 = 4.318 ms, and
+	// of a 400 ms all-to-all beside 100 ms of compute 100 + (300 - 100) = 300 ms
+	l.CUDAGraph, l.Dispatcher = false, ""
+	testutil.Near(t, "eager", l.overlapA2A(10, 100, 132), 2.5+7.5*32.0/132, 1e-12)
+	testutil.Near(t, "eager, longer than the compute", l.overlapA2A(400, 100, 132), 300, 1e-12)
+	l.A2AOverlap = OverlapDualPipe // DeepSeek's own schedule: no host synchronization modelled
+	testutil.Near(t, "dualpipe eager", l.overlapA2A(10, 100, 132), 10*32.0/132, 1e-12)
 	l.A2AOverlap = OverlapNone
 	testutil.Near(t, "not overlapped", l.overlapA2A(10, 100, 132), 10, 1e-12)
 

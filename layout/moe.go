@@ -179,6 +179,18 @@ func (l Layout) lowPrecision() bool {
 // them runs on the rest: for the a2a seconds of the overlap the computation advances at
 // (1 - share), so the pair takes max(a2a, compute + share x a2a) and the exposed part is
 // max(a2a - compute, share x a2a). No overlap hides it all.
+//
+// Megatron's 1f1b run eagerly (no CUDA graph) hides three of the four: each layer's forward
+// dispatch is followed by a host-device synchronization (the token counts per rank and expert
+// are copied to the host: the dispatcher's cuda_sync_point "before_ep_alltoall", and the
+// grouped GEMM's tokens_per_expert.tolist(), moe/token_dispatcher.py and moe/experts.py
+// @d98e8a6), so the host issues nothing beside that all-to-all and it runs alone; the
+// combine and the backward's two reuse the counts and overlap. A CUDA graph cannot hold a
+// synchronization, so a graphed layer's dispatch is sync-free and all four overlap. Measured
+// pairs of the same layout with and without 1f1b, eager (Megatron-Bridge 26.02/26.02.01,
+// 26.04/26.04.01): +2% (Qwen3-235B-A22B, B300), -4% (GPT-OSS-120B, GB200), -44%
+// (Qwen3-30B-A3B, H100, host-bound: not explained here); with graphs (26.06 over 26.04)
+// +17-56%.
 func (l Layout) overlapA2A(a2a, compute, sms float64) float64 {
 	switch l.A2AOverlap {
 	case Overlap1F1B, OverlapDualPipe:
@@ -186,7 +198,12 @@ func (l Layout) overlapA2A(a2a, compute, sms float64) float64 {
 		if sms > 0 {
 			share = math.Min(1, l.commSMs()/sms)
 		}
-		return math.Max(a2a-compute, share*a2a)
+		alone := 0.0
+		if l.A2AOverlap == Overlap1F1B && !l.CUDAGraph {
+			alone = a2a / 4 // the forward dispatch, after the host's synchronization
+		}
+		rest := a2a - alone
+		return alone + math.Max(rest-compute, share*rest)
 	}
 	return a2a
 }
