@@ -359,7 +359,8 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 	base := func(i int) chips.Efficiency { return bases[i] }
 	key := "moe pool " + fw + "\x00" + rowSet(LaneKey{fw, ""}, rows) + "\x00" + fitsKey(fits, fw)
 	var x []float64
-	tiedTo := map[int]int{} // a figure too few rows time, and the figure it takes instead
+	tiedTo := map[int]int{}         // a figure too few rows time, and the figure it takes instead
+	crossVal := map[int][2]float64{} // a figure shared because its rows left out say so: their errors own, shared
 	if f, ok := reuse[key]; ok {
 		for _, pf := range figs {
 			x = append(x, f.Params[pf.Name+"@"+pf.group])
@@ -367,6 +368,9 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		for j, pf := range figs {
 			if t, ok := f.Params["tied "+pf.Name+"@"+pf.group]; ok {
 				tiedTo[j] = int(t)
+			}
+			if own, ok := f.Params["cv own "+pf.Name+"@"+pf.group]; ok {
+				crossVal[j] = [2]float64{own, f.Params["cv shared "+pf.Name+"@"+pf.group]}
 			}
 		}
 	} else {
@@ -462,6 +466,81 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		if len(tiedTo) > 0 {
 			x = fit()
 		}
+		// A figure fitted on its own group is kept only where it predicts that group's rows
+		// left out better than the same-name figure of a larger group: each row is left out in
+		// turn, the figure refitted on the group's other rows (the rest as fitted), and the row
+		// predicted; where the larger group's figure predicts them as well or better, the group
+		// shares it and the rest are refitted. Three rows pulling three ways (Hopper's grouped
+		// GEMM: a host-bound row, an all-to-all-bound one, and one of GPT-OSS-120B, which every
+		// chip runs 1.2-1.6x slower than predicted) otherwise set a figure by whichever sits in
+		// the middle.
+		rowErr := func(i int, y []float64) float64 {
+			pred, _, err := rows[i].Predict(effAt(i, y))
+			if err != nil || !(pred > 0) || math.IsInf(pred, 0) {
+				return math.Inf(1)
+			}
+			return math.Abs(math.Log(pred / rows[i].Row.Measured))
+		}
+		order := make([]int, len(figs))
+		for j := range order {
+			order[j] = j
+		}
+		groupRows := func(j int) []int {
+			var idx []int
+			for i := range rows {
+				if slices.Contains(at[i], j) {
+					idx = append(idx, i)
+				}
+			}
+			return idx
+		}
+		sort.SliceStable(order, func(a, b int) bool { return len(groupRows(order[a])) < len(groupRows(order[b])) })
+		cvTied := false
+		for _, j := range order {
+			if _, ok := tiedTo[j]; ok {
+				continue
+			}
+			mine := groupRows(j)
+			donor := -1
+			for k, pk := range figs {
+				if _, tied := tiedTo[k]; k == j || tied || pk.Name != figs[j].Name || len(groupRows(k)) <= len(mine) {
+					continue
+				}
+				if donor < 0 || len(groupRows(k)) > len(groupRows(donor)) {
+					donor = k
+				}
+			}
+			if donor < 0 || len(mine) < 2 {
+				continue
+			}
+			var own, shared []float64
+			for _, out := range mine {
+				y := slices.Clone(x)
+				y[j] = goldenLog(figs[j].Lo, figs[j].Hi, func(v float64) float64 {
+					z := slices.Clone(x)
+					z[j] = v
+					var sum float64
+					for _, i := range mine {
+						if i != out {
+							sum += rowErr(i, z)
+						}
+					}
+					return sum
+				})
+				own = append(own, rowErr(out, y))
+				z := slices.Clone(x)
+				z[j] = x[donor]
+				shared = append(shared, rowErr(out, z))
+			}
+			sort.Float64s(own)
+			sort.Float64s(shared)
+			if mo, ms := median(own), median(shared); ms <= mo {
+				tiedTo[j], crossVal[j], cvTied = donor, [2]float64{mo, ms}, true
+			}
+		}
+		if cvTied {
+			x = fit()
+		}
 		if reuse != nil {
 			f := LaneFit{Params: map[string]float64{}}
 			for j, pf := range figs {
@@ -469,6 +548,10 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			}
 			for j, t := range tiedTo {
 				f.Params["tied "+figs[j].Name+"@"+figs[j].group] = float64(t)
+			}
+			for j, cv := range crossVal {
+				f.Params["cv own "+figs[j].Name+"@"+figs[j].group] = cv[0]
+				f.Params["cv shared "+figs[j].Name+"@"+figs[j].group] = cv[1]
 			}
 			reuse[key] = f
 		}
@@ -489,8 +572,14 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		src := fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) jointly to the %d %s MoE training rows on %s chips (%s: %s), with the other MoE figures of their chips: median |err| %.1f%% before, %.1f%% after",
 			len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), 100*before, 100*after)
 		if t, ok := tiedTo[j]; ok {
-			src = fmt.Sprintf("shared with %s chips: fewer than two of the %d %s MoE training rows on %s chips (%s: %s) are timed by it, so it is not fitted on them; the %s figure fitted jointly with their other MoE figures: median |err| on them %.1f%% before, %.1f%% after",
-				figs[t].group, len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), figs[t].group, 100*before, 100*after)
+			why := "fewer than two of the %d %s MoE training rows on %s chips (%s: %s) are timed by it, so it is not fitted on them"
+			args := []any{len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; ")}
+			if cv, ok := crossVal[j]; ok {
+				why = "fitted on the %d %s MoE training rows on %s chips (%s: %s) it predicts each of them left out worse (median |log error| %.0f%%) than the %s figure does (%.0f%%)"
+				args = append(args, 100*cv[0], figs[t].group, 100*cv[1])
+			}
+			src = fmt.Sprintf("shared with %s chips: "+why+"; the %s figure fitted jointly with their other MoE figures: median |err| on them %.1f%% before, %.1f%% after",
+				append(append([]any{figs[t].group}, args...), figs[t].group, 100*before, 100*after)...)
 		}
 		for chip := range chipSet {
 			k := LaneKey{fw, chip}
