@@ -359,7 +359,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 	base := func(i int) chips.Efficiency { return bases[i] }
 	key := "moe pool " + fw + "\x00" + rowSet(LaneKey{fw, ""}, rows) + "\x00" + fitsKey(fits, fw)
 	var x []float64
-	tiedTo := map[int]int{}         // a figure too few rows time, and the figure it takes instead
+	tiedTo := map[int]int{}          // a figure too few rows time, and the figure it takes instead
 	crossVal := map[int][2]float64{} // a figure shared because its rows left out say so: their errors own, shared
 	if f, ok := reuse[key]; ok {
 		for _, pf := range figs {
