@@ -3,6 +3,7 @@ package calib
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -262,6 +263,7 @@ func clone(e chips.Efficiency) chips.Efficiency {
 	for k, v := range e.GEMMFrac {
 		out.GEMMFrac[k] = v
 	}
+	out.GEMMK0 = maps.Clone(e.GEMMK0)
 	out.Sources = map[string]string{}
 	for k, v := range e.Sources {
 		out.Sources[k] = v

@@ -2,6 +2,7 @@ package calib
 
 import (
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
@@ -226,5 +227,61 @@ func TestCalibrateOnTopOfALane(t *testing.T) {
 	e := b200.Efficiency.WithLane("trtllm", lf)
 	if got := e.Lanes["trtllm"]; got.GroupedGEMMFrac != lane.GroupedGEMMFrac || got.StepOverheadUs != lf.StepOverheadUs || len(e.Lanes) != len(b200.Efficiency.Lanes) {
 		t.Errorf("the lane written back: %+v", got)
+	}
+}
+
+// The shipped depth term (chips' gemm_k0, calib/sources/write_gemm_depth.py) predicts how much
+// slower NVIDIA's measured compute-bound GEMMs run at K = 1,024 than at 4,096 (M and N of 4,096
+// and more, the same M and N): on every chip and precision it was fitted to, better than no
+// term, and within 12% median (B300's FP8: 11%).
+func TestShippedGEMMDepthPredictsShallowGEMMs(t *testing.T) {
+	ks, err := Kernels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := chips.Default()
+	checked := 0
+	for _, g := range ks.Groups {
+		if g.Family != "gemm" || g.Engine != "trtllm" || g.Kernel != "torch_flow" || (g.DType != "bf16" && g.DType != "fp8") {
+			continue
+		}
+		c, err := db.Lookup(g.Chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k0, ok := c.Efficiency.GEMMK0[g.DType]
+		if !ok {
+			continue
+		}
+		deep := map[[2]float64]float64{}
+		for _, r := range g.Rows {
+			if r[0] >= 4096 && r[1] >= 4096 && r[2] == 4096 {
+				deep[[2]float64{r[0], r[1]}] = r[3]
+			}
+		}
+		var with, without []float64
+		for _, r := range g.Rows {
+			d, ok := deep[[2]float64{r[0], r[1]}]
+			if !ok || r[2] >= 4096 {
+				continue
+			}
+			measured := (r[2] / r[3]) / (4096 / d) // FLOP rate at K over the rate at 4,096
+			pred := r[2] * (4096 + k0) / (4096 * (r[2] + k0))
+			with = append(with, math.Abs(math.Log(pred/measured)))
+			without = append(without, math.Abs(math.Log(1/measured)))
+		}
+		if len(with) < 4 {
+			t.Errorf("%s %s: %d shallow compute-bound GEMMs", g.Chip, g.DType, len(with))
+			continue
+		}
+		sort.Float64s(with)
+		sort.Float64s(without)
+		if mw, mo := median(with), median(without); !(mw < mo) || mw > 0.12 {
+			t.Errorf("%s %s: K0 %g, median |log error| %.3f with the term, %.3f without", g.Chip, g.DType, k0, mw, mo)
+		}
+		checked++
+	}
+	if checked < 11 {
+		t.Errorf("%d chip and precision groups checked, want the 11 Hopper and Blackwell ones fitted", checked)
 	}
 }

@@ -69,6 +69,13 @@ type Efficiency struct {
 	// GEMMFrac is the fraction of the dense peak a large, well-shaped GEMM reaches, by dtype
 	// (a missing dtype uses bf16's). Tile and wave quantization come on top, from SMs.
 	GEMMFrac map[string]float64 `json:"gemm_frac,omitempty"`
+	// GEMMK0 is, by dtype, the depth in K a GEMM tile spends outside its main loop (its
+	// prologue and its epilogue, which scales and writes the output tile): a tile of depth K
+	// takes K + K0 steps' time, so a GEMM shallower than 4,096 runs at
+	// K(4096+K0) / (4096(K+K0)) of GEMMFrac, which the measured tables hold flat from there on
+	// (timing.GEMMEta). FP8's is larger: its main loop is twice as fast and its epilogue
+	// applies the scales. Empty: no depth term.
+	GEMMK0 map[string]float64 `json:"gemm_k0,omitempty"`
 	// GroupedGEMMFrac is the share of the dense GEMM fraction a grouped GEMM (a MoE layer's
 	// experts, one launch over ragged per-expert token groups) achieves when compute-bound.
 	GroupedGEMMFrac float64 `json:"grouped_gemm_frac,omitempty"`
@@ -220,6 +227,15 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	if len(o.GEMMTiles) > 0 {
 		out.GEMMTiles = o.GEMMTiles
 	}
+	if len(e.GEMMK0)+len(o.GEMMK0) > 0 {
+		out.GEMMK0 = map[string]float64{}
+		for k, v := range e.GEMMK0 {
+			out.GEMMK0[k] = v
+		}
+		for k, v := range o.GEMMK0 {
+			out.GEMMK0[k] = v
+		}
+	}
 	if len(e.MoEGEMMFrac)+len(o.MoEGEMMFrac) > 0 {
 		out.MoEGEMMFrac = map[string]float64{}
 		for k, v := range e.MoEGEMMFrac {
@@ -317,6 +333,11 @@ func (e Efficiency) validate() error {
 	}
 	if len(e.GEMMFrac) == 0 {
 		return errors.New("efficiency.gemm_frac is empty")
+	}
+	for _, d := range sortedKeys(e.GEMMK0) {
+		if v := e.GEMMK0[d]; !(v >= 0 && v <= 1e5) {
+			return fmt.Errorf("efficiency.gemm_k0.%s must be in [0, 1e5] (a depth in K), got %g", d, v)
+		}
 	}
 	for _, t := range e.GEMMTiles {
 		if t[0] <= 0 || t[1] <= 0 {

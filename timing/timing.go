@@ -116,7 +116,7 @@ func (m *Model) WaveEfficiency(M, N, K, groups float64) float64 {
 // the M values it meets, not of one: the time is averaged over M spread evenly across one
 // period of the tallest tile, so the prediction does not jump as the mean crosses a tile edge.
 func (m *Model) GEMMEta(k kernels.Kernel) float64 {
-	frac := m.GEMMFrac(k.DType)
+	frac := m.GEMMFrac(k.DType) * m.depthShare(k)
 	if k.Grouped {
 		if f, ok := m.Eff.MoEGEMMFrac[k.DType]; ok {
 			frac *= f
@@ -138,6 +138,29 @@ func (m *Model) GEMMEta(k kernels.Kernel) float64 {
 		t += mi / m.WaveEfficiency(mi, k.N, k.K, k.Groups)
 	}
 	return frac * k.M * samples / t
+}
+
+// gemmKRef is the depth from which the measured GEMM tables hold a GEMM's fraction flat
+// (aiconfigurator's cuBLAS tables, M and N of 4,096 and more: H100 BF16 0.79, 0.80, 0.77 at K =
+// 4,096, 8,192, 16,384; FP8 0.64, 0.65, 0.65): the figures fitted to large GEMMs describe it.
+const gemmKRef = 4096
+
+// depthShare is a shallow GEMM's share of the fitted fraction: each output tile spends K0
+// steps' time outside its K loop (chips.Efficiency.GEMMK0), so a depth K < gemmKRef runs at
+// K(gemmKRef+K0) / (gemmKRef(K+K0)) of a deep one's rate. FP4 and INT8 take FP8's K0 where
+// they have none (a low-precision main loop, a scaling epilogue), other dtypes BF16's.
+func (m *Model) depthShare(k kernels.Kernel) float64 {
+	k0, ok := m.Eff.GEMMK0[k.DType]
+	if !ok {
+		k0 = m.Eff.GEMMK0["bf16"]
+		if k.DType == "fp4" || k.DType == "int8" {
+			k0 = m.Eff.GEMMK0["fp8"]
+		}
+	}
+	if k0 <= 0 || k.K <= 0 || k.K >= gemmKRef {
+		return 1
+	}
+	return k.K * (gemmKRef + k0) / (gemmKRef * (k.K + k0))
 }
 
 // KernelTime is one kernel's prediction.

@@ -222,3 +222,22 @@ func TestSmallHeadsPayTheirExponentials(t *testing.T) {
 		t.Errorf("a 64-wide head's FLOP rate over a 128-wide one's: B200 %.3f, B300 %.3f; want B200 < B300, both in (0.6, 0.8)", r2, r3)
 	}
 }
+
+// A GEMM tile spends K0 steps outside its K loop: with K0 = 64 (BF16) a 1,024-deep GEMM runs at
+// 1024 x 4160 / (4096 x 1088) = 0.956 of a 4,096-deep one's fraction; from 4,096 on the term
+// is flat; FP4 takes FP8's K0 (400: 1024 x 4496 / (4096 x 1424) = 0.789); a chip without K0
+// has no term.
+func TestShallowGEMMsPayTheirEpilogue(t *testing.T) {
+	m := h100(t)
+	m.tiles = [][2]float64{{128, 128}}
+	m.Eff.GEMMK0 = map[string]float64{"bf16": 64, "fp8": 400}
+	eta := func(dtype string, k float64) float64 {
+		return m.GEMMEta(kernels.Kernel{Kind: kernels.GEMM, M: 8192, N: 8192, K: k, Groups: 1, DType: dtype})
+	}
+	deep := eta("bf16", 4096)
+	near(t, "K 1024 bf16", eta("bf16", 1024)/deep, 1024.0*4160/(4096*1088))
+	near(t, "K 8192 bf16", eta("bf16", 8192)/deep, 1)
+	near(t, "K 1024 fp4 (fp8's K0)", eta("fp4", 1024)/eta("fp4", 4096), 1024.0*4496/(4096*1424))
+	m.Eff.GEMMK0 = nil
+	near(t, "no K0", eta("bf16", 1024)/eta("bf16", 4096), 1)
+}
