@@ -278,10 +278,12 @@ const flashBwdFLOPs = 2.5
 // On H100 d0 is 64 (4,096 BF16 FLOPs and 16 exponentials per SM per clock), on B200 112 and on
 // Blackwell Ultra, whose exponential rate doubled, 53: a 64-wide head runs at 0.75, 0.68 and
 // 0.77 of a 128-wide one's FLOP rate (aiconfigurator's measured context attention: 0.77, 0.60
-// and 0.72; validate --kernels). A backward runs 2.5x the tensor FLOPs per exponential. MLA's
-// kernels keep their own fitted figures (their tables are of its one head shape).
+// and 0.72; validate --kernels). A backward runs 2.5x the tensor FLOPs per exponential. MLA
+// timed with its own fitted figure (mla_frac: a serving engine's tables, of its one head
+// shape) keeps it; MLA timed as flash attention (training: 192-wide query-key and 128-wide
+// value heads, HeadDim 160; a lane without mla_frac) pays the term as any head does.
 func (m *Model) expShare(k kernels.Kernel, peak float64) float64 {
-	if k.Latent || k.HeadDim <= 0 || m.Chip.ExpTera <= 0 {
+	if k.HeadDim <= 0 || m.Chip.ExpTera <= 0 || k.Latent && m.Eff.MLAFrac > 0 && !k.Backward {
 		return 1
 	}
 	d0 := peak / (4 * m.Chip.ExpTera * 1e12)

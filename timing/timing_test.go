@@ -180,8 +180,8 @@ func TestDecodeAttentionBandwidth(t *testing.T) {
 // TFLOP/s BF16, 3.865e12 exponentials/s: 4,096 FLOPs and 16 exponentials per SM per clock)
 // d0 = P / 4E = 64: a 64-wide head takes (64+64)/64 x 128/(128+64) = 4/3 of a 128-wide head's
 // time per FLOP; its backward, 2.5x the FLOPs per exponential (d0 = 25.6), (89.6/64) x
-// (128/153.6) = 7/6. Heads of 128 keep the fitted figures; MLA and chips with no published
-// exponential rate have no term.
+// (128/153.6) = 7/6. Heads of 128 keep the fitted figures; MLA timed with its own fitted
+// figure and chips with no published exponential rate have no term.
 func TestSmallHeadsPayTheirExponentials(t *testing.T) {
 	m := h100(t)
 	if d0 := m.Peak("bf16") / (4 * m.Chip.ExpTera * 1e12); math.Abs(d0-64) > 0.02 {
@@ -201,7 +201,10 @@ func TestSmallHeadsPayTheirExponentials(t *testing.T) {
 		t.Errorf("hand calculation: forward %g (want 4/3), backward %g (want 7/6)", fwd, bwd)
 	}
 	near(t, "d=256 is faster per FLOP", at(m, 256, false, false)/at(m, 128, false, false), (256+d0)/256*128/(128+d0))
-	near(t, "MLA keeps its figures", at(m, 64, false, true), at(m, 128, false, true))
+	near(t, "MLA timed as flash attention pays it", at(m, 64, false, true)/at(m, 128, false, true), fwd)
+	withMLA := *m
+	withMLA.Eff.MLAFrac = 0.4
+	near(t, "MLA with its own figure keeps it", at(&withMLA, 64, false, true), at(&withMLA, 128, false, true))
 	noExp := *m
 	noExp.Chip.ExpTera = 0
 	near(t, "no published rate", at(&noExp, 64, false, false), at(&noExp, 128, false, false))
