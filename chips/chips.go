@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"sort"
@@ -227,24 +228,8 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	if len(o.GEMMTiles) > 0 {
 		out.GEMMTiles = o.GEMMTiles
 	}
-	if len(e.GEMMK0)+len(o.GEMMK0) > 0 {
-		out.GEMMK0 = map[string]float64{}
-		for k, v := range e.GEMMK0 {
-			out.GEMMK0[k] = v
-		}
-		for k, v := range o.GEMMK0 {
-			out.GEMMK0[k] = v
-		}
-	}
-	if len(e.MoEGEMMFrac)+len(o.MoEGEMMFrac) > 0 {
-		out.MoEGEMMFrac = map[string]float64{}
-		for k, v := range e.MoEGEMMFrac {
-			out.MoEGEMMFrac[k] = v
-		}
-		for k, v := range o.MoEGEMMFrac {
-			out.MoEGEMMFrac[k] = v
-		}
-	}
+	out.GEMMK0 = overlay(e.GEMMK0, o.GEMMK0)
+	out.MoEGEMMFrac = overlay(e.MoEGEMMFrac, o.MoEGEMMFrac)
 	setF := func(dst *float64, v float64) {
 		if v != 0 {
 			*dst = v
@@ -298,6 +283,18 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	for k, v := range o.Sources {
 		out.Sources[k] = v
 	}
+	return out
+}
+
+// overlay is a per-dtype figure map with o's entries over e's; nil when neither has any (the
+// figure is then not set).
+func overlay(e, o map[string]float64) map[string]float64 {
+	if len(e)+len(o) == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(e)+len(o))
+	maps.Copy(out, e)
+	maps.Copy(out, o)
 	return out
 }
 
