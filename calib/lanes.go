@@ -376,6 +376,14 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 	} else {
 		// the rows are predicted side by side, one per core: each loss is a few dozen training
 		// steps timed, and a fit evaluates it some ten thousand times
+		// a row's |log error| under figures x: what every fit and check here scores
+		rowErr := func(i int, x []float64) float64 {
+			pred, _, err := rows[i].Predict(effAt(i, x))
+			if err != nil || !(pred > 0) || math.IsInf(pred, 0) {
+				return math.Inf(1)
+			}
+			return math.Abs(math.Log(pred / rows[i].Row.Measured))
+		}
 		loss := func(x []float64) float64 {
 			errs := make([]float64, len(rows))
 			var wg sync.WaitGroup
@@ -385,12 +393,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 				go func() {
 					defer wg.Done()
 					for i := int(next.Add(1) - 1); i < len(rows); i = int(next.Add(1) - 1) {
-						pred, _, err := rows[i].Predict(effAt(i, x))
-						if err != nil || !(pred > 0) || math.IsInf(pred, 0) {
-							errs[i] = math.Inf(1)
-							continue
-						}
-						errs[i] = math.Abs(math.Log(pred / rows[i].Row.Measured))
+						errs[i] = rowErr(i, x)
 					}
 				}()
 			}
@@ -474,39 +477,29 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		// GEMM: a host-bound row, an all-to-all-bound one, and one of GPT-OSS-120B, which every
 		// chip runs 1.2-1.6x slower than predicted) otherwise set a figure by whichever sits in
 		// the middle.
-		rowErr := func(i int, y []float64) float64 {
-			pred, _, err := rows[i].Predict(effAt(i, y))
-			if err != nil || !(pred > 0) || math.IsInf(pred, 0) {
-				return math.Inf(1)
-			}
-			return math.Abs(math.Log(pred / rows[i].Row.Measured))
-		}
 		order := make([]int, len(figs))
-		for j := range order {
+		groupRows := make([][]int, len(figs)) // each figure's rows
+		for j := range figs {
 			order[j] = j
-		}
-		groupRows := func(j int) []int {
-			var idx []int
 			for i := range rows {
 				if slices.Contains(at[i], j) {
-					idx = append(idx, i)
+					groupRows[j] = append(groupRows[j], i)
 				}
 			}
-			return idx
 		}
-		sort.SliceStable(order, func(a, b int) bool { return len(groupRows(order[a])) < len(groupRows(order[b])) })
+		sort.SliceStable(order, func(a, b int) bool { return len(groupRows[order[a]]) < len(groupRows[order[b]]) })
 		cvTied := false
 		for _, j := range order {
 			if _, ok := tiedTo[j]; ok {
 				continue
 			}
-			mine := groupRows(j)
+			mine := groupRows[j]
 			donor := -1
 			for k, pk := range figs {
-				if _, tied := tiedTo[k]; k == j || tied || pk.Name != figs[j].Name || len(groupRows(k)) <= len(mine) {
+				if _, tied := tiedTo[k]; k == j || tied || pk.Name != figs[j].Name || len(groupRows[k]) <= len(mine) {
 					continue
 				}
-				if donor < 0 || len(groupRows(k)) > len(groupRows(donor)) {
+				if donor < 0 || len(groupRows[k]) > len(groupRows[donor]) {
 					donor = k
 				}
 			}
