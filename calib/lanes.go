@@ -53,7 +53,7 @@ var (
 		"GB300": {"B300", "GB200", "B200"}, "B300": {"GB300", "B200", "GB200"},
 		"GB200": {"B200", "GB300", "B300"}, "B200": {"GB200", "B300", "GB300"},
 		"H100-SXM": {"H100-96GB", "H200"}, "H100-96GB": {"H100-SXM", "H200"}, "H200": {"H100-SXM", "H100-96GB"},
-		"H800": {"H100-SXM", "H100-96GB", "H200"},
+		"H800": {"H100-SXM", "H100-96GB", "H200"}, "H20": {"H100-SXM", "H100-96GB", "H200"},
 	}
 	HostFallback = map[string][]string{
 		"GB300": {"GB200"}, "GB200": {"GB300"},
@@ -61,6 +61,7 @@ var (
 		"H100-SXM": {"H100-96GB", "H200", "B200", "B300"}, "H100-96GB": {"H100-SXM", "H200", "B200", "B300"},
 		"H200": {"H100-SXM", "H100-96GB", "B200", "B300"},
 		"H800": {"H100-SXM", "H100-96GB", "H200", "B200", "B300"},
+		"H20":  {"H100-SXM", "H100-96GB", "H200", "B200", "B300"},
 	}
 )
 
@@ -880,7 +881,7 @@ func LaneName(p Prepared) string {
 // their own name: the kernel checks pool Hopper and Blackwell only).
 func ChipFamily(chip string) string {
 	switch {
-	case strings.HasPrefix(chip, "H100"), strings.HasPrefix(chip, "H200"), strings.HasPrefix(chip, "H800"):
+	case strings.HasPrefix(chip, "H100"), strings.HasPrefix(chip, "H200"), strings.HasPrefix(chip, "H800"), chip == "H20":
 		return "Hopper"
 	case strings.HasPrefix(chip, "GB300"), strings.HasPrefix(chip, "B300"):
 		return "Blackwell Ultra"

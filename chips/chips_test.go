@@ -10,7 +10,7 @@ import (
 
 func TestEmbeddedCoversTheRequiredChips(t *testing.T) {
 	db := Default()
-	for _, name := range []string{"H100-SXM", "H100-PCIe", "H200", "B200", "GB200", "A100-SXM", "A100-PCIe", "L40S", "L4",
+	for _, name := range []string{"H100-SXM", "H100-PCIe", "H200", "H800", "H20", "B200", "GB200", "A100-SXM", "A100-PCIe", "L40S", "L4",
 		"A10", "V100", "MI300X", "MI325X", "MI355X", "TPU-v5e", "TPU-v5p", "TPU-v6e", "Gaudi3"} {
 		c, err := db.Lookup(name)
 		if err != nil {
@@ -34,6 +34,7 @@ func TestDenseFiguresAndRidges(t *testing.T) {
 		{"h100", "bf16", 989.4, 3350, 295},
 		{"H200", "bf16", 989.4, 4800, 206},
 		{"H200", "fp8", 1978.9, 4800, 412.3},
+		{"h20", "bf16", 148, 4000, 37}, // a rate-limited Hopper: H100's ridge cut 8x
 		{"B200", "bf16", 2250, 7700, 292},
 		{"GB200", "bf16", 2500, 8000, 313},
 		{"A100", "bf16", 312, 2039, 153},
@@ -108,7 +109,7 @@ func TestSystems(t *testing.T) {
 		name, chip string
 		domain     int
 		out        float64
-	}{{"dgx-h100", "H100-SXM", 8, 50}, {"gb200-nvl72", "GB200", 72, 50}, {"gb300-nvl72", "GB300", 72, 100}, {"dgx-b300", "B300", 8, 100}, {"DGX-A100", "A100-SXM", 8, 25}} {
+	}{{"dgx-h100", "H100-SXM", 8, 50}, {"gb200-nvl72", "GB200", 72, 50}, {"gb300-nvl72", "GB300", 72, 100}, {"dgx-b300", "B300", 8, 100}, {"DGX-A100", "A100-SXM", 8, 25}, {"hgx-h20", "H20", 8, 50}} {
 		s, chip, err := db.System(c.name)
 		if err != nil {
 			t.Fatal(err)
@@ -133,6 +134,7 @@ func TestForDevice(t *testing.T) {
 		"NVIDIA H100 NVL":         "H100-NVL",
 		"NVIDIA A100-SXM4-80GB":   "A100-SXM",
 		"NVIDIA H200":             "H200",
+		"NVIDIA H20":              "H20", // not H200: whole name parts only
 		"AMD Instinct MI300X":     "MI300X",
 		"cpu":                     "",
 		"NVIDIA GeForce RTX 4090": "",

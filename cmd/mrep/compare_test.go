@@ -310,3 +310,41 @@ func TestScenarioDiffSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// H20 is a Hopper with its tensor rate cut to 148 TFLOP/s beside 4 TB/s of HBM: a batch-1
+// decode streams the weights, so it runs faster than on H100 by about the bandwidth ratio
+// (3.35/4.0; padding one token to a 64-row tile would make it compute-bound at twice H100's
+// time), while a prefill is bound by the cut tensor rate.
+func TestH20DecodesAtItsBandwidthAndPrefillsAtItsTensorRate(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h20.db")
+	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz")
+	var d struct {
+		A, B struct {
+			Phases []struct {
+				Phase  string  `json:"phase"`
+				TEst   float64 `json:"T_est"`
+				Regime string  `json:"regime"`
+			} `json:"phases"`
+		}
+	}
+	raw := mustRun(t, db, "diff", "Llama-3.1-8B", "--scenario-a", "--chip H100", "--scenario-b", "--chip H20", "--json")
+	raw = strings.NewReplacer(`"metrics_a"`, `"A"`, `"metrics_b"`, `"B"`).Replace(raw)
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		t.Fatal(err)
+	}
+	ratio := map[string]float64{}
+	for i, p := range d.B.Phases {
+		if i < len(d.A.Phases) && d.A.Phases[i].Phase == p.Phase && d.A.Phases[i].TEst > 0 {
+			ratio[p.Phase] = p.TEst / d.A.Phases[i].TEst
+		}
+		if p.Phase == "decode" && p.Regime != "hbm-bound" {
+			t.Errorf("H20 decode is %s, want hbm-bound", p.Regime)
+		}
+	}
+	if r := ratio["decode"]; r < 0.8 || r > 0.95 {
+		t.Errorf("H20/H100 decode time %.2f, want about 3.35/4.0 = 0.84", r)
+	}
+	if r := ratio["prefill"]; r < 4 || r > 6.7 {
+		t.Errorf("H20/H100 prefill time %.2f, want between 4 and the peak ratio 989/148 = 6.7", r)
+	}
+}
