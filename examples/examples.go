@@ -88,6 +88,7 @@ func Names() []string {
 // Variants mrep built itself (Llama-3.1-8B-mha, the tiny traces) have none.
 var hfIDs = map[string]string{
 	"DeepSeek-R1": "deepseek-ai/DeepSeek-R1", "DeepSeek-V3": "deepseek-ai/DeepSeek-V3", "DeepSeek-V3.2": "deepseek-ai/DeepSeek-V3.2",
+	"DeepSeek-V2": "deepseek-ai/DeepSeek-V2", "DeepSeek-V2-Lite": "deepseek-ai/DeepSeek-V2-Lite",
 	"Kimi-K2-Instruct": "moonshotai/Kimi-K2-Instruct",
 	"Llama-2-70b":      "meta-llama/Llama-2-70b-hf", "Llama-2-7b": "meta-llama/Llama-2-7b-hf",
 	"Llama-3.1-405B": "meta-llama/Llama-3.1-405B", "Llama-3.1-70B-Instruct": "meta-llama/Llama-3.1-70B-Instruct",

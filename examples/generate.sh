@@ -21,6 +21,12 @@ for name in Llama-2-7b Llama-2-70b; do
   "$PY" -m mrep_export --hf-config "$CONFIGS/$name.RECONSTRUCTED.json" -o "$OUT/$name.json.gz" --name "$name" --label base
 done
 
+# DeepSeek-V2-Lite and DeepSeek-V2, the models of AMD's MI355X MoE training runs (Primus's
+# moe_package), reconstructed from Primus's Megatron model files and kernel-benchmark shapes.
+for name in DeepSeek-V2-Lite DeepSeek-V2; do
+  "$PY" -m mrep_export --hf-config "$CONFIGS/$name.RECONSTRUCTED.json" -o "$OUT/$name.json.gz" --name "$name" --label base -q
+done
+
 # The model zoo: models people deploy and train today, each from its published config.json
 # (examples/configs/README.md says where each came from), named explicitly. Llama-3.1-405B:
 # 405,853,388,800 parameters, the published count.

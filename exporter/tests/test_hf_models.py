@@ -47,6 +47,23 @@ def test_published_parameter_counts(name, tmp_path):
     assert doc["model"]["source"] == {"kind": "module", "model_type": doc["config"]["model_type"]}
 
 
+def test_deepseek_v2_lite_matches_a_hand_count(tmp_path):
+    # The MI355X training rows' model, reconstructed from Primus's Megatron files: counted here
+    # by hand from its shapes, independent of transformers.
+    model, summary, doc = _dump("DeepSeek-V2-Lite.RECONSTRUCTED", tmp_path)
+    h, vocab, heads, kv_lora, nope, rope, v = 2048, 102400, 16, 512, 128, 64, 128
+    attn = (h * heads * (nope + rope)  # q_proj (no q LoRA)
+            + h * (kv_lora + rope) + kv_lora  # kv_a_proj_with_mqa and its norm
+            + kv_lora * heads * (nope + v)  # kv_b_proj
+            + heads * v * h)  # o_proj
+    layer = attn + 2 * h  # and the two norms
+    dense_mlp = 3 * h * 10944
+    moe = 64 * 3 * h * 1408 + 3 * h * 2 * 1408 + 64 * h  # routed, the two shared, the router
+    hand = 2 * vocab * h + h + 27 * layer + dense_mlp + 26 * moe
+    assert hand == 15_706_484_224  # 15.7B, as the hub lists it
+    assert summary.total_params == hand == sum(p.numel() for p in model.parameters())
+
+
 def test_deepseek_v3_matches_transformers_own_count(tmp_path):
     t0 = time.perf_counter()
     model, summary, doc = _dump("DeepSeek-V3", tmp_path)
