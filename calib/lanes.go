@@ -74,6 +74,25 @@ func hostParam(name string) bool { return name == "moe_launch_us" }
 // MaxMoELaunchUs bounds the fitted host time per MoE kernel (its parameter in laneFigures says why).
 const MaxMoELaunchUs = 60
 
+// MaxROCmMoELaunchUs bounds it on a ROCm host. MoELaunches counts the kernels of Megatron's
+// fused MoE layer as Megatron-Bridge runs it (fused permutation, router and RoPE); AMD's
+// published Primus baseline runs the layer unfused (moe_permute_fusion false in
+// examples/moe_package/configs/MI355X/*-baseline.yaml, apply_rope_fusion false in
+// primus/configs/models/megatron/deepseek_v2_base.yaml @b3699abf), several times the kernels
+// per layer, each through HIP's launch path, and AMD names the MoE layers' device-to-host
+// synchronizations as what stalls its launches (the moe_package README). The counted kernel
+// there stands for about three, so the bound is three times the CUDA one plus its margin.
+const MaxROCmMoELaunchUs = 200
+
+// hostRuntime is the software path a host group issues kernels through: a host figure is
+// never shared across runtimes (HIP's launches are not CUDA's).
+func hostRuntime(group string) string {
+	if strings.Contains(group, "ROCm") {
+		return "ROCm"
+	}
+	return "CUDA"
+}
+
 // laneParams are the figures a chip's lane fits on its dense rows: a precision's GEMM fraction
 // where dense rows pin it, and for fsdp the attention kernels and the eager elementwise traffic.
 // The MoE layer's figures are fitted jointly over the chips that share them (fitMoEPool).
@@ -291,10 +310,15 @@ func tensorCores(chip string) string {
 	return "Blackwell"
 }
 
-// hostCPU is the CPU that issues a chip's kernels in its systems.
+// hostCPU is the CPU that issues a chip's kernels in its systems, and the runtime it issues
+// them through: an Instinct GPU's host is x86 too, but its kernels go through HIP and ROCm's
+// PyTorch, whose launch path is not CUDA's.
 func hostCPU(chip string) string {
-	if strings.HasPrefix(chip, "GB") {
+	switch {
+	case strings.HasPrefix(chip, "GB"):
 		return "Grace"
+	case ChipFamily(chip) == "Instinct":
+		return "x86 (ROCm)"
 	}
 	return "x86"
 }
@@ -303,6 +327,12 @@ func hostCPU(chip string) string {
 type poolFigure struct {
 	Param
 	group string
+}
+
+// sameRuntime says whether b's figure may stand in for a's: always for GPU figures, for host
+// figures only on the same runtime.
+func sameRuntime(a, b poolFigure) bool {
+	return !hostParam(a.Name) || hostRuntime(a.group) == hostRuntime(b.group)
 }
 
 // fitMoEPool fits the MoE layer's figures over a framework's MoE rows of every chip, each row
@@ -331,6 +361,9 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			if !ok {
 				j = len(figs)
 				index[key] = j
+				if hostParam(pr.Name) && hostRuntime(g) == "ROCm" {
+					pr.Hi = MaxROCmMoELaunchUs
+				}
 				figs = append(figs, poolFigure{pr, g})
 			}
 			at[i] = append(at[i], j)
@@ -459,7 +492,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			}
 			donor := -1
 			for k, pk := range figs {
-				if k != j && pk.Name == pf.Name && timed[k] >= 2 && (donor < 0 || timed[k] > timed[donor]) {
+				if k != j && pk.Name == pf.Name && timed[k] >= 2 && sameRuntime(pf, pk) && (donor < 0 || timed[k] > timed[donor]) {
 					donor = k
 				}
 			}
@@ -497,7 +530,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			mine := groupRows[j]
 			donor := -1
 			for k, pk := range figs {
-				if _, tied := tiedTo[k]; k == j || tied || pk.Name != figs[j].Name || len(groupRows[k]) <= len(mine) {
+				if _, tied := tiedTo[k]; k == j || tied || pk.Name != figs[j].Name || !sameRuntime(figs[j], pk) || len(groupRows[k]) <= len(mine) {
 					continue
 				}
 				if donor < 0 || len(groupRows[k]) > len(groupRows[donor]) {

@@ -1,6 +1,7 @@
 package calib
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -142,6 +143,47 @@ func TestShippedMoEFiguresArePooled(t *testing.T) {
 	}
 	if shared == 0 {
 		t.Error("no shipped MoE figure is shared: Hopper's grouped GEMM is, by its rows left out")
+	}
+}
+
+// AMD's MI355X micro-batch sweep (Primus, DeepSeek-V2-Lite on 8 GPUs) separates the host from
+// the GPU: throughput doubles from MBS 1 to 2 (the host issues a micro-batch in the same time
+// whatever its size) and stays flat from 8 to 12 (the GPU's time grows with the tokens). The
+// Instinct lane must reproduce that shape, not only the mean, and its host figure is a ROCm
+// host's own: no CUDA host's figure moves with it.
+func TestInstinctLaneSeparatesHostFromGPU(t *testing.T) {
+	rep, err := Validate(prepared(t, Default()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, meas := map[int]float64{}, map[int]float64{}
+	for _, r := range rep.Rows {
+		var mbs int
+		if _, err := fmt.Sscanf(r.ID, "PRIMUS-DSV2Lite-mi355x-8gpu-mbs%d", &mbs); err == nil {
+			pred[mbs], meas[mbs] = r.Predicted, r.Measured
+		}
+	}
+	if len(pred) != 5 {
+		t.Fatalf("the sweep's five baseline rows, got %v", pred)
+	}
+	for _, c := range []struct {
+		from, to int
+		min, max float64
+		what     string
+	}{{1, 2, 1.7, 2.05, "host-bound: twice the tokens in the same time"}, {8, 12, 0.95, 1.08, "GPU-bound: flat"}} {
+		got, want := pred[c.to]/pred[c.from], meas[c.to]/meas[c.from]
+		if got < c.min || got > c.max {
+			t.Errorf("MBS %d -> %d: predicted x%.2f (measured x%.2f), want %s", c.from, c.to, got, want, c.what)
+		}
+	}
+	mi, _ := chips.Default().Lookup("MI355X")
+	h100, _ := chips.Default().Lookup("H100-SXM")
+	amd, nv := mi.Efficiency.Lanes["megatron"], h100.Efficiency.Lanes["megatron"]
+	if amd.MoELaunchUs <= MaxMoELaunchUs || amd.MoELaunchUs > MaxROCmMoELaunchUs || amd.MoELaunchUs == nv.MoELaunchUs {
+		t.Errorf("MI355X host pace %g us (H100's %g): want its own, past the CUDA bound %d and within %d", amd.MoELaunchUs, nv.MoELaunchUs, MaxMoELaunchUs, MaxROCmMoELaunchUs)
+	}
+	if src := amd.Sources["moe_launch_us"]; !strings.Contains(src, "Primus") || strings.Contains(src, "shared with") {
+		t.Errorf("MI355X host pace source %q: want fitted on AMD's Primus rows", src)
 	}
 }
 

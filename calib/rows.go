@@ -40,6 +40,9 @@ var fsdpTrainingRows []byte
 //go:embed heldout_training.json
 var heldoutTrainingRows []byte
 
+//go:embed amd_training.json
+var amdTrainingRows []byte
+
 //go:embed amd_vllm.json
 var amdVLLMRows []byte
 
@@ -506,13 +509,14 @@ func (r Row) validate() error {
 }
 
 // Default returns the calibration set shipped with mrep: the measured serving and training
-// rows, Megatron-Bridge's 25.11 pre-training tables and torchtitan's H100 benchmarks.
+// rows, Megatron-Bridge's 25.11 pre-training tables, torchtitan's H100 benchmarks and AMD's
+// Megatron (Primus) MoE runs on MI355X.
 func Default() []Row {
 	var out []Row
 	for _, f := range []struct {
 		name string
 		b    []byte
-	}{{"measured.json", measured}, {"training.json", trainingRows}, {"memory.json", memoryRows}, {"fsdp_training.json", fsdpTrainingRows}} {
+	}{{"measured.json", measured}, {"training.json", trainingRows}, {"memory.json", memoryRows}, {"fsdp_training.json", fsdpTrainingRows}, {"amd_training.json", amdTrainingRows}} {
 		out = append(out, embedded(f.name, f.b)...)
 	}
 	return out

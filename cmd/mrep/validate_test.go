@@ -50,29 +50,30 @@ func TestValidateJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	// measured.json's 40, Megatron-Bridge 25.11's 32 pre-training rows, torchtitan's 18, the
-	// 21 FSDP rows of fms-fsdp and torchtitan's other benchmarks
-	if len(rep.Rows) != 111 {
-		t.Errorf("%d rows, want the 111 of the calibration set", len(rep.Rows))
+	// 21 FSDP rows of fms-fsdp and torchtitan's other benchmarks, AMD's 6 Primus MoE runs
+	if len(rep.Rows) != 117 {
+		t.Errorf("%d rows, want the 117 of the calibration set", len(rep.Rows))
 	}
 	lanes := 0
 	for _, l := range rep.Lanes {
 		lanes += l.Rows
 	}
-	if lanes != 83 || len(rep.Lanes) != 8 {
-		t.Errorf("lanes %+v: want the 83 training rows in 8 lanes", rep.Lanes)
+	if lanes != 89 || len(rep.Lanes) != 9 {
+		t.Errorf("lanes %+v: want the 89 training rows in 9 lanes", rep.Lanes)
 	}
-	// the training rows by source: the nine that leave-one-source-out holds out, every row in one
+	// the training rows by source: the ten that leave-one-source-out holds out, every row in one
 	bySource := map[string]int{}
 	n := 0
 	for _, g := range rep.Sources {
 		bySource[g.Group] = g.Rows
 		n += g.Rows
 	}
-	if len(rep.Sources) != 9 || n != lanes || bySource["IBM fms-fsdp README"] != 6 || bySource["torchtitan llama3_h100_202412"] != 18 {
-		t.Errorf("sources %+v: want 9 holding the %d training rows", rep.Sources, lanes)
+	if len(rep.Sources) != 10 || n != lanes || bySource["IBM fms-fsdp README"] != 6 || bySource["torchtitan llama3_h100_202412"] != 18 ||
+		bySource["AMD-AGI/Primus examples/moe_package/README.md"] != 6 {
+		t.Errorf("sources %+v: want 10 holding the %d training rows", rep.Sources, lanes)
 	}
 	// one held-out fit per source: Megatron-Bridge's four system tables, the NeMo 70B rows,
-	// torchtitan's three benchmark files, fms-fsdp
+	// torchtitan's three benchmark files, fms-fsdp, AMD's Primus runs
 	loo := map[string]int{}
 	for _, s := range rep.LOO {
 		loo[s.Source] = s.Rows
@@ -81,9 +82,9 @@ func TestValidateJSON(t *testing.T) {
 		}
 	}
 	switch {
-	case !testutil.Stress() && (len(loo) != 0 || rep.Pending != 9):
-		t.Errorf("validate without --loo: %d sources held out, %d pending; want none run and 9 pending", len(loo), rep.Pending)
-	case testutil.Stress() && (len(loo) != 9 || loo["torchtitan llama3_h100_202412"] != 18 || loo["IBM fms-fsdp README"] != 6 ||
+	case !testutil.Stress() && (len(loo) != 0 || rep.Pending != 10):
+		t.Errorf("validate without --loo: %d sources held out, %d pending; want none run and 10 pending", len(loo), rep.Pending)
+	case testutil.Stress() && (len(loo) != 10 || loo["torchtitan llama3_h100_202412"] != 18 || loo["IBM fms-fsdp README"] != 6 ||
 		loo["Megatron-Bridge 25.11 DGX-GB300"] != 9 || rep.Pending != 0):
 		t.Errorf("leave-one-source-out: %v (pending %d)", loo, rep.Pending)
 	}
