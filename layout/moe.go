@@ -262,6 +262,18 @@ const (
 	moeCastPerExpert = 2 // per pass, FP8/FP4 recipes
 )
 
+// HostRemedy is what removes an eager MoE layer's host pace on a vendor's stack, as a sentence's
+// clause: on NVIDIA, Megatron's full-iteration CUDA graph, which mrep models (--cuda-graph); on
+// AMD Instinct, Primus-Turbo's sync-free MoE, which drops the layer's device-to-host
+// synchronizations (AMD's moe_package README names them as what stalls its launches, and its
+// MI355X runs gain from it) and which mrep does not time.
+func HostRemedy(vendor string) string {
+	if strings.EqualFold(vendor, "AMD") {
+		return "on ROCm, Primus-Turbo's sync-free MoE (`--turbo_sync_free_moe_stage`) drops the layers' device-to-host synchronizations, which mrep does not time; `--cuda-graph` shows the step with no host pace"
+	}
+	return "a full-iteration CUDA graph (`--cuda-graph`: Megatron's --cuda-graph-impl full_iteration, with static expert shapes) replays the step without it"
+}
+
 // MoELaunches is the kernels the host issues for one MoE layer's forward, backward and (full
 // recompute) recomputed forward of one micro-batch.
 func (l Layout) MoELaunches(fp analyzer.Fingerprint) float64 {

@@ -55,6 +55,15 @@ func TestLayoutsNameTheHostBound(t *testing.T) {
 	if !strings.Contains(b.String(), "of the kernels' 412.0 ms, 291.0 ms is the host issuing the MoE layers' kernels eagerly") || !strings.Contains(b.String(), "`--cuda-graph`") {
 		t.Errorf("the host bound is not named:\n%s", b.String())
 	}
+	// on AMD Instinct the stack's own remedy is Primus-Turbo's sync-free MoE
+	r.HostRemedy = layout.HostRemedy("AMD")
+	b.Reset()
+	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "sync-free MoE") || strings.Contains(b.String(), "cuda-graph-impl") {
+		t.Errorf("an Instinct target's remedy:\n%s", b.String())
+	}
 	r.Step.HostBound = 0.01
 	b.Reset()
 	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {

@@ -160,6 +160,9 @@ type LayoutResult struct {
 	// FitsWith, for a layout that does not fit, is the fastest setting its framework offers
 	// that does (layout.Trainer.FastestFitting), and the step under it.
 	FitsWith *Alternative `json:"fits_with,omitempty"`
+	// HostRemedy is what removes a host-bound step's host pace on the target's stack
+	// (layout.HostRemedy); empty: NVIDIA's CUDA graph.
+	HostRemedy string `json:"host_remedy,omitempty"`
 }
 
 // Alternative is a setting that makes a layout fit, and its step.
@@ -193,8 +196,8 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 		if s.HostBound > 0.05*s.StepTime {
-			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them; a full-iteration CUDA graph (`--cuda-graph`: Megatron's --cuda-graph-impl full_iteration, with static expert shapes) replays the step without it.\n\n",
-				s.Kernels*1e3, s.HostBound*1e3)
+			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them; %s.\n\n",
+				s.Kernels*1e3, s.HostBound*1e3, orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA")))
 		}
 		if a := r.FitsWith; a != nil {
 			how := "fits"

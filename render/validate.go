@@ -109,7 +109,7 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		w.printf("\nBy model, chip and layout (median ratio = predicted / measured: below 1, mrep predicts less than was measured):\n\n")
 		table(w, []string{"Model, chip, layout", "Phase", "Rows", "Median ratio", "Median abs error", "Worst abs error"}, "llrrrr", gs)
 	}
-	groupTable(w, rep.Lanes, "Lane", "Training by lane (framework, dense or MoE, chip family; a lane's GEMM figures are fitted per chip on dense rows, its MoE figures jointly over the chips that share them (the grouped GEMM by tensor-core generation, the host's pace by host CPU), chips.json efficiency.lanes)")
+	groupTable(w, rep.Lanes, "Lane", "Training by lane (framework, dense or MoE, chip family; a lane's GEMM figures are fitted per chip on dense rows, its MoE figures jointly over the chips that share them (the grouped GEMM by tensor-core generation, the host's pace by host CPU and runtime: x86 or Grace under CUDA, x86 under ROCm), chips.json efficiency.lanes)")
 	groupTable(w, rep.Sources, "Source", "Training by source (a publisher's table or release: what leave-one-source-out holds out)")
 	groupTable(w, rep.Engines, "Engine, model kind, chip family", "Inference by engine, dense or MoE, and chip family (every kind of row: TTFT, static batches, serving, waves, latencies)")
 	phaseTable(w, rep.EngineChips, "Engine on chip", "Inference by engine and chip, per figure (the lane a plan with that engine on that chip is timed with)")
