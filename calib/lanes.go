@@ -233,30 +233,43 @@ func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 		out = append(out, lf)
 	}
 	for _, fw := range layout.Frameworks {
-		var moe []Prepared
+		// one pool per host runtime: no MoE figure is shared across CUDA and ROCm chips (the
+		// grouped GEMM goes by tensor-core generation, the host pace by runtime), so the pools
+		// are independent, and leaving one vendor's source out reuses the other's fit
+		moe := map[string][]Prepared{}
 		for _, k := range keys {
 			if k.Framework != fw {
 				continue
 			}
 			for _, p := range groups[k] {
 				if isMoERow(p) {
-					moe = append(moe, p)
+					rt := chipRuntime(p.Chip.Name)
+					moe[rt] = append(moe[rt], p)
 				}
 			}
 		}
-		var err error
-		if out, err = fitMoEPool(fw, moe, out, reuse); err != nil {
-			return nil, err
+		for _, rt := range sortedKeys(moe) {
+			var err error
+			if out, err = fitMoEPool(fw, moe[rt], out, reuse); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
 }
 
-// fitsKey names the figures the lanes of fw were fitted to (a pooled fit starts from them).
-func fitsKey(fits []LaneFit, fw string) string {
+// chipRuntime is the software stack a chip's kernels are issued through (hostRuntime).
+func chipRuntime(chip string) string { return hostRuntime(hostCPU(chip)) }
+
+// sortedKeys is a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// fitsKey names the figures the lanes of fw on chips of runtime rt were fitted to (a pooled fit
+// starts from them).
+func fitsKey(fits []LaneFit, fw, rt string) string {
 	var b strings.Builder
 	for _, f := range fits {
-		if f.Lane.Framework != fw {
+		if f.Lane.Framework != fw || chipRuntime(f.Lane.Chip) != rt {
 			continue
 		}
 		fmt.Fprintf(&b, "%s:", f.Lane)
@@ -391,7 +404,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		return e
 	}
 	base := func(i int) chips.Efficiency { return bases[i] }
-	key := "moe pool " + fw + "\x00" + rowSet(LaneKey{fw, ""}, rows) + "\x00" + fitsKey(fits, fw)
+	key := "moe pool " + fw + "\x00" + rowSet(LaneKey{fw, ""}, rows) + "\x00" + fitsKey(fits, fw, chipRuntime(rows[0].Chip.Name))
 	var x []float64
 	tiedTo := map[int]int{}          // a figure too few rows time, and the figure it takes instead
 	crossVal := map[int][2]float64{} // a figure shared because its rows left out say so: their errors own, shared
