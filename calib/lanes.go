@@ -84,8 +84,9 @@ const MaxMoELaunchUs = 60
 // there stands for about three, so the bound is three times the CUDA one plus its margin.
 const MaxROCmMoELaunchUs = 200
 
-// hostRuntime is the software path a host group issues kernels through: a host figure is
-// never shared across runtimes (HIP's launches are not CUDA's).
+// hostRuntime is the software path a host group issues kernels through: each runtime's MoE
+// rows are pooled apart (fitLanes), so no figure is shared across them (HIP's launches are not
+// CUDA's).
 func hostRuntime(group string) string {
 	if strings.Contains(group, "ROCm") {
 		return "ROCm"
@@ -261,9 +262,6 @@ func fitLanes(ps []Prepared, reuse map[string]LaneFit) ([]LaneFit, error) {
 // chipRuntime is the software stack a chip's kernels are issued through (hostRuntime).
 func chipRuntime(chip string) string { return hostRuntime(hostCPU(chip)) }
 
-// sortedKeys is a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
 // fitsKey names the figures the lanes of fw on chips of runtime rt were fitted to (a pooled fit
 // starts from them).
 func fitsKey(fits []LaneFit, fw, rt string) string {
@@ -280,8 +278,8 @@ func fitsKey(fits []LaneFit, fw, rt string) string {
 	return b.String()
 }
 
-// sortedSet is a set's members in order.
-func sortedSet(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+// sortedKeys is a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // medianErr is the median |error| of the rows idx names, each predicted under eff(i).
 func medianErr(rows []Prepared, idx []int, eff func(int) chips.Efficiency) float64 {
@@ -340,12 +338,6 @@ func hostCPU(chip string) string {
 type poolFigure struct {
 	Param
 	group string
-}
-
-// sameRuntime says whether b's figure may stand in for a's: always for GPU figures, for host
-// figures only on the same runtime.
-func sameRuntime(a, b poolFigure) bool {
-	return !hostParam(a.Name) || hostRuntime(a.group) == hostRuntime(b.group)
 }
 
 // fitMoEPool fits the MoE layer's figures over a framework's MoE rows of every chip, each row
@@ -505,7 +497,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			}
 			donor := -1
 			for k, pk := range figs {
-				if k != j && pk.Name == pf.Name && timed[k] >= 2 && sameRuntime(pf, pk) && (donor < 0 || timed[k] > timed[donor]) {
+				if k != j && pk.Name == pf.Name && timed[k] >= 2 && (donor < 0 || timed[k] > timed[donor]) {
 					donor = k
 				}
 			}
@@ -543,7 +535,7 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 			mine := groupRows[j]
 			donor := -1
 			for k, pk := range figs {
-				if _, tied := tiedTo[k]; k == j || tied || pk.Name != figs[j].Name || !sameRuntime(figs[j], pk) || len(groupRows[k]) <= len(mine) {
+				if _, tied := tiedTo[k]; k == j || tied || pk.Name != figs[j].Name || len(groupRows[k]) <= len(mine) {
 					continue
 				}
 				if donor < 0 || len(groupRows[k]) > len(groupRows[donor]) {
@@ -610,10 +602,10 @@ func fitMoEPool(fw string, rows []Prepared, fits []LaneFit, reuse map[string]Lan
 		}
 		before, after := medianErr(rows, idx, base), medianErr(rows, idx, fitted)
 		src := fmt.Sprintf("fitted by mrep calibrate --lanes (mean |log error|) jointly to the %d %s MoE training rows on %s chips (%s: %s), with the other MoE figures of their chips: median |err| %.1f%% before, %.1f%% after",
-			len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; "), 100*before, 100*after)
+			len(set), fw, pf.group, strings.Join(sortedKeys(chipSet), ", "), strings.Join(sourcesOf(set), "; "), 100*before, 100*after)
 		if t, ok := tiedTo[j]; ok {
 			why := "fewer than two of the %d %s MoE training rows on %s chips (%s: %s) are timed by it, so it is not fitted on them"
-			args := []any{len(set), fw, pf.group, strings.Join(sortedSet(chipSet), ", "), strings.Join(sourcesOf(set), "; ")}
+			args := []any{len(set), fw, pf.group, strings.Join(sortedKeys(chipSet), ", "), strings.Join(sourcesOf(set), "; ")}
 			if cv, ok := crossVal[j]; ok {
 				why = "fitted on the %d %s MoE training rows on %s chips (%s: %s) it predicts each of them left out worse (median |log error| %.0f%%) than the %s figure does (%.0f%%)"
 				args = append(args, 100*cv[0], figs[t].group, 100*cv[1])

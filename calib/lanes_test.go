@@ -176,8 +176,14 @@ func TestInstinctLaneSeparatesHostFromGPU(t *testing.T) {
 			t.Errorf("MBS %d -> %d: predicted x%.2f (measured x%.2f), want %s", c.from, c.to, got, want, c.what)
 		}
 	}
-	mi, _ := chips.Default().Lookup("MI355X")
-	h100, _ := chips.Default().Lookup("H100-SXM")
+	mi, err := chips.Default().Lookup("MI355X")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100, err := chips.Default().Lookup("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
 	amd, nv := mi.Efficiency.Lanes["megatron"], h100.Efficiency.Lanes["megatron"]
 	if amd.MoELaunchUs <= MaxMoELaunchUs || amd.MoELaunchUs > MaxROCmMoELaunchUs || amd.MoELaunchUs == nv.MoELaunchUs {
 		t.Errorf("MI355X host pace %g us (H100's %g): want its own, past the CUDA bound %d and within %d", amd.MoELaunchUs, nv.MoELaunchUs, MaxMoELaunchUs, MaxROCmMoELaunchUs)

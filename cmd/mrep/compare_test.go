@@ -318,17 +318,18 @@ func TestScenarioDiffSaysWhy(t *testing.T) {
 func TestH20DecodesAtItsBandwidthAndPrefillsAtItsTensorRate(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "h20.db")
 	mustRun(t, db, "ingest", "../../examples/dumps/Llama-3.1-8B.json.gz")
+	type metrics struct {
+		Phases []struct {
+			Phase  string  `json:"phase"`
+			TEst   float64 `json:"T_est"`
+			Regime string  `json:"regime"`
+		} `json:"phases"`
+	}
 	var d struct {
-		A, B struct {
-			Phases []struct {
-				Phase  string  `json:"phase"`
-				TEst   float64 `json:"T_est"`
-				Regime string  `json:"regime"`
-			} `json:"phases"`
-		}
+		A metrics `json:"metrics_a"`
+		B metrics `json:"metrics_b"`
 	}
 	raw := mustRun(t, db, "diff", "Llama-3.1-8B", "--scenario-a", "--chip H100", "--scenario-b", "--chip H20", "--json")
-	raw = strings.NewReplacer(`"metrics_a"`, `"A"`, `"metrics_b"`, `"B"`).Replace(raw)
 	if err := json.Unmarshal([]byte(raw), &d); err != nil {
 		t.Fatal(err)
 	}
