@@ -80,6 +80,10 @@ type Efficiency struct {
 	// GroupedGEMMFrac is the share of the dense GEMM fraction a grouped GEMM (a MoE layer's
 	// experts, one launch over ragged per-expert token groups) achieves when compute-bound.
 	GroupedGEMMFrac float64 `json:"grouped_gemm_frac,omitempty"`
+	// MXFP8GEMMShare is the share of the tensor-scaled FP8 GEMM rate a block-scaled MXFP8 GEMM
+	// reaches (0: the same rate): its operands carry an E8M0 scale per 32 elements, which the
+	// kernel loads and applies beside the data. Training recipes only (layout marks the GEMMs).
+	MXFP8GEMMShare float64 `json:"mxfp8_gemm_share,omitempty"`
 	// GEMMTiles are the output tile shapes [M, N] the chip's GEMM kernels choose from.
 	GEMMTiles [][2]int `json:"gemm_tiles,omitempty"`
 	// AttnFrac and AttnBwdFrac: fused (flash) attention forward and backward, fraction of the
@@ -236,6 +240,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 		}
 	}
 	setF(&out.GroupedGEMMFrac, o.GroupedGEMMFrac)
+	setF(&out.MXFP8GEMMShare, o.MXFP8GEMMShare)
 	setF(&out.AttnFrac, o.AttnFrac)
 	setF(&out.AttnBwdFrac, o.AttnBwdFrac)
 	setF(&out.AttnDecodeHBMFrac, o.AttnDecodeHBMFrac)
@@ -308,7 +313,7 @@ func (e Efficiency) validate() error {
 	}
 	// the lanes' optional shares (0: not set, the figure they fall back to applies)
 	for k, v := range map[string]float64{"attn_decode_hbm_frac": e.AttnDecodeHBMFrac, "attn_decode_hbm_frac_8bit": e.AttnDecodeHBMFrac8,
-		"moe_hbm_frac": e.MoEHBMFrac, "mla_frac": e.MLAFrac, "mla_decode_frac": e.MLADecodeFrac, "mla_decode_frac_8bit": e.MLADecodeFrac8} {
+		"moe_hbm_frac": e.MoEHBMFrac, "mxfp8_gemm_share": e.MXFP8GEMMShare, "mla_frac": e.MLAFrac, "mla_decode_frac": e.MLADecodeFrac, "mla_decode_frac_8bit": e.MLADecodeFrac8} {
 		if v != 0 {
 			fracs[k] = v
 		}

@@ -301,7 +301,7 @@ func TestFullIterationGraphLiftsTheHostPace(t *testing.T) {
 	if want := float64(2*MoEFixedLaunches + 16*(moeFwdPerExpert+moeBwdPerExpert)); l.MoELaunches(m.Fingerprint) != want {
 		t.Errorf("%g launches per MoE layer, want %g", l.MoELaunches(m.Fingerprint), want)
 	}
-	if !(host > 0 && eager.Kernels >= host) {
+	if !(host > 0 && eager.Kernels >= host*(1-1e-9)) { // equal when the host binds, to rounding
 		t.Fatalf("eager kernels %.1f ms, host %.1f ms: the host pace should bind", 1e3*eager.Kernels, 1e3*host)
 	}
 	// what the host adds is the host's time beyond the GPU's: the kernels less the host's, at most
@@ -355,4 +355,40 @@ func TestExpertGradientsReduceOverTheExpertGroup(t *testing.T) {
 	want = tr.dpCollective(tm, kernels.ReduceScatter, dense*gradB, 8, kernels.ScaleUp, 8) + tr.dpCollective(tm, kernels.ReduceScatter, experts*gradB, 2, kernels.ScaleUp, 2) +
 		tr.dpCollective(tm, kernels.AllGather, dense*paramB, 8, kernels.ScaleUp, 8) + tr.dpCollective(tm, kernels.AllGather, experts*paramB, 2, kernels.ScaleUp, 2)
 	testutil.Near(t, "EP4: exposed data-parallel traffic", tr.dataParallel(l, tm, 0, 1), want, 1e-12)
+}
+
+// MXFP8's GEMMs carry a block scale per 32 elements and run below tensor-scaled FP8's
+// (Transformer Engine's pre-quantized GEMM timings on a B300: 0.951 of the rate), while current
+// scaling's amax pass costs memory traffic MXFP8 does not pay. Megatron-Bridge's published pairs
+// of the same layout run current scaling 4-6% faster (25.11: Llama 3 8B on GB300, GB200 and
+// B200, 405B on B200); without the share mrep has MXFP8 the faster, with it current scaling by
+// about 1.6% (the GEMMs are most of the step, the casts some of the rest).
+func TestCurrentScalingOutrunsMXFP8OnBlackwell(t *testing.T) {
+	m := zooModel(t, "Llama-3.1-8B")
+	chip, _ := chips.Default().Lookup("GB300")
+	chip.Efficiency = chip.Efficiency.Lane(Megatron)
+	peak, _ := chip.Peak("fp8")
+	step := func(recipe string, share float64) float64 {
+		c := chip
+		c.Efficiency.MXFP8GEMMShare = share
+		tm, _ := timing.New(c, "fp8")
+		l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 128, Seq: 8192, DistOptimizer: true, Precision: recipe}
+		sc := analyzer.DefaultScenario()
+		sc.ComputeDType = "fp8"
+		st, err := Train(m, sc, l, tm, peak, 72)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.StepTime
+	}
+	share := chip.Efficiency.MXFP8GEMMShare
+	if !(share > 0.9 && share < 1) {
+		t.Fatalf("GB300 mxfp8_gemm_share %g, want TE's measured ~0.95", share)
+	}
+	if r := step("mxfp8", share) / step("fp8-cs", share); !(r > 1.01 && r < 1.08) {
+		t.Errorf("MXFP8 step / current-scaling step %.3f, want 1.01-1.08 (measured 1.04-1.06)", r)
+	}
+	if r := step("mxfp8", 0) / step("fp8-cs", 0); !(r < 1) {
+		t.Errorf("without the share MXFP8 / current scaling %.3f: the share should be what slows MXFP8", r)
+	}
 }

@@ -124,6 +124,9 @@ func (m *Model) GEMMEta(k kernels.Kernel) float64 {
 			frac *= m.Eff.GroupedGEMMFrac
 		}
 	}
+	if k.BlockScaled && m.Eff.MXFP8GEMMShare > 0 {
+		frac *= m.Eff.MXFP8GEMMShare
+	}
 	if !k.VaryingM || len(m.tiles) == 0 || k.M <= 0 {
 		return frac * m.WaveEfficiency(k.M, k.N, k.K, k.Groups)
 	}
