@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/mrep-dev/mrep/chips"
+	"github.com/mrep-dev/mrep/kernels"
+	"github.com/mrep-dev/mrep/timing"
 )
 
 // The shipped kernel set covers what the README says (three families on seven chips under
@@ -165,9 +167,13 @@ func TestKernelLaneFit(t *testing.T) {
 	// prefill attention: 14 and 15 since the exponential's share of small heads came in (timing
 	// expShare): refitted under it, the vLLM lanes of the four Blackwell chips land on figures
 	// that predict the held-out half worse than the shipped ones, which therefore stay
-	if taken["gemm_frac.bf16"] < 15 || taken["attn_frac"] < 14 || taken["attn_overhead_us"] < 15 ||
+	t.Logf("taken %v", taken)
+	// bf16 GEMMs: 12 since the depth term carries past K = 4,096 (the tables' deep BF16 GEMMs
+	// run flat, FP8's keep gaining): on three more lanes the refit no longer beats, on the
+	// held-out half, the figure the lane starts from, which therefore stays
+	if taken["gemm_frac.bf16"] < 12 || taken["attn_frac"] < 14 || taken["attn_overhead_us"] < 15 ||
 		taken["attn_decode_hbm_frac"] < 16 || taken["attn_decode_overhead_us"] < 16 || taken["attn_decode_hbm_frac_8bit"] < 12 {
-		t.Errorf("figures taken or shipped: %v; want bf16 GEMMs on at least 15 of the 21 lanes, prefill attention on 14 (its op's cost on 15), decode attention on 16, an FP8 cache's decode on 12", taken)
+		t.Errorf("figures taken or shipped: %v; want bf16 GEMMs on at least 12 of the 21 lanes, prefill attention on 14 (its op's cost on 15), decode attention on 16, an FP8 cache's decode on 12", taken)
 	}
 }
 
@@ -283,5 +289,64 @@ func TestShippedGEMMDepthPredictsShallowGEMMs(t *testing.T) {
 	}
 	if checked < 11 {
 		t.Errorf("%d chip and precision groups checked, want the 11 Hopper and Blackwell ones fitted", checked)
+	}
+}
+
+// The depth term is fitted to shallow GEMMs (K < 4,096) and carries past its fit range: the time
+// model's rate at K = 8,192 and 16,384 over its rate at 4,096 (same M and N, both of 4,096 and
+// more) follows NVIDIA's measured tables better than holding the rate flat, pooled over every
+// chip and precision with a K0 (FP8 on Blackwell gains 4-8% by K = 16,384): row by row 4.4%
+// median against 5.6%, and per table the medians of the ratios 1.2% against 3.9%.
+func TestGEMMDepthCarriesPastTheFitRange(t *testing.T) {
+	ks, err := Kernels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := chips.Default()
+	var model, flat []float64
+	for _, g := range ks.Groups {
+		if g.Family != "gemm" || g.Engine != "trtllm" || g.Kernel != "torch_flow" || (g.DType != "bf16" && g.DType != "fp8") {
+			continue
+		}
+		c, err := db.Lookup(g.Chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.Efficiency.GEMMK0[g.DType]; !ok {
+			continue
+		}
+		tm, err := timing.New(c, g.DType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eta := func(m, n, k float64) float64 {
+			return tm.GEMMEta(kernels.Kernel{Kind: kernels.GEMM, M: m, N: n, K: k, Groups: 1, DType: g.DType})
+		}
+		ref := map[[2]float64]float64{}
+		for _, r := range g.Rows {
+			if r[0] >= 4096 && r[1] >= 4096 && r[2] == 4096 {
+				ref[[2]float64{r[0], r[1]}] = r[3]
+			}
+		}
+		for _, r := range g.Rows {
+			d, ok := ref[[2]float64{r[0], r[1]}]
+			if !ok || r[2] <= 4096 {
+				continue
+			}
+			measured := (r[2] / r[3]) / (4096 / d)
+			pred := eta(r[0], r[1], r[2]) / eta(r[0], r[1], 4096)
+			model = append(model, math.Abs(math.Log(pred/measured)))
+			flat = append(flat, math.Abs(math.Log(1/measured)))
+		}
+	}
+	if len(model) < 100 {
+		t.Fatalf("%d deep compute-bound GEMMs, want the tables' K = 8,192 and 16,384 rows", len(model))
+	}
+	sort.Float64s(model)
+	sort.Float64s(flat)
+	if mm, mf := median(model), median(flat); !(mm < mf-0.005) || mm > 0.05 {
+		t.Errorf("deep GEMMs over their K = 4,096 twins: median |log error| %.3f with the depth term, %.3f held flat", mm, mf)
+	} else {
+		t.Logf("%d deep GEMMs: median |log error| %.3f with the depth term, %.3f held flat", len(model), mm, mf)
 	}
 }

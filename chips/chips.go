@@ -73,7 +73,7 @@ type Efficiency struct {
 	// GEMMK0 is, by dtype, the depth in K a GEMM tile spends outside its main loop (its
 	// prologue and its epilogue, which scales and writes the output tile): a tile of depth K
 	// takes K + K0 steps' time, so a GEMM shallower than 4,096 runs at
-	// K(4096+K0) / (4096(K+K0)) of GEMMFrac, which the measured tables hold flat from there on
+	// K(4096+K0) / (4096(K+K0)) of GEMMFrac, and a deeper one above it, as the measured tables do
 	// (timing.GEMMEta). FP8's is larger: its main loop is twice as fast and its epilogue
 	// applies the scales. Empty: no depth term.
 	GEMMK0 map[string]float64 `json:"gemm_k0,omitempty"`

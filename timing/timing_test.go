@@ -227,8 +227,9 @@ func TestSmallHeadsPayTheirExponentials(t *testing.T) {
 }
 
 // A GEMM tile spends K0 steps outside its K loop: with K0 = 64 (BF16) a 1,024-deep GEMM runs at
-// 1024 x 4160 / (4096 x 1088) = 0.956 of a 4,096-deep one's fraction; from 4,096 on the term
-// is flat; FP4 takes FP8's K0 (400: 1024 x 4496 / (4096 x 1424) = 0.789); a chip without K0
+// 1024 x 4160 / (4096 x 1088) = 0.956 of a 4,096-deep one's fraction, an 8,192-deep one
+// 8192 x 4160 / (4096 x 8256) = 1.008 (the term carries past 4,096, as NVIDIA's tables do), and
+// no fraction passes 1 however deep; FP4 takes FP8's K0 (400: 1024 x 4496 / (4096 x 1424) = 0.789); a chip without K0
 // has no term.
 func TestShallowGEMMsPayTheirEpilogue(t *testing.T) {
 	m := h100(t)
@@ -239,7 +240,13 @@ func TestShallowGEMMsPayTheirEpilogue(t *testing.T) {
 	}
 	deep := eta("bf16", 4096)
 	near(t, "K 1024 bf16", eta("bf16", 1024)/deep, 1024.0*4160/(4096*1088))
-	near(t, "K 8192 bf16", eta("bf16", 8192)/deep, 1)
+	near(t, "K 8192 bf16", eta("bf16", 8192)/deep, 8192.0*4160/(4096*8256))
+	fitted := m.Eff.GEMMFrac
+	m.Eff.GEMMFrac = map[string]float64{"bf16": 0.99}
+	if e := eta("bf16", 1<<20); e > 1 {
+		t.Errorf("a 0.99 fraction at K = 2^20: eta %g, above the peak", e)
+	}
+	m.Eff.GEMMFrac = fitted
 	near(t, "K 1024 fp4 (fp8's K0)", eta("fp4", 1024)/eta("fp4", 4096), 1024.0*4496/(4096*1424))
 	m.Eff.GEMMK0 = nil
 	near(t, "no K0", eta("bf16", 1024)/eta("bf16", 4096), 1)
