@@ -70,6 +70,12 @@ type Scenario struct {
 	// reads the 16-bit input for its amax, block-scaled recipes (MXFP8, DeepSeek's blockwise,
 	// NVFP4) write row- and column-wise copies with their scales (layout.CastBytes).
 	CastBytes float64 `json:"cast_bytes,omitempty"`
+	// LowPrecisionLMHead: the LM head trains in the recipe's low precision too (Megatron's
+	// fp8_output_proj, under MXFP8 only). Otherwise it stays 16-bit: Megatron's output layer is
+	// its own ColumnParallelLinear, outside Transformer Engine's FP8 autocast (megatron/core/
+	// models/gpt/gpt_model.py), and torchtitan's float8 conversion skipped its "output" module
+	// (hard-coded until May 2025, then filter_fqns = ["output"] as its float8.md configures it).
+	LowPrecisionLMHead bool `json:"low_precision_lm_head,omitempty"`
 	// AllLogits makes prefill compute the LM head at every position, as a plain Hugging Face
 	// forward does (the exporter's traces); serving engines compute the last position only.
 	AllLogits bool `json:"all_logits,omitempty"`
@@ -269,13 +275,17 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 			c.params = float64(op.Numel) / tp
 		}
 		in, out := float64(op.In), float64(op.Out)/tp
-		c.fwdK = gemmKernel(op, s.ComputeDType, m, out, in, 1, f, math.Max(w/wrf, w)+p.ActFusion*act/tp)
+		dtype, quantized := s.ComputeDType, s.lowPrecisionTraining(ph)
+		if quantized && op.Category == CatLMHead && !s.LowPrecisionLMHead {
+			dtype, quantized = s.AttnDType(), false // the 16-bit LM head (LowPrecisionLMHead)
+		}
+		c.fwdK = gemmKernel(op, dtype, m, out, in, 1, f, math.Max(w/wrf, w)+p.ActFusion*act/tp)
 		// backward: dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N], each the forward's FLOPs
 		half := p.ActFusion * act / tp
-		c.bwdK[0] = gemmKernel(op, s.ComputeDType, m, in, out, 1, f, math.Max(w/wrf, w)+half)
-		c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, m, 1, f, g+half)
+		c.bwdK[0] = gemmKernel(op, dtype, m, in, out, 1, f, math.Max(w/wrf, w)+half)
+		c.bwdK[1] = gemmKernel(op, dtype, in, out, m, 1, f, g+half)
 		c.nBwd = 2
-		if s.lowPrecisionTraining(ph) {
+		if quantized {
 			c.castK = castKernel(op, m*(in+out), float64(op.Numel)/tp, s)
 		}
 	case OpExperts:

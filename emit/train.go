@@ -233,6 +233,9 @@ func megatronArgs(t Training) string {
 	if l.FP8ParamGather {
 		arg("--fp8-param-gather")
 	}
+	if l.FP8OutputProj {
+		arg("--fp8-output-proj")
+	}
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "# torchrun --nproc-per-node 8 --nnodes %d pretrain_gpt.py \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" \"${MEMORY_ARGS[@]}\" \"${PRECISION_ARGS[@]}\" ...\n", max(1, l.GPUs()/8))
 	return b.String()

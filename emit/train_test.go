@@ -404,3 +404,22 @@ func TestTrainingSaysWhatItCannotWrite(t *testing.T) {
 		t.Errorf("torchtitan:\n%s", py)
 	}
 }
+
+// Megatron's LM head under MXFP8 (fp8_output_proj, a TransformerConfig field its parser takes as
+// --fp8-output-proj) is written where the layout asks for it, and only then.
+func TestEmittedFP8OutputProj(t *testing.T) {
+	l := denseLayout
+	l.Precision = "mxfp8"
+	for _, on := range []bool{false, true} {
+		l.FP8OutputProj = on
+		fs, err := WriteTraining("megatron", "train", Training{Model: "meta-llama/Llama-3.1-70B", Name: "Llama-3.1-70B-Instruct", Title: "mx", Layout: l, Layers: 80, FP8: "mxfp8"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := fs.Contents[fs.Names[0]]
+		checkMegatron(t, fs.Names[0], body)
+		if got := strings.Contains(body, "--fp8-output-proj"); got != on || !strings.Contains(body, "--fp8-recipe mxfp8") {
+			t.Errorf("fp8_output_proj %v: written %v:\n%s", on, got, body)
+		}
+	}
+}

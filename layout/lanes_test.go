@@ -392,3 +392,52 @@ func TestCurrentScalingOutrunsMXFP8OnBlackwell(t *testing.T) {
 		t.Errorf("without the share MXFP8 / current scaling %.3f: the share should be what slows MXFP8", r)
 	}
 }
+
+// Megatron's LM head is its own ColumnParallelLinear outside Transformer Engine's FP8 autocast,
+// so under every low-precision recipe it trains in 16-bit and pays no cast; fp8_output_proj
+// (MXFP8 only) puts it under the recipe, at the FP8 rate. Llama-3.1-8B's 128k-vocabulary head
+// is 7% of its linear FLOPs, so the 16-bit head costs an 8B step a few percent.
+func TestLMHeadTrainsIn16BitUnlessFP8OutputProj(t *testing.T) {
+	m := zooModel(t, "Llama-3.1-8B")
+	chip, _ := chips.Default().Lookup("GB300")
+	chip.Efficiency = chip.Efficiency.Lane(Megatron)
+	tm, _ := timing.New(chip, "fp8")
+	peak, _ := chip.Peak("fp8")
+	sc := analyzer.DefaultScenario()
+	sc.ComputeDType = "fp8"
+	tr := NewTrainer(m, sc, tm, peak, 72)
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 64, Seq: 8192, DistOptimizer: true, Precision: "mxfp8"}
+	head := func(l Layout) (dtypes map[string]int, cast bool, step float64) {
+		st, err := tr.step(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dtypes = map[string]int{}
+		for _, k := range st.Kernels {
+			if k.Category == string(analyzer.CatLMHead) {
+				if k.Kind == kernels.GEMM {
+					dtypes[k.DType]++
+				} else if strings.HasSuffix(k.Name, ".cast") {
+					cast = true
+				}
+			}
+		}
+		s, err := tr.Train(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dtypes, cast, s.StepTime
+	}
+	d16, cast16, t16 := head(l)
+	l.FP8OutputProj = true
+	d8, cast8, t8 := head(l)
+	if d16["bf16"] != 3 || d16["fp8"] != 0 || cast16 {
+		t.Errorf("default: LM head GEMMs by dtype %v, cast %v; want its three GEMMs in bf16 and no cast", d16, cast16)
+	}
+	if d8["fp8"] != 3 || !cast8 {
+		t.Errorf("fp8_output_proj: LM head GEMMs by dtype %v, cast %v; want three fp8 GEMMs and their cast", d8, cast8)
+	}
+	if r := t16 / t8; !(r > 1.01 && r < 1.10) {
+		t.Errorf("16-bit head step / FP8 head step %.3f, want 1.01-1.10", r)
+	}
+}

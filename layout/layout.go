@@ -82,6 +82,10 @@ type Layout struct {
 	// master weights stay fp32), and gathers them in FP8. BF16Grads: grad_reduce_in_fp32 off,
 	// the main gradients kept and reduced in bf16.
 	FP8ParamGather, BF16Grads bool
+	// FP8OutputProj: Megatron's fp8_output_proj, the LM head under MXFP8 too; without it the
+	// LM head trains in 16-bit under every low-precision recipe (analyzer.Scenario's
+	// LowPrecisionLMHead says why).
+	FP8OutputProj bool
 	// Replicas is HSDP's replication degree: shards within DP x CP / Replicas ranks, gradients
 	// all-reduced across the Replicas groups (torchtitan's dp_replicate; TPU slices with
 	// data parallel over the data-center network). 0 or 1: one shard group.
@@ -290,6 +294,7 @@ type stepKey struct {
 	tp, cp, ep, etp, mbs, seq, ga int64
 	recompute, optimizer, recipe  string
 	eager                         float64
+	lowPrecisionLMHead            bool
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -327,7 +332,7 @@ func (tr *Trainer) With(p kernels.Predictor, peak float64, chip chips.Chip) *Tra
 
 func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	eager := tr.eager(l)
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager}
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -341,6 +346,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	opt := l.optimizer()
 	sc.OptimizerStateBytes, sc.OptimizerFLOPs = 4+opt.StateBytes, opt.FLOPs
 	sc.CastBytes = CastBytes(l.Precision)
+	sc.LowPrecisionLMHead = l.FP8OutputProj
 	prof := analyzer.Achievable
 	if eager > 1 {
 		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel
@@ -744,7 +750,7 @@ func (l Layout) AnalyzeFlags() []string {
 	for _, b := range []struct {
 		name string
 		on   bool
-	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather},
+	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj},
 		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}} {
 		if b.on {
 			f = append(f, "--"+b.name)

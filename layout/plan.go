@@ -47,6 +47,7 @@ type Knobs struct {
 	MTP                       int64
 	PipelineAccount           bool
 	FP8ParamGather, BF16Grads bool
+	FP8OutputProj             bool
 	Replicas                  int64
 	TPOverlap, NoReshard      bool
 	CUDAGraph                 bool
@@ -62,7 +63,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.Dispatcher, l.A2AOverlap, l.MTP = k.Dispatcher, k.A2AOverlap, k.MTP
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
-	l.NoReshard, l.CUDAGraph = k.NoReshard, k.CUDAGraph
+	l.NoReshard, l.CUDAGraph, l.FP8OutputProj = k.NoReshard, k.CUDAGraph, k.FP8OutputProj
 	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }

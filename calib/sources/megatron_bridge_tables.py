@@ -49,6 +49,18 @@ SETTINGS = {
     ("Qwen3_235B_a22B", "DGX-H100"): {"pipeline_account": True, "a2a_overlap": "1f1b"},  # moe_a2a_overlap=True
 }
 
+# Megatron's fp8_output_proj (the LM head under MXFP8 too; Megatron-LM adds it on 2026-05-31,
+# megatron/core/fp8_utils.py is_mxfp8_output_proj_active): the pretrain functions of these
+# releases set it when the recipe is MXFP8, for these models and systems; every other run keeps
+# the LM head in 16-bit (scripts/performance/configs/deepseek/deepseek_llm_pretrain.py lines 82,
+# 122 and gpt_oss/gpt_oss_llm_pretrain.py 426, 458 @v0.5.0; lines 86, 126, 203 and 426, 458,
+# 490 @v0.5.1, which adds DeepSeek-V3 on B300)
+FP8_OUTPUT_PROJ = {
+    "26.06": {("DeepSeekV3", "DGX-GB300"), ("DeepSeekV3", "DGX-GB200"), ("GPT OSS 120B", "DGX-GB300"), ("GPT OSS 120B", "DGX-GB200")},
+    "26.06.01": {("DeepSeekV3", "DGX-GB300"), ("DeepSeekV3", "DGX-GB200"), ("DeepSeekV3", "DGX-B300"),
+                 ("GPT OSS 120B", "DGX-GB300"), ("GPT OSS 120B", "DGX-GB200")},
+}
+
 # The 25.11 runs replayed from a full-iteration CUDA graph (cuda_graph_impl "local" with scope
 # "full_iteration" in scripts/performance/configs/llama3/workload_base_configs.py @v0.2.1
 # 1c43b392), by model, system and precision. The MoE configs of that release capture only
@@ -195,6 +207,8 @@ def main(path, commit):
                 # every model's perf config sets grad_reduce_in_fp32=False (scripts/performance/configs/
                 # {llama3,llama31,deepseek,gpt_oss,qwen3}/*_llm_pretrain.py @v0.2.1)
                 r["bf16_grads"] = True
+            if recipe == "mxfp8" and (base, sysname.strip()) in FP8_OUTPUT_PROJ.get(release, ()):
+                r["fp8_output_proj"] = True
             if preset is not None and base.startswith("LLAMA") and p.strip() == "NVFP4":
                 r.pop("tp_overlap", None)  # llama{3,31}_llm_pretrain.py: tp_comm_overlap = False if precision == "nvfp4"
             ga = num(row.get("ga", "")) if "ga" in row else None

@@ -20,6 +20,7 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 	}{
 		{[]string{"--recompute", "none", "--recompute-layers", "2"}, "--recompute-layers 2 counts fully recomputed layers: it needs --recompute full"},
 		{[]string{"--fp8-param-gather"}, "--fp8-param-gather gathers FP8 parameters: it needs --dtype fp8"},
+		{[]string{"--dtype", "fp8", "--recipe", "fp8-cs", "--fp8-output-proj"}, "--fp8-output-proj puts Megatron's LM head under MXFP8: it needs --framework megatron and --recipe mxfp8"},
 		{[]string{"--framework", "megatron", "--hsdp-replicas", "2"}, "--hsdp-replicas 2 is FSDP's hybrid sharding"},
 		{[]string{"--framework", "megatron", "--no-reshard"}, "--no-reshard is FSDP's reshard_after_forward=False"},
 		{[]string{"--framework", "fsdp", "--zero", "1"}, "--framework fsdp --zero 1: FSDP shards gradients and optimizer state"},
@@ -50,7 +51,7 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 		}
 	}
 	for _, ok := range [][]string{{"--dp", "8"}, {"--recompute", "full", "--recompute-layers", "2"}, {"--dtype", "fp8", "--fp8-param-gather"},
-		{"--framework", "fsdp", "--no-reshard", "--zero", "2"}} {
+		{"--framework", "fsdp", "--no-reshard", "--zero", "2"}, {"--chip", "GB300", "--dtype", "fp8", "--recipe", "mxfp8", "--fp8-output-proj"}} {
 		if out := mustRun(t, db, append(append([]string{}, base...), ok...)...); !strings.Contains(out, "**Training on 8 GPUs") {
 			t.Errorf("%v: %.300s", ok, out)
 		}
