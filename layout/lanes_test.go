@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -439,5 +440,12 @@ func TestLMHeadTrainsIn16BitUnlessFP8OutputProj(t *testing.T) {
 	}
 	if r := t16 / t8; !(r > 1.01 && r < 1.10) {
 		t.Errorf("16-bit head step / FP8 head step %.3f, want 1.01-1.10", r)
+	}
+	// and only a head under MXFP8 keeps MXFP8's row- and column-wise copies of its weight
+	params := float64(m.Fingerprint.Vocab * m.Fingerprint.Hidden)
+	mx := TrainingMemory(m, l).Total
+	l.FP8OutputProj = false
+	if d := mx - TrainingMemory(m, l).Total; math.Abs(d-params*2*(1+1.0/32)) > 1e6 {
+		t.Errorf("the MXFP8 head's weight copies: %.3g bytes, want %.3g", d, params*2*(1+1.0/32))
 	}
 }

@@ -217,10 +217,18 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 		add(sum.embedding, 1)
 	}
 	if last {
-		add(sum.head, 1)
+		head, tied := sum.head, sum.tiedHead
+		if !l.FP8OutputProj {
+			// the LM head trains in 16-bit under every recipe but Megatron's fp8_output_proj
+			// (analyzer.Scenario.LowPrecisionLMHead): it keeps no low-precision copy
+			for e := range head {
+				head[e].linear, tied[e].linear = 0, 0
+			}
+		}
+		add(head, 1)
 		add(sum.final, 1)
 		if l.PP > 1 {
-			add(sum.tiedHead, 1) // a tied LM head is a copy on the last stage
+			add(tied, 1) // a tied LM head is a copy on the last stage
 		}
 		if l.MTP > 0 {
 			// each multi-token-prediction module on the last stage: a copy of the last decoder
