@@ -236,17 +236,15 @@ func TestCalibrateOnTopOfALane(t *testing.T) {
 	}
 }
 
-// The shipped depth term (chips' gemm_k0, calib/sources/write_gemm_depth.py) predicts how much
-// slower NVIDIA's measured compute-bound GEMMs run at K = 1,024 than at 4,096 (M and N of 4,096
-// and more, the same M and N): on every chip and precision it was fitted to, better than no
-// term, and within 12% median (B300's FP8: 11%).
-func TestShippedGEMMDepthPredictsShallowGEMMs(t *testing.T) {
+// depthTables are NVIDIA's cuBLAS GEMM tables (TensorRT-LLM's torch_flow, bf16 and fp8) of
+// every chip and precision with a shipped depth term, each with its chip.
+func depthTables(t *testing.T) (groups []KernelGroup, chipsOf []chips.Chip) {
+	t.Helper()
 	ks, err := Kernels()
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := chips.Default()
-	checked := 0
 	for _, g := range ks.Groups {
 		if g.Family != "gemm" || g.Engine != "trtllm" || g.Kernel != "torch_flow" || (g.DType != "bf16" && g.DType != "fp8") {
 			continue
@@ -255,10 +253,22 @@ func TestShippedGEMMDepthPredictsShallowGEMMs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k0, ok := c.Efficiency.GEMMK0[g.DType]
-		if !ok {
-			continue
+		if _, ok := c.Efficiency.GEMMK0[g.DType]; ok {
+			groups, chipsOf = append(groups, g), append(chipsOf, c)
 		}
+	}
+	return groups, chipsOf
+}
+
+// The shipped depth term (chips' gemm_k0, calib/sources/write_gemm_depth.py) predicts how much
+// slower NVIDIA's measured compute-bound GEMMs run at K = 1,024 than at 4,096 (M and N of 4,096
+// and more, the same M and N): on every chip and precision it was fitted to, better than no
+// term, and within 12% median (B300's FP8: 11%).
+func TestShippedGEMMDepthPredictsShallowGEMMs(t *testing.T) {
+	groups, cs := depthTables(t)
+	checked := 0
+	for i, g := range groups {
+		k0 := cs[i].Efficiency.GEMMK0[g.DType]
 		deep := map[[2]float64]float64{}
 		for _, r := range g.Rows {
 			if r[0] >= 4096 && r[1] >= 4096 && r[2] == 4096 {
@@ -298,24 +308,10 @@ func TestShippedGEMMDepthPredictsShallowGEMMs(t *testing.T) {
 // chip and precision with a K0 (FP8 on Blackwell gains 4-8% by K = 16,384): row by row 4.4%
 // median against 5.6%, and per table the medians of the ratios 1.2% against 3.9%.
 func TestGEMMDepthCarriesPastTheFitRange(t *testing.T) {
-	ks, err := Kernels()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := chips.Default()
+	groups, cs := depthTables(t)
 	var model, flat []float64
-	for _, g := range ks.Groups {
-		if g.Family != "gemm" || g.Engine != "trtllm" || g.Kernel != "torch_flow" || (g.DType != "bf16" && g.DType != "fp8") {
-			continue
-		}
-		c, err := db.Lookup(g.Chip)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := c.Efficiency.GEMMK0[g.DType]; !ok {
-			continue
-		}
-		tm, err := timing.New(c, g.DType)
+	for i, g := range groups {
+		tm, err := timing.New(cs[i], g.DType)
 		if err != nil {
 			t.Fatal(err)
 		}
