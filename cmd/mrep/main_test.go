@@ -32,7 +32,13 @@ var fixedClock = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, tim
 // run executes mrep in-process against db and returns stdout, stderr and the error.
 func run(t testing.TB, db string, args ...string) (string, string, error) {
 	t.Helper()
-	app := NewApp(Env{Now: fixedClock, Who: testWho})
+	return runIn(t, Env{Now: fixedClock, Who: testWho}, db, args...)
+}
+
+// runIn is run in an environment of the test's own (a clock of its choosing).
+func runIn(t testing.TB, env Env, db string, args ...string) (string, string, error) {
+	t.Helper()
+	app := NewApp(env)
 	var out, errOut bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errOut
 	app.ExitErrHandler = func(*cli.Context, error) {} // keep the test process alive
