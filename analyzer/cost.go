@@ -76,6 +76,9 @@ type Scenario struct {
 	// models/gpt/gpt_model.py), and torchtitan's float8 conversion skipped its "output" module
 	// (hard-coded until May 2025, then filter_fqns = ["output"] as its float8.md configures it).
 	LowPrecisionLMHead bool `json:"low_precision_lm_head,omitempty"`
+	// BlockScaled: the recipe's low-precision GEMMs are block-scaled (MXFP8: an E8M0 scale per
+	// 32 elements), which timing charges the chip's mxfp8_gemm_share (kernels.Kernel.BlockScaled).
+	BlockScaled bool `json:"block_scaled,omitempty"`
 	// AllLogits makes prefill compute the LM head at every position, as a plain Hugging Face
 	// forward does (the exporter's traces); serving engines compute the last position only.
 	AllLogits bool `json:"all_logits,omitempty"`
@@ -285,6 +288,7 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 		c.bwdK[0] = gemmKernel(op, dtype, m, in, out, 1, f, math.Max(w/wrf, w)+half)
 		c.bwdK[1] = gemmKernel(op, dtype, in, out, m, 1, f, g+half)
 		c.nBwd = 2
+		c.blockScaled(quantized && s.BlockScaled)
 		if quantized {
 			c.castK = castKernel(op, m*(in+out), float64(op.Numel)/tp, s)
 		}
@@ -374,6 +378,11 @@ func (c *opCost) freeze(op Op, s Scenario, tp float64) {
 	}
 }
 
+// blockScaled marks a GEMM's forward, dgrad and wgrad kernels as block-scaled where on.
+func (c *opCost) blockScaled(on bool) {
+	c.fwdK.BlockScaled, c.bwdK[0].BlockScaled, c.bwdK[1].BlockScaled = on, on, on
+}
+
 func gemmKernel(op Op, dtype string, m, n, k, groups, flops, bytes float64) kernels.Kernel {
 	return kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.GEMM, Count: 1,
 		M: m, N: n, K: k, Groups: groups, FLOPs: flops, DType: dtype, Bytes: bytes}
@@ -426,6 +435,7 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	c.fwdK.Grouped, c.bwdK[0].Grouped, c.bwdK[1].Grouped = true, true, true
 	c.bwdK[0].Backward, c.bwdK[1].Backward = true, true
 	c.nBwd = 2
+	c.blockScaled(s.lowPrecisionTraining(ph) && s.BlockScaled)
 	if s.lowPrecisionTraining(ph) {
 		c.castK = castKernel(op, assignments*(in+out), held*perExpert/tp, s)
 	}

@@ -83,7 +83,8 @@ type Kernel struct {
 	// Grouped: one launch over the experts' ragged token groups (a MoE layer), which reaches a
 	// lower share of peak than a dense GEMM of the same work.
 	Grouped bool
-	// BlockScaled: an MXFP8 GEMM, whose operands carry block scales (Efficiency.MXFP8GEMMShare).
+	// BlockScaled: an MXFP8 GEMM, whose operands carry block scales (Efficiency.MXFP8GEMMShare;
+	// analyzer.Scenario.BlockScaled).
 	BlockScaled bool
 	// VaryingM: M is the mean of a row count that varies from step to step (a serving engine's
 	// mix of decode tokens and prefill chunks), so tile quantization is averaged over it.

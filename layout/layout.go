@@ -7,7 +7,6 @@ package layout
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
@@ -346,7 +345,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	opt := l.optimizer()
 	sc.OptimizerStateBytes, sc.OptimizerFLOPs = 4+opt.StateBytes, opt.FLOPs
 	sc.CastBytes = CastBytes(l.Precision)
-	sc.LowPrecisionLMHead = l.FP8OutputProj
+	sc.LowPrecisionLMHead, sc.BlockScaled = l.FP8OutputProj, l.Precision == "mxfp8"
 	prof := analyzer.Achievable
 	if eager > 1 {
 		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel
@@ -355,23 +354,8 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	if err != nil {
 		return st, err
 	}
-	if l.Precision == "mxfp8" {
-		st.Kernels = blockScaled(st.Kernels)
-	}
 	tr.cache[k] = st
 	return st, nil
-}
-
-// blockScaled marks a step's FP8 GEMMs as MXFP8's block-scaled ones (timing charges them the
-// chip's mxfp8_gemm_share), on a copy: the analyzer's kernels are not the layout's to change.
-func blockScaled(ks []kernels.Kernel) []kernels.Kernel {
-	out := slices.Clone(ks)
-	for i := range out {
-		if out[i].Kind == kernels.GEMM && out[i].DType == "fp8" {
-			out[i].BlockScaled = true
-		}
-	}
-	return out
 }
 
 // Train times one layout.
