@@ -3,6 +3,7 @@ package analyzer
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/mrep-dev/mrep/kernels"
 )
@@ -79,6 +80,19 @@ type Scenario struct {
 	// BlockScaled: the recipe's low-precision GEMMs are block-scaled (MXFP8: an E8M0 scale per
 	// 32 elements), which timing charges the chip's mxfp8_gemm_share (kernels.Kernel.BlockScaled).
 	BlockScaled bool `json:"block_scaled,omitempty"`
+	// ExpertBiasFP32: the routed experts' output (down-projection) bias is added after the
+	// grouped GEMM, not in its epilogue: each expert's slice of the output plus its bias scaled
+	// by the tokens' router probabilities, in fp32, concatenated and cast back (Megatron's
+	// TEGroupedMLP, whose linear_fc2 skips its bias add: _apply_bias in megatron/core/transformer/
+	// moe/experts.py, core_r0.15.0 on; the packed CUDA-graph path moves the same fp32 tensors).
+	// Training only; see expertBiasKernels for its bytes.
+	ExpertBiasFP32 bool `json:"expert_bias_fp32,omitempty"`
+	// FusedGroupedMLP: the routed experts' activation runs in the grouped GEMMs' epilogues
+	// (Transformer Engine's CuTe DSL fused grouped MLP, which Megatron takes when
+	// NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the GLU and its router-probability scale in the FC1
+	// kernel, its gradient in the FC2 input-gradient kernel, the FC2 bias scaled in its epilogue),
+	// so the activation makes no pass of its own over HBM. Training only.
+	FusedGroupedMLP bool `json:"fused_grouped_mlp,omitempty"`
 	// AllLogits makes prefill compute the LM head at every position, as a plain Hugging Face
 	// forward does (the exporter's traces); serving engines compute the last position only.
 	AllLogits bool `json:"all_logits,omitempty"`
@@ -331,6 +345,12 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 		if op.Name == "residual_add" || op.ElemsPerToken == 0 {
 			launches = 0
 		}
+		if op.PerAssignment && op.Name == "mlp_activation" && s.FusedGroupedMLP && ph == Training {
+			// the fused grouped MLP's GLU lives in the FC1 epilogue (its gradient in FC2's):
+			// the GEMMs already read and write what it needs, so it adds no pass and no launch
+			tmp, launches = 0, 0
+			c.fwd.BytesTemporary, c.bwd.BytesTemporary = 0, 0
+		}
 		c.fwdK = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Memory, Count: launches,
 			VectorFLOPs: f, Bytes: math.Max(w/wrf, w) + tmp}
 		c.bwdK[0] = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Memory, Count: launches,
@@ -439,6 +459,36 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	if s.lowPrecisionTraining(ph) {
 		c.castK = castKernel(op, assignments*(in+out), held*perExpert/tp, s)
 	}
+	if ph == Training && s.ExpertBiasFP32 && !s.FusedGroupedMLP && outputBias(op) {
+		// every token-expert assignment this GPU computes gets its expert's hidden-wide bias
+		c.fwdK, c.bwdK[0], c.nBwd = expertBiasKernels(op, tokens*k*float64(fp.Hidden), E/ep)
+		c.fwd.BytesTemporary, c.bwd.BytesTemporary = c.fwdK.Bytes, c.bwdK[0].Bytes
+		c.fwd.BytesActivations, c.bwd.BytesActivations = 0, 0
+	}
+}
+
+// outputBias says an experts op is the routed experts' output bias: the [E, hidden] bias of the
+// down projection (GPT-OSS's experts.down_proj_bias), which Megatron adds outside the GEMM.
+func outputBias(op Op) bool {
+	name := strings.ToLower(op.Name)
+	return strings.HasSuffix(name, "bias") && (strings.Contains(name, "down") || strings.Contains(name, "fc2") || strings.Contains(name, "w2"))
+}
+
+// expertBiasKernels are the passes Megatron's TEGroupedMLP._apply_bias makes over the experts'
+// output of elems = assignments x hidden elements held experts wide, as PyTorch runs them:
+// forward, per expert b·p (write fp32), t + b·p (read 16-bit and fp32, write fp32), then the
+// concatenation (read and write fp32) and the cast back (read fp32, write 16-bit): 28 bytes an
+// element, 2 launches an expert and 2 more. Backward (autograd): the cast's gradient to fp32 (2
+// + 4), the add's gradient for t back to 16-bit (4 + 2), and the products' gradients for the
+// bias and the probabilities, each a full fp32 product then a reduction (3 x 4 each): 36 bytes
+// an element, 4 launches an expert and 2 more. The 16-bit widths are the activations' (2 B).
+func expertBiasKernels(op Op, elems, held float64) (fwd, bwd kernels.Kernel, nBwd int) {
+	experts := math.Max(held, 1)
+	fwd = kernels.Kernel{Name: op.Name + ".fp32", Category: string(op.Category), Kind: kernels.Memory,
+		Count: 2*experts + 2, Bytes: 28 * elems, VectorFLOPs: 2 * elems}
+	bwd = kernels.Kernel{Name: op.Name + ".fp32", Category: string(op.Category), Kind: kernels.Memory,
+		Count: 4*experts + 2, Bytes: 36 * elems, VectorFLOPs: 4 * elems}
+	return fwd, bwd, 1
 }
 
 // castKernel is what low-precision training adds around a GEMM, as Transformer Engine runs

@@ -58,3 +58,76 @@ func TestExpertsKernelsByHand(t *testing.T) {
 		t.Errorf("16 random tokens touch %g experts, dealt out %g; the default scenario routes balanced: %v", u, math.Min(E, 16*k), s.BalancedRouting)
 	}
 }
+
+// Megatron's TEGroupedMLP adds the experts' output bias outside the GEMM, in fp32 (its
+// _apply_bias): by hand, GPT-OSS-120B (hidden 2880, top-4, 36 MoE layers) at 4,096 tokens on EP8
+// moves 28 bytes an element forward and 36 backward over tokens x 4 x 2880 elements a layer.
+// The fused grouped MLP makes no such pass and no activation pass; serving never pays it.
+func TestExpertOutputBiasInFP32ByHand(t *testing.T) {
+	m := NewModel(load(t, "gpt-oss-120b"))
+	s := DefaultScenario()
+	s.Batch, s.Seq, s.EP = 1, 4096, 8
+	named := func(st Step, name string) (fwd, bwd float64, n int) {
+		for _, k := range st.Kernels {
+			if k.Name == name {
+				n++
+				if k.Bytes == 0 {
+					continue
+				}
+				if fwd == 0 {
+					fwd = k.Bytes
+				} else {
+					bwd = k.Bytes
+				}
+			}
+		}
+		return fwd, bwd, n
+	}
+	plain, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n := named(plain, "experts.down_proj_bias.fp32"); n != 0 {
+		t.Fatalf("the fp32 bias pass without ExpertBiasFP32: %d kernels", n)
+	}
+	s.ExpertBiasFP32 = true
+	st, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := 4096.0 * 4 * 2880 * 36 // tokens x top-k x hidden, every MoE layer
+	fwd, bwd, n := named(st, "experts.down_proj_bias.fp32")
+	if n != 2 {
+		t.Fatalf("%d fp32 bias kernels, want the forward and the backward", n)
+	}
+	testutil.Near(t, "forward bytes", fwd, 28*elems, 1e-9)
+	testutil.Near(t, "backward bytes", bwd, 36*elems, 1e-9)
+	if st.Cost.BytesHBM() <= plain.Cost.BytesHBM() {
+		t.Errorf("the fp32 bias pass adds no bytes: %g vs %g", st.Cost.BytesHBM(), plain.Cost.BytesHBM())
+	}
+
+	s.FusedGroupedMLP = true
+	fused, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n := named(fused, "experts.down_proj_bias.fp32"); n != 0 {
+		t.Errorf("the fused grouped MLP scales the bias in its epilogue, yet %d fp32 bias kernels", n)
+	}
+	for _, k := range fused.Kernels {
+		if k.Name == "mlp_activation" && k.Category == string(CatRoutedExperts) && (k.Bytes != 0 || k.Count != 0) {
+			t.Errorf("fused grouped MLP: the experts' activation still moves %g bytes in %g launches", k.Bytes, k.Count)
+		}
+	}
+	if fused.Cost.BytesHBM() >= plain.Cost.BytesHBM() {
+		t.Errorf("the fused grouped MLP moves no fewer bytes than the unfused one: %g vs %g", fused.Cost.BytesHBM(), plain.Cost.BytesHBM())
+	}
+
+	pre, err := m.Analyze(Prefill, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n := named(pre, "experts.down_proj_bias.fp32"); n != 0 {
+		t.Errorf("prefill pays Megatron's training bias pass: %d kernels", n)
+	}
+}

@@ -107,6 +107,11 @@ func megatronArgs(t Training) string {
 	case (l.TP > 1 || l.CP > 1) && !blackwellOrLater(t.Chip):
 		b.WriteString("export CUDA_DEVICE_MAX_CONNECTIONS=1  # required with TP or CP > 1 before Blackwell\n")
 	}
+	if l.FusedGroupedMLP {
+		// an environment switch, not an argument: megatron/core/transformer/moe/experts.py
+		// _is_fused_impl_supported reads it (Transformer Engine >= 2.14 with its CuTe DSL ops)
+		b.WriteString("export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1  # the experts' fused grouped MLP (Transformer Engine >= 2.14)\n")
+	}
 	b.WriteString("PARALLEL_ARGS=(\n")
 	arg := func(s string) { fmt.Fprintf(&b, "  %s\n", s) }
 	arg(fmt.Sprintf("--tensor-model-parallel-size %d", l.TP))

@@ -405,6 +405,25 @@ func TestTrainingSaysWhatItCannotWrite(t *testing.T) {
 	}
 }
 
+// The experts' fused grouped MLP is an environment switch Megatron reads
+// (NVTE_CUTEDSL_FUSED_GROUPED_MLP, experts.py _is_fused_impl_supported), written as an export
+// where the layout asks for it and only then.
+func TestEmittedFusedGroupedMLP(t *testing.T) {
+	l := denseLayout
+	for _, on := range []bool{false, true} {
+		l.FusedGroupedMLP = on
+		fs, err := WriteTraining("megatron", "train", Training{Model: "meta-llama/Llama-3.1-70B", Name: "Llama-3.1-70B-Instruct", Title: "fused", Layout: l, Layers: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := fs.Contents[fs.Names[0]]
+		checkMegatron(t, fs.Names[0], body)
+		if got := strings.Contains(body, "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1"); got != on {
+			t.Errorf("fused grouped MLP %v: exported %v:\n%s", on, got, body)
+		}
+	}
+}
+
 // Megatron's LM head under MXFP8 (fp8_output_proj, a TransformerConfig field its parser takes as
 // --fp8-output-proj) is written where the layout asks for it, and only then.
 func TestEmittedFP8OutputProj(t *testing.T) {

@@ -449,3 +449,48 @@ func TestLMHeadTrainsIn16BitUnlessFP8OutputProj(t *testing.T) {
 		t.Errorf("the MXFP8 head's weight copies: %.3g bytes, want %.3g", d, params*2*(1+1.0/32))
 	}
 }
+
+// Megatron's unfused expert MLP adds GPT-OSS's expert output bias in fp32 outside the GEMM and
+// runs the activation as a kernel of its own; the fused grouped MLP does both in the GEMMs'
+// epilogues, so on the same layout it is faster and moves no fp32 bias pass. FSDP (torchtitan)
+// is not Megatron's code and pays neither.
+func TestFusedGroupedMLPDropsMegatronsExpertPasses(t *testing.T) {
+	m := zooModel(t, "gpt-oss-120b")
+	chip, _ := chips.Default().Lookup("GB200")
+	chip.Efficiency = chip.Efficiency.Lane(Megatron)
+	tm, _ := timing.New(chip, "bf16")
+	peak, _ := chip.Peak("bf16")
+	tr := NewTrainer(m, analyzer.DefaultScenario(), tm, peak, 72)
+	l := Layout{Framework: Megatron, TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 64, ETP: 1, MBS: 1, GBS: 256, Seq: 4096, DistOptimizer: true}
+	bias := func(l Layout) (bytes, step float64) {
+		st, err := tr.step(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range st.Kernels {
+			if k.Name == "experts.down_proj_bias.fp32" {
+				bytes += k.Bytes
+			}
+		}
+		s, err := tr.Train(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes, s.StepTime
+	}
+	unfused, tUnfused := bias(l)
+	l.FusedGroupedMLP = true
+	fused, tFused := bias(l)
+	// 64 ranks each compute 4,096 tokens x top-4 assignments a layer, 2880 wide, 36 layers
+	want := 64.0 * 4096 * 4 * 2880 * 36
+	if math.Abs(unfused-want)/want > 1e-9 || fused != 0 {
+		t.Errorf("fp32 bias bytes: unfused %.4g (want %.4g), fused %.4g (want 0)", unfused, want, fused)
+	}
+	if !(tFused < tUnfused) {
+		t.Errorf("fused grouped MLP step %.3f s, unfused %.3f s: want the fused one faster", tFused, tUnfused)
+	}
+	l.FusedGroupedMLP, l.Framework, l.DistOptimizer, l.ZeRO = false, FSDP, false, 3
+	if b, _ := bias(l); b != 0 {
+		t.Errorf("fsdp pays Megatron's fp32 bias pass: %.4g bytes", b)
+	}
+}

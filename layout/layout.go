@@ -85,6 +85,12 @@ type Layout struct {
 	// LM head trains in 16-bit under every low-precision recipe (analyzer.Scenario's
 	// LowPrecisionLMHead says why).
 	FP8OutputProj bool
+	// FusedGroupedMLP: Megatron's routed experts run Transformer Engine's CuTe DSL fused grouped
+	// MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge's cutedsl_fused_grouped_mlp): the
+	// activation and the FC2 bias in the GEMMs' epilogues. Without it Megatron's TEGroupedMLP runs
+	// its activation as a kernel of its own and adds an expert output bias in fp32 outside the
+	// GEMM (analyzer.Scenario's ExpertBiasFP32 and FusedGroupedMLP say what each moves).
+	FusedGroupedMLP bool
 	// Replicas is HSDP's replication degree: shards within DP x CP / Replicas ranks, gradients
 	// all-reduced across the Replicas groups (torchtitan's dp_replicate; TPU slices with
 	// data parallel over the data-center network). 0 or 1: one shard group.
@@ -294,6 +300,7 @@ type stepKey struct {
 	recompute, optimizer, recipe  string
 	eager                         float64
 	lowPrecisionLMHead            bool
+	fusedGroupedMLP, biasFP32     bool
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -331,7 +338,9 @@ func (tr *Trainer) With(p kernels.Predictor, peak float64, chip chips.Chip) *Tra
 
 func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	eager := tr.eager(l)
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj}
+	// Megatron's unfused expert MLP adds an expert output bias in fp32 outside the GEMM
+	biasFP32 := (l.Framework == "" || l.Framework == Megatron) && !l.FusedGroupedMLP
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -346,6 +355,8 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	sc.OptimizerStateBytes, sc.OptimizerFLOPs = 4+opt.StateBytes, opt.FLOPs
 	sc.CastBytes = CastBytes(l.Precision)
 	sc.LowPrecisionLMHead, sc.BlockScaled = l.FP8OutputProj, l.Precision == "mxfp8"
+	sc.FusedGroupedMLP = l.FusedGroupedMLP
+	sc.ExpertBiasFP32 = biasFP32
 	prof := analyzer.Achievable
 	if eager > 1 {
 		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel
@@ -734,7 +745,7 @@ func (l Layout) AnalyzeFlags() []string {
 	for _, b := range []struct {
 		name string
 		on   bool
-	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj},
+	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj}, {"fused-grouped-mlp", l.FusedGroupedMLP},
 		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}} {
 		if b.on {
 			f = append(f, "--"+b.name)

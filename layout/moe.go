@@ -69,6 +69,8 @@ func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("ep %d splits experts, and the model is dense (no routed experts)", l.EP)
 	case dense && l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll:
 		return fmt.Errorf("dispatcher %s dispatches tokens to experts, and the model is dense (no routed experts)", l.Dispatcher)
+	case dense && l.FusedGroupedMLP:
+		return fmt.Errorf("fused grouped MLP fuses the routed experts' activation into their GEMMs, and the model is dense (no routed experts)")
 	case dense && l.A2AOverlap != "" && l.A2AOverlap != OverlapNone:
 		return fmt.Errorf("a2a overlap %s hides the experts' all-to-all, and the model is dense (no routed experts)", l.A2AOverlap)
 	case l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll && l.Dispatcher != DispatchDeepEP && l.Dispatcher != DispatchHybridEP:

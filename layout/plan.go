@@ -48,6 +48,7 @@ type Knobs struct {
 	PipelineAccount           bool
 	FP8ParamGather, BF16Grads bool
 	FP8OutputProj             bool
+	FusedGroupedMLP           bool
 	Replicas                  int64
 	TPOverlap, NoReshard      bool
 	CUDAGraph                 bool
@@ -63,7 +64,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.Dispatcher, l.A2AOverlap, l.MTP = k.Dispatcher, k.A2AOverlap, k.MTP
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
-	l.NoReshard, l.CUDAGraph, l.FP8OutputProj = k.NoReshard, k.CUDAGraph, k.FP8OutputProj
+	l.NoReshard, l.CUDAGraph, l.FP8OutputProj, l.FusedGroupedMLP = k.NoReshard, k.CUDAGraph, k.FP8OutputProj, k.FusedGroupedMLP
 	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }

@@ -71,6 +71,8 @@ func contradictions(l Layout, s Spec, k Knobs) error {
 		return fmt.Errorf("--fp8-param-gather gathers FP8 parameters: it needs --dtype fp8 (the run is %s)", orBF16(l.Precision))
 	case k.FP8OutputProj && (l.Precision != "mxfp8" || fsdp):
 		return fmt.Errorf("--fp8-output-proj puts Megatron's LM head under MXFP8: it needs --framework megatron and --recipe mxfp8 (the run is %s, %s)", orMegatron(l.Framework), orBF16(l.Precision))
+	case k.FusedGroupedMLP && (fsdp || l.Framework == DeepSpeed):
+		return fmt.Errorf("--fused-grouped-mlp is Megatron's fused expert MLP (Transformer Engine's CuTe DSL kernels): it needs --framework megatron (the run is %s)", l.Framework)
 	case k.Replicas > 1 && !fsdp && l.Framework != DeepSpeed:
 		return fmt.Errorf("--hsdp-replicas %d is FSDP's hybrid sharding: it needs --framework fsdp (%s replicates by its DP groups)", k.Replicas, orMegatron(l.Framework))
 	case k.NoReshard && !fsdp:

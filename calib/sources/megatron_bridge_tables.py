@@ -178,7 +178,7 @@ def main(path, commit):
                 if preset is not None:
                     settings = preset_settings(preset)
                     note = (f"; settings of the {release} perf preset {preset['preset']} "
-                            f"({preset['file']} @{preset['tag']} {preset['commit'][:8]})")
+                            f"({preset['file']} @{preset['tag']} {preset['commit'][:8]})" + (f": {why}" if why else ""))
                     if (release, sysname.strip(), settings.get("dispatcher")) in DEEPEP_MISSING:
                         del settings["dispatcher"]
                         note += ("; its DeepEP dispatcher is not in this release's container on H100 (docs/releases/"
@@ -290,6 +290,12 @@ def layout_settings(f):
     scope = f["cuda_graph_scope"] if isinstance(f["cuda_graph_scope"], list) else [f["cuda_graph_scope"]]
     if f["cuda_graph_impl"] == "full_iteration" or (f["cuda_graph_impl"] == "local" and "full_iteration" in scope):
         r["cuda_graph"] = True
+    # Transformer Engine's CuTe DSL fused grouped MLP for the routed experts: a preset's
+    # cutedsl_fused_grouped_mlp (scripts/performance/perf_plugins.py sets the environment
+    # variable from it), a perf recipe's env_vars
+    if (f.get("preset_fields") or {}).get("cutedsl_fused_grouped_mlp") or \
+            str((f.get("env_vars") or {}).get("NVTE_CUTEDSL_FUSED_GROUPED_MLP", "0")) not in ("0", ""):
+        r["fused_grouped_mlp"] = True
     return r
 
 
@@ -314,7 +320,7 @@ def recipe_settings(f):
 # megatron_bridge_release_configs.py): a held-out row takes a preset only where its model,
 # system and precision and its layout (TP, PP, CP, VP, EP, MBS, and GBS or GBS per GPU: the
 # scripts scale the batch with -ng) are the row's, and every such preset of the release's tags
-# gives the same settings.
+# gives the same settings (a layout only some of the tags define is theirs).
 TABLE_PRESET_PRECISION = {"BF16": "BF16", "FP8-CS": "FP8_CS", "FP8": "FP8_CS", "FP8-MX": "FP8_MX", "MXFP8": "FP8_MX",
                           "NVFP4": "NVFP4", "FP8-DS": "FP8_DS"}
 
@@ -381,7 +387,10 @@ def release_preset(release, model, system, prec, row):
         return None, f"{len(hits)} presets of the release's tags run this layout with different settings: none applied"
     tags = sorted({f["tag"] for f in hits})
     if len(tags) < len(RELEASE_TAGS[release]):
-        return None, f"only {tags} of the release's tags {RELEASE_TAGS[release]} has a preset for this layout: none applied"
+        # the release's other tags define no preset of this layout, so the table's run could not
+        # have come from them: the layout itself names the tag (26.04.01's DeepSeek-V3 on B200 and
+        # B300 at PP8 VP2 EP32 is v0.4.2's; v0.4.1 runs them at PP16 EP8)
+        return hits[0], f"only {tags} of the release's tags {RELEASE_TAGS[release]} has a preset for this layout: its settings applied"
     return hits[0], ""
 
 

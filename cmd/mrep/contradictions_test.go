@@ -23,6 +23,8 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 		{[]string{"--dtype", "fp8", "--recipe", "fp8-cs", "--fp8-output-proj"}, "--fp8-output-proj puts Megatron's LM head under MXFP8: it needs --framework megatron and --recipe mxfp8"},
 		{[]string{"--framework", "megatron", "--hsdp-replicas", "2"}, "--hsdp-replicas 2 is FSDP's hybrid sharding"},
 		{[]string{"--framework", "megatron", "--no-reshard"}, "--no-reshard is FSDP's reshard_after_forward=False"},
+		{[]string{"--framework", "fsdp", "--fused-grouped-mlp"}, "--fused-grouped-mlp is Megatron's fused expert MLP (Transformer Engine's CuTe DSL kernels): it needs --framework megatron"},
+		{[]string{"--fused-grouped-mlp"}, "fused grouped MLP fuses the routed experts' activation into their GEMMs, and the model is dense"},
 		{[]string{"--framework", "fsdp", "--zero", "1"}, "--framework fsdp --zero 1: FSDP shards gradients and optimizer state"},
 		{[]string{"--dp", "3"}, "--gpus 8 and --dp 3 disagree"},
 		{[]string{"--dispatcher", "deepep"}, "dispatcher deepep dispatches tokens to experts, and the model is dense"},
