@@ -461,7 +461,8 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	}
 	if ph == Training && s.ExpertBiasFP32 && !s.FusedGroupedMLP && outputBias(op) {
 		// every token-expert assignment this GPU computes gets its expert's hidden-wide bias
-		c.fwdK, c.bwdK[0], c.nBwd = expertBiasKernels(op, tokens*k*float64(fp.Hidden), E/ep)
+		c.fwdK, c.bwdK[0] = expertBiasKernels(op, tokens*k*float64(fp.Hidden), E/ep)
+		c.nBwd = 1
 		c.fwd.BytesTemporary, c.bwd.BytesTemporary = c.fwdK.Bytes, c.bwdK[0].Bytes
 		c.fwd.BytesActivations, c.bwd.BytesActivations = 0, 0
 	}
@@ -475,20 +476,20 @@ func outputBias(op Op) bool {
 }
 
 // expertBiasKernels are the passes Megatron's TEGroupedMLP._apply_bias makes over the experts'
-// output of elems = assignments x hidden elements held experts wide, as PyTorch runs them:
+// output (elems: assignments x hidden) over the held experts' slices, as PyTorch runs them:
 // forward, per expert b·p (write fp32), t + b·p (read 16-bit and fp32, write fp32), then the
 // concatenation (read and write fp32) and the cast back (read fp32, write 16-bit): 28 bytes an
 // element, 2 launches an expert and 2 more. Backward (autograd): the cast's gradient to fp32 (2
 // + 4), the add's gradient for t back to 16-bit (4 + 2), and the products' gradients for the
 // bias and the probabilities, each a full fp32 product then a reduction (3 x 4 each): 36 bytes
 // an element, 4 launches an expert and 2 more. The 16-bit widths are the activations' (2 B).
-func expertBiasKernels(op Op, elems, held float64) (fwd, bwd kernels.Kernel, nBwd int) {
+func expertBiasKernels(op Op, elems, held float64) (fwd, bwd kernels.Kernel) {
 	experts := math.Max(held, 1)
 	fwd = kernels.Kernel{Name: op.Name + ".fp32", Category: string(op.Category), Kind: kernels.Memory,
 		Count: 2*experts + 2, Bytes: 28 * elems, VectorFLOPs: 2 * elems}
 	bwd = kernels.Kernel{Name: op.Name + ".fp32", Category: string(op.Category), Kind: kernels.Memory,
 		Count: 4*experts + 2, Bytes: 36 * elems, VectorFLOPs: 4 * elems}
-	return fwd, bwd, 1
+	return fwd, bwd
 }
 
 // castKernel is what low-precision training adds around a GEMM, as Transformer Engine runs

@@ -399,14 +399,7 @@ func TestCurrentScalingOutrunsMXFP8OnBlackwell(t *testing.T) {
 // (MXFP8 only) puts it under the recipe, at the FP8 rate. Llama-3.1-8B's 128k-vocabulary head
 // is 7% of its linear FLOPs, so the 16-bit head costs an 8B step a few percent.
 func TestLMHeadTrainsIn16BitUnlessFP8OutputProj(t *testing.T) {
-	m := zooModel(t, "Llama-3.1-8B")
-	chip, _ := chips.Default().Lookup("GB300")
-	chip.Efficiency = chip.Efficiency.Lane(Megatron)
-	tm, _ := timing.New(chip, "fp8")
-	peak, _ := chip.Peak("fp8")
-	sc := analyzer.DefaultScenario()
-	sc.ComputeDType = "fp8"
-	tr := NewTrainer(m, sc, tm, peak, 72)
+	tr := megatronTrainer(t, "Llama-3.1-8B", "GB300", "fp8")
 	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 64, Seq: 8192, DistOptimizer: true, Precision: "mxfp8"}
 	head := func(l Layout) (dtypes map[string]int, cast bool, step float64) {
 		st, err := tr.step(l)
@@ -442,10 +435,10 @@ func TestLMHeadTrainsIn16BitUnlessFP8OutputProj(t *testing.T) {
 		t.Errorf("16-bit head step / FP8 head step %.3f, want 1.01-1.10", r)
 	}
 	// and only a head under MXFP8 keeps MXFP8's row- and column-wise copies of its weight
-	params := float64(m.Fingerprint.Vocab * m.Fingerprint.Hidden)
-	mx := TrainingMemory(m, l).Total
+	params := float64(tr.m.Fingerprint.Vocab * tr.m.Fingerprint.Hidden)
+	mx := TrainingMemory(tr.m, l).Total
 	l.FP8OutputProj = false
-	if d := mx - TrainingMemory(m, l).Total; math.Abs(d-params*2*(1+1.0/32)) > 1e6 {
+	if d := mx - TrainingMemory(tr.m, l).Total; math.Abs(d-params*2*(1+1.0/32)) > 1e6 {
 		t.Errorf("the MXFP8 head's weight copies: %.3g bytes, want %.3g", d, params*2*(1+1.0/32))
 	}
 }
@@ -455,12 +448,7 @@ func TestLMHeadTrainsIn16BitUnlessFP8OutputProj(t *testing.T) {
 // epilogues, so on the same layout it is faster and moves no fp32 bias pass. FSDP (torchtitan)
 // is not Megatron's code and pays neither.
 func TestFusedGroupedMLPDropsMegatronsExpertPasses(t *testing.T) {
-	m := zooModel(t, "gpt-oss-120b")
-	chip, _ := chips.Default().Lookup("GB200")
-	chip.Efficiency = chip.Efficiency.Lane(Megatron)
-	tm, _ := timing.New(chip, "bf16")
-	peak, _ := chip.Peak("bf16")
-	tr := NewTrainer(m, analyzer.DefaultScenario(), tm, peak, 72)
+	tr := megatronTrainer(t, "gpt-oss-120b", "GB200", "bf16")
 	l := Layout{Framework: Megatron, TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 64, ETP: 1, MBS: 1, GBS: 256, Seq: 4096, DistOptimizer: true}
 	bias := func(l Layout) (bytes, step float64) {
 		st, err := tr.step(l)
@@ -493,4 +481,22 @@ func TestFusedGroupedMLPDropsMegatronsExpertPasses(t *testing.T) {
 	if b, _ := bias(l); b != 0 {
 		t.Errorf("fsdp pays Megatron's fp32 bias pass: %.4g bytes", b)
 	}
+}
+
+// megatronTrainer times a zoo model on an NVL72 chip with its megatron lane's figures.
+func megatronTrainer(t *testing.T, model, chipName, dtype string) *Trainer {
+	t.Helper()
+	chip, err := chips.Default().Lookup(chipName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chip.Efficiency = chip.Efficiency.Lane(Megatron)
+	tm, err := timing.New(chip, dtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, _ := chip.Peak(dtype)
+	sc := analyzer.DefaultScenario()
+	sc.ComputeDType = dtype
+	return NewTrainer(zooModel(t, model), sc, tm, peak, 72)
 }
