@@ -87,6 +87,11 @@ type Scenario struct {
 	// moe/experts.py, core_r0.15.0 on; the packed CUDA-graph path moves the same fp32 tensors).
 	// Training only; see expertBiasKernels for its bytes.
 	ExpertBiasFP32 bool `json:"expert_bias_fp32,omitempty"`
+	// EagerGLUClamp: a clamped GLU (Fingerprint.GLUClamp) clamps the routed experts' FC1 output
+	// in eager PyTorch before the fused activation: Megatron's weighted_bias_quick_geglu_impl
+	// (megatron/core/fusions/fused_bias_geglu.py, core_r0.15.0 on) chunks it, clamps each half
+	// and concatenates them outside its compiled function. Training only; see clampKernels.
+	EagerGLUClamp bool `json:"eager_glu_clamp,omitempty"`
 	// FusedGroupedMLP: the routed experts' activation runs in the grouped GEMMs' epilogues
 	// (Transformer Engine's CuTe DSL fused grouped MLP, which Megatron takes when
 	// NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the GLU and its router-probability scale in the FC1
@@ -255,6 +260,9 @@ type opCost struct {
 	bwdK       [2]kernels.Kernel
 	nBwd       int
 	castK      kernels.Kernel // low-precision training: quantizing this GEMM's inputs
+	// eagerK are eager PyTorch passes beside the op's own kernel (forward, backward; the
+	// forward one re-runs with the op on recompute): a clamped GLU's clamp (clampKernels).
+	eagerK [2]kernels.Kernel
 }
 
 // costOp models one op. Conventions (stated in the report's appendix):
@@ -356,6 +364,12 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 		c.bwdK[0] = kernels.Kernel{Name: op.Name, Category: string(op.Category), Kind: kernels.Memory, Count: launches,
 			VectorFLOPs: f, Bytes: w + g + 2*tmp}
 		c.nBwd = 1
+		if op.PerAssignment && op.Name == "mlp_activation" && ph == Training && s.EagerGLUClamp && !s.FusedGroupedMLP && fp.GLUClamp > 0 {
+			// the clamp's own passes, beside the fused activation (recomputed with it)
+			c.eagerK = clampKernels(op, m*float64(op.ElemsPerToken)/3/div, A)
+			c.fwd.BytesTemporary += c.eagerK[0].Bytes
+			c.bwd.BytesTemporary += c.eagerK[1].Bytes
+		}
 	case OpAttnCore:
 		costAttention(op, fp, sh, s, p, c)
 	}
@@ -486,11 +500,36 @@ func outputBias(op Op) bool {
 func expertBiasKernels(op Op, elems, held float64) (fwd, bwd kernels.Kernel) {
 	experts := math.Max(held, 1)
 	fwd = kernels.Kernel{Name: op.Name + ".fp32", Category: string(op.Category), Kind: kernels.Memory,
-		Count: 2*experts + 2, Bytes: 28 * elems, VectorFLOPs: 2 * elems}
+		Count: 2*experts + 2, Bytes: 28 * elems, VectorFLOPs: 2 * elems, MemShare: EagerPassShare}
 	bwd = kernels.Kernel{Name: op.Name + ".fp32", Category: string(op.Category), Kind: kernels.Memory,
-		Count: 4*experts + 2, Bytes: 36 * elems, VectorFLOPs: 4 * elems}
+		Count: 4*experts + 2, Bytes: 36 * elems, VectorFLOPs: 4 * elems, MemShare: EagerPassShare}
 	return fwd, bwd
 }
+
+// clampKernels are an eager GLU clamp's passes over half elements per half (a: the activations'
+// element size), as PyTorch runs Megatron's chunk, clamp, clamp and cat. Forward: each half's
+// clamp reads and writes it, and the concatenation reads and writes both: 8 elements of a per
+// element of a half, 3 launches. Backward (autograd): the cat's gradient is two views; the
+// gate's clamp (max only) backward is where(x <= max, g, 0), a comparison (read x, write a
+// 1-byte mask) and the select (read mask and g, write): 3a + 2 bytes, 2 launches; the linear
+// half's (min and max) compares twice and ands the masks first: 4a + 6, 4 launches; the
+// chunk's gradient concatenates the two halves: 4a, 1 launch. 11a + 8 bytes, 7 launches. Each
+// runs at EagerPassShare of the chip's memory rate.
+func clampKernels(op Op, half, a float64) [2]kernels.Kernel {
+	k := kernels.Kernel{Name: op.Name + ".clamp", Category: string(op.Category), Kind: kernels.Memory, MemShare: EagerPassShare}
+	fwd, bwd := k, k
+	fwd.Count, fwd.Bytes, fwd.VectorFLOPs = 3, 8*a*half, 2*half
+	bwd.Count, bwd.Bytes, bwd.VectorFLOPs, bwd.Backward = 7, (11*a+8)*half, 4*half, true
+	return [2]kernels.Kernel{fwd, bwd}
+}
+
+// EagerPassShare is the share of a device-to-device copy's rate eager PyTorch's passes over
+// strided halves, last-dimension concatenations and fp32 broadcasts reach: measured on a lent
+// H100 (calib/kernels_cudnn_h100.json, eager_passes: a 1 GiB copy at 2.43 TB/s counting both
+// ways; GPT-OSS-120B's clamp over 16,384 assignments forward at 0.67 of it and backward 0.70,
+// the fp32 expert bias forward at 0.73 of it, each by the bytes clampKernels and
+// expertBiasKernels count; the bias's backward, 66 autograd launches, ran at the host's pace).
+const EagerPassShare = 0.7
 
 // castKernel is what low-precision training adds around a GEMM, as Transformer Engine runs
 // it: the input (forward) and output-gradient (backward) quantization is fused into the
@@ -600,6 +639,10 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 		c.fwdK.KVElem = s.KVBytes // the KV cache's element, which it reads (decode) or writes (prefill)
 	}
 	c.fwdK.Latent = fp.MLA != nil
+	if w := float64(op.Window); w > 0 && !sh.decode && w < sh.kvLen {
+		c.fwdK.Window = w
+	}
+	c.fwdK.Sink = fp.AttnSinks
 	c.bwdK[0] = c.fwdK
 	c.bwdK[0].FLOPs, c.bwdK[0].VectorFLOPs = exec*FlashBwdFactor*fTC, exec*FlashBwdFactor*fSoftmax
 	c.bwdK[0].Bytes, c.bwdK[0].Backward = 2*act+2*tmp, true

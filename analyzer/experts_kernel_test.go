@@ -131,3 +131,147 @@ func TestExpertOutputBiasInFP32ByHand(t *testing.T) {
 		t.Errorf("prefill pays Megatron's training bias pass: %d kernels", n)
 	}
 }
+
+// Megatron clamps GPT-OSS's GLU input (swiglu_limit 7) in eager PyTorch before its fused
+// activation: weighted_bias_quick_geglu_impl chunks the FC1 output, clamps each half and
+// concatenates them. Counted by hand from the PyTorch ops (clampKernels), with the share of a
+// copy's rate those passes reached on a lent H100.
+func TestEagerGLUClampByHand(t *testing.T) {
+	m := NewModel(load(t, "gpt-oss-120b"))
+	if got := m.Fingerprint.GLUClamp; got != 7 {
+		t.Fatalf("gpt-oss-120b's swiglu_limit read as %g, want 7", got)
+	}
+	s := DefaultScenario()
+	s.Batch, s.Seq, s.EP = 1, 4096, 8
+	clamp := func(st Step) (fwd, bwd kernels.Kernel, n int) {
+		for _, k := range st.Kernels {
+			if k.Name == "mlp_activation.clamp" {
+				n++
+				if k.Backward {
+					bwd = k
+				} else {
+					fwd = k
+				}
+			}
+		}
+		return fwd, bwd, n
+	}
+	plain, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n := clamp(plain); n != 0 {
+		t.Fatalf("a clamp pass without EagerGLUClamp: %d kernels", n)
+	}
+	s.EagerGLUClamp = true
+	st, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := 4096.0 * 4 * 2880 * 36 // assignments x the intermediate width, every MoE layer
+	fwd, bwd, n := clamp(st)
+	if n != 2 {
+		t.Fatalf("%d clamp kernels, want the forward and the backward", n)
+	}
+	testutil.Near(t, "forward bytes", fwd.Bytes, 8*2*half, 1e-9)
+	testutil.Near(t, "backward bytes", bwd.Bytes, (11*2+8)*half, 1e-9)
+	testutil.Near(t, "forward launches", fwd.Count, 3*36, 1e-9)
+	testutil.Near(t, "backward launches", bwd.Count, 7*36, 1e-9)
+	if fwd.MemShare != EagerPassShare || bwd.MemShare != EagerPassShare {
+		t.Errorf("the clamp runs at %g/%g of the memory rate, want the measured %g", fwd.MemShare, bwd.MemShare, EagerPassShare)
+	}
+	testutil.Near(t, "HBM bytes added", st.Cost.BytesHBM()-plain.Cost.BytesHBM(), (8*2+11*2+8)*half, 1e-9)
+
+	// recomputing the activation (Megatron's moe_act) re-runs the forward clamp
+	s.Recompute = "selective:moe_act"
+	rec, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwdBytes float64
+	for _, k := range rec.Kernels {
+		if k.Name == "mlp_activation.clamp" && !k.Backward {
+			fwdBytes += k.Bytes
+		}
+	}
+	testutil.Near(t, "forward bytes with the activation recomputed", fwdBytes, 2*8*2*half, 1e-9)
+	s.Recompute = ""
+
+	s.FusedGroupedMLP = true
+	fused, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n := clamp(fused); n != 0 {
+		t.Errorf("the fused grouped MLP clamps in its epilogue, yet %d clamp kernels", n)
+	}
+	s.FusedGroupedMLP = false
+	pre, err := m.Analyze(Prefill, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n := clamp(pre); n != 0 {
+		t.Errorf("prefill pays Megatron's training clamp: %d kernels", n)
+	}
+	// a model whose GLU does not clamp pays nothing
+	q := NewModel(load(t, "Qwen3-30B-A3B"))
+	if q.Fingerprint.GLUClamp != 0 {
+		t.Fatalf("Qwen3-30B-A3B clamps at %g", q.Fingerprint.GLUClamp)
+	}
+	qs, err := q.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n := clamp(qs); n != 0 {
+		t.Errorf("Qwen3-30B-A3B has no swiglu_limit, yet %d clamp kernels", n)
+	}
+}
+
+// GPT-OSS's attention has a learnable sink per head and alternates 128-key windows with full
+// causal layers: the training kernels carry both, so timing can price them.
+func TestAttentionWindowAndSinkReachTheKernels(t *testing.T) {
+	m := NewModel(load(t, "gpt-oss-120b"))
+	if !m.Fingerprint.AttnSinks {
+		t.Fatal("gpt-oss-120b's self_attn.sinks not seen")
+	}
+	if l := NewModel(load(t, "Llama-3.1-8B")); l.Fingerprint.AttnSinks {
+		t.Fatal("Llama-3.1-8B has no sinks")
+	}
+	s := DefaultScenario()
+	s.Batch, s.Seq = 1, 4096
+	st, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var windowed, full int
+	for _, k := range st.Kernels {
+		if k.Kind != kernels.Attention {
+			continue
+		}
+		if !k.Sink {
+			t.Errorf("%s: attention kernel without the sink", k.Name)
+		}
+		switch k.Window {
+		case 128:
+			windowed++
+		case 0:
+			full++
+		default:
+			t.Errorf("%s: window %g, want 128 or none", k.Name, k.Window)
+		}
+	}
+	if windowed == 0 || full == 0 {
+		t.Fatalf("%d windowed and %d full attention kernels, want both", windowed, full)
+	}
+	// a window no shorter than the sequence is no window
+	s.Seq = 128
+	short, err := m.Analyze(Training, s, Achievable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range short.Kernels {
+		if k.Kind == kernels.Attention && k.Window != 0 {
+			t.Errorf("128 tokens under a 128-key window: kernel says window %g", k.Window)
+		}
+	}
+}

@@ -32,17 +32,22 @@ type MLAInfo struct {
 
 // Fingerprint is what kind of transformer this is, read from the config and the module tree.
 type Fingerprint struct {
-	Family           string   `json:"family"`
-	ModelType        string   `json:"model_type,omitempty"`
-	Attention        string   `json:"attention"` // MHA, GQA, MQA, MLA, none
-	SlidingWindow    int64    `json:"sliding_window,omitempty"`
-	PositionEncoding string   `json:"position_encoding"`
-	Normalization    string   `json:"normalization"`
-	Activation       string   `json:"activation"`
-	GatedMLP         bool     `json:"gated_mlp"`
-	MoE              *MoEInfo `json:"moe,omitempty"`
-	MLA              *MLAInfo `json:"mla,omitempty"`
-	TiedEmbeddings   bool     `json:"tied_embeddings"`
+	Family           string `json:"family"`
+	ModelType        string `json:"model_type,omitempty"`
+	Attention        string `json:"attention"` // MHA, GQA, MQA, MLA, none
+	SlidingWindow    int64  `json:"sliding_window,omitempty"`
+	PositionEncoding string `json:"position_encoding"`
+	Normalization    string `json:"normalization"`
+	Activation       string `json:"activation"`
+	GatedMLP         bool   `json:"gated_mlp"`
+	// GLUClamp is the limit a gated MLP clamps its gate (above) and linear half (both sides) to
+	// before the activation (GPT-OSS's swiglu_limit, 7): 0 when it does not clamp.
+	GLUClamp float64 `json:"glu_clamp,omitempty"`
+	// AttnSinks: the attention's softmax has a learnable sink per head (GPT-OSS's sinks).
+	AttnSinks      bool     `json:"attn_sinks,omitempty"`
+	MoE            *MoEInfo `json:"moe,omitempty"`
+	MLA            *MLAInfo `json:"mla,omitempty"`
+	TiedEmbeddings bool     `json:"tied_embeddings"`
 
 	Layers       int64 `json:"layers"`
 	Hidden       int64 `json:"hidden"`
@@ -175,8 +180,13 @@ func Fingerprinted(d *model.Dump) Fingerprint {
 		}
 	}
 
+	if v, ok := model.ConfigNumber(cfg, "swiglu_limit"); ok && v > 0 && !math.IsInf(v, 0) {
+		fp.GLUClamp = v
+	}
+
 	fp.Transformer = fp.Heads > 0 && fp.Hidden > 0 && fp.Layers > 0
 	attn := attentionModule(d)
+	fp.AttnSinks = attentionSinks(d)
 	switch {
 	case !fp.Transformer && attn != "":
 		// attention weights without the sizes to count them: say so, never "none"
@@ -282,6 +292,19 @@ func inferFromTree(d *model.Dump, fp *Fingerprint) {
 }
 
 // attentionModule names the first module that looks like attention (by class or by name), or "".
+// attentionSinks says whether an attention module holds a learnable softmax sink per head
+// (a parameter named sinks: GPT-OSS's self_attn.sinks).
+func attentionSinks(d *model.Dump) bool {
+	for _, m := range d.Modules {
+		for _, p := range m.Params {
+			if p.Name == "sinks" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func attentionModule(d *model.Dump) string {
 	for _, m := range d.Modules {
 		if m.Name == "" {

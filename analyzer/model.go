@@ -325,12 +325,14 @@ func (m *Model) analyze(ph Phase, s Scenario, p ExecProfile, modules bool) (Step
 		cost := oc.fwd
 		fwd = fwd.Add(oc.fwd.Scale(n))
 		st.Kernels = appendScaled(st.Kernels, oc.fwdK, n)
+		st.Kernels = appendScaled(st.Kernels, oc.eagerK[0], n)
 		if ph == Training {
 			bwd = bwd.Add(oc.bwd.Scale(n))
 			cost = cost.Add(oc.bwd)
 			for j := 0; j < oc.nBwd; j++ {
 				st.Kernels = appendScaled(st.Kernels, oc.bwdK[j], n)
 			}
+			st.Kernels = appendScaled(st.Kernels, oc.eagerK[1], n)
 			st.Kernels = appendScaled(st.Kernels, oc.castK, n)
 			if share := rc.rerun(op); share > 0 {
 				r := oc.fwd.Scale(share)
@@ -338,6 +340,7 @@ func (m *Model) analyze(ph Phase, s Scenario, p ExecProfile, modules bool) (Step
 				rec = rec.Add(r.Scale(n))
 				cost = cost.Add(r)
 				st.Kernels = appendScaled(st.Kernels, oc.fwdK, n*share)
+				st.Kernels = appendScaled(st.Kernels, oc.eagerK[0], n*share)
 			}
 			if rc.Mode == "selective" && rc.Modules["core_attn"] {
 				rec = rec.Add(oc.recomputeSelective.Scale(n))

@@ -90,6 +90,17 @@ type Efficiency struct {
 	// 16-bit peak for long sequences.
 	AttnFrac    float64 `json:"attn_frac,omitempty"`
 	AttnBwdFrac float64 `json:"attn_bwd_frac,omitempty"`
+	// AttnWindowK0 and AttnWindowK0Bwd are a sliding-window attention kernel's work per query
+	// tile outside its window's key loop, in keys (forward, backward): a window of w keys runs
+	// at w/(w+K0) of the causal kernel's rate per score, so a 128-key window (GPT-OSS) runs at a
+	// fifth of it while a 4,096-key one (Mistral, Gemma) loses a tenth. Measured with cuDNN, the
+	// backend Megatron runs (calib/sources/write_attn_window.py).
+	AttnWindowK0    float64 `json:"attn_window_k0,omitempty"`
+	AttnWindowK0Bwd float64 `json:"attn_window_k0_bwd,omitempty"`
+	// AttnSinkBwdNs is what a learnable softmax sink (GPT-OSS's) adds to the attention backward,
+	// per token and query head, in nanoseconds: cuDNN reduces the sink's gradient over every
+	// query, a cost that grows with the tokens, not the scores.
+	AttnSinkBwdNs float64 `json:"attn_sink_bwd_ns,omitempty"`
 	// AttnDecodeHBMFrac is the share of the nominal HBM bandwidth a decode attention kernel
 	// streams the KV cache at (0: hbm_frac, as any memory-bound kernel): split-KV decode kernels
 	// with their partial-result reduction, paged gathers and FP8 dequantization read below a
@@ -243,6 +254,9 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	setF(&out.MXFP8GEMMShare, o.MXFP8GEMMShare)
 	setF(&out.AttnFrac, o.AttnFrac)
 	setF(&out.AttnBwdFrac, o.AttnBwdFrac)
+	setF(&out.AttnWindowK0, o.AttnWindowK0)
+	setF(&out.AttnWindowK0Bwd, o.AttnWindowK0Bwd)
+	setF(&out.AttnSinkBwdNs, o.AttnSinkBwdNs)
 	setF(&out.AttnDecodeHBMFrac, o.AttnDecodeHBMFrac)
 	setF(&out.AttnDecodeHBMFrac8, o.AttnDecodeHBMFrac8)
 	setF(&out.AttnOverheadUs, o.AttnOverheadUs)
@@ -328,7 +342,8 @@ func (e Efficiency) validate() error {
 	}
 	for k, v := range map[string]float64{"kernel_latency_us": e.KernelLatencyUs, "step_overhead_us": e.StepOverheadUs, "host_launch_us": e.HostLaunchUs, "pp_step_us": e.PPStepUs,
 		"scale_up_latency_us": e.ScaleUpLatencyUs, "scale_out_latency_us": e.ScaleOutLatencyUs, "moe_launch_us": e.MoELaunchUs, "seq_overhead_us": e.SeqOverheadUs, "request_overhead_us": e.RequestOverheadUs,
-		"attn_overhead_us": e.AttnOverheadUs, "attn_decode_overhead_us": e.AttnDecodeOverheadUs, "moe_overhead_us": e.MoEOverheadUs} {
+		"attn_overhead_us": e.AttnOverheadUs, "attn_decode_overhead_us": e.AttnDecodeOverheadUs, "moe_overhead_us": e.MoEOverheadUs,
+		"attn_window_k0": e.AttnWindowK0, "attn_window_k0_bwd": e.AttnWindowK0Bwd, "attn_sink_bwd_ns": e.AttnSinkBwdNs} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("efficiency.%s must be >= 0, got %g", k, v)
 		}

@@ -164,3 +164,24 @@ func TestPhysicalBounds(t *testing.T) {
 		t.Errorf("a physical chip: %v", err)
 	}
 }
+
+// The attention figures of sliding windows and sinks are keys and nanoseconds: never negative.
+func TestAttentionWindowFiguresAreChecked(t *testing.T) {
+	base := `{"chips":[{"name":"X","peak_tflops":{"bf16":1000},"memory_gib":80,"hbm_gbps":3000,"scale_up_gbps":450,"sources":["s"],` +
+		`"efficiency":{"%s":%s,"sources":{"%s":"mine"}}}]}`
+	for _, field := range []string{"attn_window_k0", "attn_window_k0_bwd", "attn_sink_bwd_ns"} {
+		_, err := Parse("x.json", strings.NewReader(fmt.Sprintf(base, field, "-1", field)))
+		if err == nil || !strings.Contains(err.Error(), "x.json: /chips/0: X: efficiency."+field+" must be >= 0") {
+			t.Errorf("%s = -1: %v", field, err)
+		}
+		db, err := Parse("x.json", strings.NewReader(fmt.Sprintf(base, field, "300", field)))
+		if err != nil {
+			t.Fatalf("%s = 300: %v", field, err)
+		}
+		c, _ := db.Lookup("X")
+		if got := map[string]float64{"attn_window_k0": c.Efficiency.AttnWindowK0, "attn_window_k0_bwd": c.Efficiency.AttnWindowK0Bwd,
+			"attn_sink_bwd_ns": c.Efficiency.AttnSinkBwdNs}[field]; got != 300 {
+			t.Errorf("%s read as %g", field, got)
+		}
+	}
+}

@@ -89,6 +89,9 @@ type Kernel struct {
 	// VaryingM: M is the mean of a row count that varies from step to step (a serving engine's
 	// mix of decode tokens and prefill chunks), so tile quantization is averaged over it.
 	VaryingM bool
+	// MemShare is the share of the chip's memory rate a memory-bound kernel reaches (0: all of
+	// it): eager PyTorch passes over strided views and fp32 broadcasts run below a copy's.
+	MemShare float64
 	// Tensor-core FLOPs executed and their precision (which peak applies).
 	FLOPs float64
 	DType string
@@ -112,7 +115,12 @@ type Kernel struct {
 	KVElem float64
 	// Latent: multi-head latent attention (DeepSeek's MLA), whose kernels are their own
 	// (FlashMLA, TensorRT-LLM's and FlashInfer's MLA paths) with figures of their own.
-	Latent   bool
+	Latent bool
+	// Window is the keys a query attends to when a sliding window caps them below the sequence
+	// (a prefill or training kernel; 0: none), and Sink says the softmax has a learnable sink
+	// (GPT-OSS), whose gradient the backward reduces over every query.
+	Window   float64
+	Sink     bool
 	Backward bool // a backward pass: a flash kernel's runs below the forward's efficiency; a grouped expert GEMM's pays no MoE op cost
 
 	// Graphed kernels are replayed from a CUDA graph (engines capture decode steps): no host

@@ -338,7 +338,8 @@ func (tr *Trainer) With(p kernels.Predictor, peak float64, chip chips.Chip) *Tra
 
 func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	eager := tr.eager(l)
-	// Megatron's unfused expert MLP adds an expert output bias in fp32 outside the GEMM
+	// Megatron's unfused expert MLP adds an expert output bias in fp32 outside the GEMM (and
+	// clamps a clamped GLU's input in eager PyTorch: Scenario.EagerGLUClamp)
 	biasFP32 := (l.Framework == "" || l.Framework == Megatron) && !l.FusedGroupedMLP
 	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32}
 	if st, ok := tr.cache[k]; ok {
@@ -357,6 +358,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	sc.LowPrecisionLMHead, sc.BlockScaled = l.FP8OutputProj, l.Precision == "mxfp8"
 	sc.FusedGroupedMLP = l.FusedGroupedMLP
 	sc.ExpertBiasFP32 = biasFP32
+	sc.EagerGLUClamp = biasFP32 // the same unfused expert MLP clamps a clamped GLU eagerly
 	prof := analyzer.Achievable
 	if eager > 1 {
 		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel

@@ -194,6 +194,9 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 	var kt KernelTime
 	kt.Latency = k.Count * m.lat
 	kt.Memory = k.Bytes / m.bw
+	if k.MemShare > 0 {
+		kt.Memory /= k.MemShare
+	}
 	if k.Kind == kernels.Attention && k.Decode {
 		// decode attention streams the KV cache at its kernels' own share of the bandwidth,
 		// lower still for an 8-bit cache it dequantizes as it reads (lanes fitted to the
@@ -260,7 +263,19 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		// Flash kernels tile queries in blocks of 128 per (sequence, head): short prompts and
 		// few heads leave SMs idle, exactly as a GEMM's waves do.
 		kt.Eta = frac * m.WaveEfficiency(k.Queries, 128, 128, k.Batch*k.Heads) / m.expShare(k, peak)
+		k0 := m.Eff.AttnWindowK0
+		if k.Backward {
+			k0 = m.Eff.AttnWindowK0Bwd
+		}
+		if k.Window > 0 && k0 > 0 {
+			// a short key loop per query tile; never slower than the causal kernel the window
+			// trims (its scores at the causal kernel's rate)
+			kt.Eta *= math.Max(k.Window/(k.Window+k0), windowedShare(k.Queries, k.Window))
+		}
 		kt.Compute = k.FLOPs / (peak * kt.Eta)
+		if k.Backward && k.Sink {
+			kt.Compute += k.Count * k.Batch * k.Queries * k.Heads * m.Eff.AttnSinkBwdNs * 1e-9
+		}
 	case kernels.Memory:
 		kt.Compute = k.VectorFLOPs / m.vec
 	case kernels.Collective:
@@ -268,6 +283,14 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		kt.Comm = k.Count * m.collective(k)
 	}
 	return kt
+}
+
+// windowedShare is the share of a causal kernel's scores over q tokens a window of w keys keeps.
+func windowedShare(q, w float64) float64 {
+	if q <= 0 || w >= q {
+		return 1
+	}
+	return (w*(w+1)/2 + (q-w)*w) / (q * (q + 1) / 2)
 }
 
 // refHeadDim is the head dimension the attention figures (AttnFrac, AttnBwdFrac) describe:

@@ -251,3 +251,46 @@ func TestShallowGEMMsPayTheirEpilogue(t *testing.T) {
 	m.Eff.GEMMK0 = nil
 	near(t, "no K0", eta("bf16", 1024)/eta("bf16", 4096), 1)
 }
+
+// A sliding window of w keys runs at w/(w+K0) of the causal kernel's rate per score (K0 the
+// per-query-tile work outside the window's key loop, measured with cuDNN on a lent H100:
+// calib/sources/write_attn_window.py), never slower than the causal kernel it trims; a
+// learnable sink adds its measured backward cost per token and head; an eager pass runs at its
+// memory share of the chip's rate.
+func TestWindowsSinksAndEagerPasses(t *testing.T) {
+	m := h100(t)
+	k0, k0b, ns := m.Eff.AttnWindowK0, m.Eff.AttnWindowK0Bwd, m.Eff.AttnSinkBwdNs
+	if !(k0 > 200 && k0 < 600 && k0b > k0 && ns > 1 && ns < 2) {
+		t.Fatalf("H100 window K0 %g/%g keys and sink %g ns: not the measured figures", k0, k0b, ns)
+	}
+	at := func(w float64, bwd, sink bool, q float64) float64 {
+		k := kernels.Kernel{Kind: kernels.Attention, Count: 1, FLOPs: 1e12, DType: "bf16", Batch: 1, Heads: 64, Queries: q,
+			HeadDim: 64, Backward: bwd, Window: w, Sink: sink}
+		return m.Kernel(k).Compute
+	}
+	near(t, "128-key window forward", at(128, false, false, 8192)/at(0, false, false, 8192), (128+k0)/128)
+	near(t, "128-key window backward", at(128, true, false, 8192)/at(0, true, false, 8192), (128+k0b)/128)
+	near(t, "4,096-key window forward", at(4096, false, false, 8192)/at(0, false, false, 8192), (4096+k0)/4096)
+	// a 1,024-key window over 1,100 tokens keeps 89% of the causal scores: capped at the causal
+	// kernel's time for them
+	q, w := 1100.0, 1024.0
+	kept := (w*(w+1)/2 + (q-w)*w) / (q * (q + 1) / 2)
+	near(t, "a window as long as the sequence", at(w, false, false, q)/at(0, false, false, q), 1/kept)
+	// the sink: 8,192 tokens x 64 heads x the measured ns, added to the backward only
+	near(t, "sink backward", at(128, true, true, 8192)-at(128, true, false, 8192), 8192*64*ns*1e-9)
+	near(t, "sink forward", at(128, false, true, 8192), at(128, false, false, 8192))
+
+	// an eager pass at 0.7 of the memory rate takes 1/0.7 of a plain one's memory time
+	k := kernels.Kernel{Kind: kernels.Memory, Count: 1, Bytes: 1e9}
+	plain := m.Kernel(k).Memory
+	k.MemShare = 0.7
+	near(t, "eager pass", m.Kernel(k).Memory, plain/0.7)
+	// Blackwell carries no sink figure: none measured there
+	b, err := chips.Default().Lookup("GB200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Efficiency.AttnSinkBwdNs != 0 || b.Efficiency.AttnWindowK0 <= 0 {
+		t.Errorf("GB200: sink %g ns, window K0 %g: want no sink figure and a window one", b.Efficiency.AttnSinkBwdNs, b.Efficiency.AttnWindowK0)
+	}
+}
