@@ -41,7 +41,11 @@ func AttentionKernel(a AttentionShape) kernels.Kernel {
 	s.ActBytes, s.KVBytes = a.ActBytes, a.KVBytes
 	sh := stepShape{tokens: a.Batch * a.Queries, queries: a.Queries, kvLen: a.KVLen, batch: a.Batch, decode: a.Decode, kvWrite: a.CacheWrite || a.Decode}
 	var c opCost
-	costAttention(Op{Name: "attention_core", Kind: OpAttnCore, Category: CatAttention}, fp, sh, s, Achievable, &c)
+	ph := Prefill // a serving engine's kernel: no training-only pass
+	if a.Decode {
+		ph = Decode
+	}
+	costAttention(Op{Name: "attention_core", Kind: OpAttnCore, Category: CatAttention}, fp, ph, sh, s, Achievable, &c)
 	c.fwdK.Graphed = a.Decode // as a step's: engines replay decode steps from CUDA graphs
 	return c.fwdK
 }

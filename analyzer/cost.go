@@ -92,6 +92,12 @@ type Scenario struct {
 	// (megatron/core/fusions/fused_bias_geglu.py, core_r0.15.0 on) chunks it, clamps each half
 	// and concatenates them outside its compiled function. Training only; see clampKernels.
 	EagerGLUClamp bool `json:"eager_glu_clamp,omitempty"`
+	// EagerScaledRoPE: a YaRN-scaled rotary embedding (not MLA's) is applied to the queries and
+	// keys in eager PyTorch (Megatron's _apply_rotary_pos_emb_bshd): Megatron-Bridge turns the
+	// RoPE fusion off for any position embedding but plain rope (utils/fusions.py
+	// validate_rope_fusion_compatibility; GPT-OSS's is "yarn"), and Megatron-Core 0.16 on refuses
+	// the fused kernel when YaRN's concentration is not 1. Training only; see ropeKernels.
+	EagerScaledRoPE bool `json:"eager_scaled_rope,omitempty"`
 	// FusedGroupedMLP: the routed experts' activation runs in the grouped GEMMs' epilogues
 	// (Transformer Engine's CuTe DSL fused grouped MLP, which Megatron takes when
 	// NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the GLU and its router-probability scale in the FC1
@@ -371,7 +377,7 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 			c.bwd.BytesTemporary += c.eagerK[1].Bytes
 		}
 	case OpAttnCore:
-		costAttention(op, fp, sh, s, p, c)
+		costAttention(op, fp, ph, sh, s, p, c)
 	}
 	if op.Frozen && ph == Training {
 		c.freeze(op, s, tp)
@@ -528,7 +534,10 @@ func clampKernels(op Op, half, a float64) [2]kernels.Kernel {
 // H100 (calib/kernels_cudnn_h100.json, eager_passes: a 1 GiB copy at 2.43 TB/s counting both
 // ways; GPT-OSS-120B's clamp over 16,384 assignments forward at 0.67 of it and backward 0.70,
 // the fp32 expert bias forward at 0.73 of it, each by the bytes clampKernels and
-// expertBiasKernels count; the bias's backward, 66 autograd launches, ran at the host's pace).
+// expertBiasKernels count). Replayed from CUDA graphs (eager_rope: the GPU's time alone), the
+// clamp, the bias's forward and backward and the YaRN RoPE (ropeKernels) come out within
+// -12..+4% of these bytes at this share of the chip's memory rate (go test ./calib -run
+// MeasuredEager).
 const EagerPassShare = 0.7
 
 // castKernel is what low-precision training adds around a GEMM, as Transformer Engine runs
@@ -561,7 +570,7 @@ func kvElems(fp Fingerprint, s Scenario) float64 {
 // (Dao-AILab/flash-attention benchmarks: bwd = 2.5 x fwd).
 const FlashBwdFactor = 2.5
 
-func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfile, c *opCost) {
+func costAttention(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecProfile, c *opCost) {
 	A := s.ActBytes
 	h := float64(fp.Heads) / float64(s.TP)
 	lk := sh.kvLen
@@ -650,6 +659,27 @@ func costAttention(op Op, fp Fingerprint, sh stepShape, s Scenario, p ExecProfil
 
 	c.recK = c.fwdK
 	c.recK.Bytes = act + tmp
+	if ph == Training && s.EagerScaledRoPE && fp.MLA == nil && strings.Contains(strings.ToLower(fp.PositionEncoding), "yarn") {
+		kvh := math.Max(1, float64(fp.KVHeads)/float64(s.TP))
+		c.eagerK = ropeKernels(op, sh.tokens*(h+kvh)*dqk, A)
+		c.fwd.BytesTemporary += c.eagerK[0].Bytes
+		c.bwd.BytesTemporary += c.eagerK[1].Bytes
+	}
+}
+
+// ropeKernels are an eager rotary embedding's passes over elems query and key elements (a: the
+// activations' element size), as PyTorch runs Megatron's _apply_rotary_pos_emb_bshd: forward
+// t*cos (read and write), the rotated half's negation (half of it) and concatenation, its *sin,
+// the sum (read two, write one) and the final concatenation with the empty pass-through part:
+// 12 elements of a per element, 6 launches. Backward (autograd): g*sin, the negation's
+// gradient, the chunk's concatenation, g*cos, their sum into t's gradient and the slice's
+// scatter into a zeroed gradient: 13 elements of a, 7 launches. Each at EagerPassShare.
+func ropeKernels(op Op, elems, a float64) [2]kernels.Kernel {
+	k := kernels.Kernel{Name: op.Name + ".rope", Category: string(op.Category), Kind: kernels.Memory, MemShare: EagerPassShare}
+	fwd, bwd := k, k
+	fwd.Count, fwd.Bytes, fwd.VectorFLOPs = 6, 12*a*elems, 3*elems
+	bwd.Count, bwd.Bytes, bwd.VectorFLOPs, bwd.Backward = 7, 13*a*elems, 4*elems, true
+	return [2]kernels.Kernel{fwd, bwd}
 }
 
 // netKernels are the collectives one GPU takes part in per step: TP all-reduces after

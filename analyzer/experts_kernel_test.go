@@ -143,19 +143,7 @@ func TestEagerGLUClampByHand(t *testing.T) {
 	}
 	s := DefaultScenario()
 	s.Batch, s.Seq, s.EP = 1, 4096, 8
-	clamp := func(st Step) (fwd, bwd kernels.Kernel, n int) {
-		for _, k := range st.Kernels {
-			if k.Name == "mlp_activation.clamp" {
-				n++
-				if k.Backward {
-					bwd = k
-				} else {
-					fwd = k
-				}
-			}
-		}
-		return fwd, bwd, n
-	}
+	clamp := func(st Step) (fwd, bwd kernels.Kernel, n int) { return passKernels(st, "mlp_activation.clamp") }
 	plain, err := m.Analyze(Training, s, Achievable)
 	if err != nil {
 		t.Fatal(err)
@@ -188,13 +176,8 @@ func TestEagerGLUClampByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fwdBytes float64
-	for _, k := range rec.Kernels {
-		if k.Name == "mlp_activation.clamp" && !k.Backward {
-			fwdBytes += k.Bytes
-		}
-	}
-	testutil.Near(t, "forward bytes with the activation recomputed", fwdBytes, 2*8*2*half, 1e-9)
+	recFwd, _, _ := clamp(rec)
+	testutil.Near(t, "forward bytes with the activation recomputed", recFwd.Bytes, 2*8*2*half, 1e-9)
 	s.Recompute = ""
 
 	s.FusedGroupedMLP = true
@@ -274,4 +257,66 @@ func TestAttentionWindowAndSinkReachTheKernels(t *testing.T) {
 			t.Errorf("128 tokens under a 128-key window: kernel says window %g", k.Window)
 		}
 	}
+}
+
+// GPT-OSS's YaRN-scaled RoPE runs unfused under Megatron (Megatron-Bridge turns the fusion off
+// for a "yarn" position embedding): its eager passes over every query and key element, counted
+// from _apply_rotary_pos_emb_bshd's PyTorch ops (ropeKernels); plain RoPE and MLA pay nothing.
+func TestEagerScaledRoPEByHand(t *testing.T) {
+	m := NewModel(load(t, "gpt-oss-120b"))
+	s := DefaultScenario()
+	s.Batch, s.Seq, s.TP = 1, 4096, 2
+	rope := func(m *Model, s Scenario, ph Phase) (fwd, bwd kernels.Kernel, n int) {
+		st, err := m.Analyze(ph, s, Achievable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return passKernels(st, "attention_core.rope")
+	}
+	if _, _, n := rope(m, s, Training); n != 0 {
+		t.Fatalf("a RoPE pass without EagerScaledRoPE: %d kernels", n)
+	}
+	s.EagerScaledRoPE = true
+	fwd, bwd, n := rope(m, s, Training)
+	if n != 4 {
+		t.Fatalf("%d RoPE kernels, want the forward and the backward of the windowed and the full layers", n)
+	}
+	// 4,096 tokens x (64/2 query + 8/2 key heads) x 64 dims, 36 layers, 2-byte activations
+	elems := 4096.0 * (32 + 4) * 64 * 36
+	testutil.Near(t, "forward bytes", fwd.Bytes, 12*2*elems, 1e-9)
+	testutil.Near(t, "backward bytes", bwd.Bytes, 13*2*elems, 1e-9)
+	testutil.Near(t, "launches", fwd.Count+bwd.Count, 13*36, 1e-9)
+	s.Recompute = "full" // the whole layer re-runs, its RoPE too
+	again, _, _ := rope(m, s, Training)
+	testutil.Near(t, "forward bytes under full recompute", again.Bytes, 2*12*2*elems, 1e-9)
+	s.Recompute = "selective:core_attn" // RoPE is applied before the core attention Megatron recomputes
+	again, _, _ = rope(m, s, Training)
+	testutil.Near(t, "forward bytes under core-attention recompute", again.Bytes, 12*2*elems, 1e-9)
+	s.Recompute = ""
+	if _, _, n := rope(m, s, Prefill); n != 0 {
+		t.Errorf("prefill pays Megatron's training RoPE: %d kernels", n)
+	}
+	for _, name := range []string{"Llama-3.1-8B", "DeepSeek-V3"} { // plain RoPE; MLA's own rotary path
+		if _, _, n := rope(NewModel(load(t, name)), s, Training); n != 0 {
+			t.Errorf("%s: %d eager RoPE kernels", name, n)
+		}
+	}
+}
+
+// passKernels sums a step's kernels named name into one forward and one backward kernel (bytes,
+// launches and share), and counts them: an op's classes (windowed and full layers) and a
+// recompute's re-run each add one.
+func passKernels(st Step, name string) (fwd, bwd kernels.Kernel, n int) {
+	for _, k := range st.Kernels {
+		if k.Name != name {
+			continue
+		}
+		n++
+		p := &fwd
+		if k.Backward {
+			p = &bwd
+		}
+		p.Bytes, p.Count, p.MemShare = p.Bytes+k.Bytes, p.Count+k.Count, k.MemShare
+	}
+	return fwd, bwd, n
 }

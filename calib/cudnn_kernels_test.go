@@ -15,16 +15,19 @@ import (
 // cudnnH100 is calib/kernels_cudnn_h100.json: what calib/sources/hopper_moe_attention_kernels.py
 // measured on a lent H100.
 type cudnnH100 struct {
-	Attention   []attnRow `json:"attention"`
-	WindowSweep []attnRow `json:"window_sweep"`
-	Eager       []struct {
-		What      string  `json:"what"`
-		Us        float64 `json:"us"`
-		Bytes     float64 `json:"bytes"`
-		HalfElems float64 `json:"half_elems"`
-		Elems     float64 `json:"elems"`
-		Experts   float64 `json:"experts"`
-	} `json:"eager_passes"`
+	Attention   []attnRow  `json:"attention"`
+	WindowSweep []attnRow  `json:"window_sweep"`
+	Eager       []eagerRow `json:"eager_passes"`
+	Graphed     []eagerRow `json:"eager_rope"`
+}
+
+type eagerRow struct {
+	What      string  `json:"what"`
+	Us        float64 `json:"us"`
+	Bytes     float64 `json:"bytes"`
+	HalfElems float64 `json:"half_elems"`
+	Elems     float64 `json:"elems"`
+	Experts   float64 `json:"experts"`
 }
 
 type attnRow struct {
@@ -63,8 +66,22 @@ func loadCuDNNH100(t *testing.T) cudnnH100 {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Attention) == 0 || len(m.WindowSweep) == 0 || len(m.Eager) == 0 {
+	if len(m.Attention) == 0 || len(m.WindowSweep) == 0 || len(m.Eager) == 0 || len(m.Graphed) == 0 {
 		t.Fatal("kernels_cudnn_h100.json: a part is missing")
+	}
+	return m
+}
+
+// h100Timing is the H100's time model with its chip-level figures (the ones these measurements set).
+func h100Timing(t *testing.T) *timing.Model {
+	t.Helper()
+	c, err := chips.Default().Lookup("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := timing.New(c, "bf16")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return m
 }
@@ -94,15 +111,7 @@ func attnTime(m *timing.Model, r attnRow, bwd bool) float64 {
 // the window sweep the figures were fitted to, the 128-key windows at 2k-16k tokens and the
 // sink's backward, which they were not.
 func TestMeasuredCuDNNWindowsAndSinks(t *testing.T) {
-	meas := loadCuDNNH100(t)
-	c, err := chips.Default().Lookup("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := timing.New(c, "bf16")
-	if err != nil {
-		t.Fatal(err)
-	}
+	meas, m := loadCuDNNH100(t), h100Timing(t)
 	causal := func(rows []attnRow, r attnRow) (attnRow, bool) {
 		for _, f := range rows {
 			if f.Error == "" && f.Window == 0 && !f.Sink && f.Seq == r.Seq && f.HeadDim == r.HeadDim && f.Batch == r.Batch {
@@ -164,40 +173,41 @@ func TestMeasuredCuDNNWindowsAndSinks(t *testing.T) {
 	}
 }
 
-// The eager passes Megatron makes around GPT-OSS's experts, timed on the lent H100, against
-// their counted bytes at the measured eager share of the chip's memory rate.
+// The eager passes Megatron makes around GPT-OSS's experts and its YaRN RoPE, timed on the lent
+// H100, against their counted bytes at the measured eager share of the chip's memory rate:
+// eager where the GPU outpaces the host's launches, and replayed from CUDA graphs (the GPU's
+// time alone, as when the host runs ahead in training), which also holds the backward passes
+// the eager runs left host-bound.
 func TestMeasuredEagerPasses(t *testing.T) {
-	meas := loadCuDNNH100(t)
-	c, err := chips.Default().Lookup("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := timing.New(c, "bf16")
-	if err != nil {
-		t.Fatal(err)
-	}
+	meas, m := loadCuDNNH100(t), h100Timing(t)
 	mem := func(bytes, launches float64) float64 {
 		return m.Kernel(kernels.Kernel{Kind: kernels.Memory, Count: launches, Bytes: bytes, MemShare: analyzer.EagerPassShare}).Time()
 	}
 	n := 0
-	for _, e := range meas.Eager {
+	for _, e := range append(meas.Eager, meas.Graphed...) {
 		var pred float64
 		switch e.What {
-		case "glu clamp forward":
+		case "glu clamp forward", "glu clamp forward, graphed":
 			pred = mem(8*2*e.HalfElems, 3)
-		case "glu clamp forward+backward":
+		case "glu clamp forward+backward", "glu clamp forward+backward, graphed":
 			pred = mem(8*2*e.HalfElems, 3) + mem((11*2+8)*e.HalfElems, 7)
 		case "expert bias fp32 forward":
 			pred = mem(28*e.Elems, 2*e.Experts+2)
+		case "expert bias fp32 forward+backward, graphed":
+			pred = mem(28*e.Elems, 2*e.Experts+2) + mem(36*e.Elems, 4*e.Experts+2)
+		case "rope forward, graphed":
+			pred = mem(12*2*e.Elems, 6)
+		case "rope forward+backward, graphed":
+			pred = mem(12*2*e.Elems, 6) + mem(13*2*e.Elems, 7)
 		default:
-			continue // the copy is the reference; the bias's backward ran at the host's pace
+			continue // the copy is the reference; eager RoPE and the bias's eager backward ran at the host's pace
 		}
 		n++
 		if r := pred / (e.Us * 1e-6); r < 0.8 || r > 1.25 {
 			t.Errorf("%s: predicted %.0f us, measured %.0f us (%.2fx)", e.What, pred*1e6, e.Us, r)
 		}
 	}
-	if n != 3 {
-		t.Fatalf("%d eager passes compared, want 3", n)
+	if n != 10 {
+		t.Fatalf("%d eager passes compared, want 10", n)
 	}
 }

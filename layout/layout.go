@@ -301,6 +301,7 @@ type stepKey struct {
 	eager                         float64
 	lowPrecisionLMHead            bool
 	fusedGroupedMLP, biasFP32     bool
+	eagerRoPE                     bool
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -341,7 +342,9 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	// Megatron's unfused expert MLP adds an expert output bias in fp32 outside the GEMM (and
 	// clamps a clamped GLU's input in eager PyTorch: Scenario.EagerGLUClamp)
 	biasFP32 := (l.Framework == "" || l.Framework == Megatron) && !l.FusedGroupedMLP
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32}
+	// and applies a YaRN-scaled RoPE in eager PyTorch (Scenario.EagerScaledRoPE)
+	rope := l.Framework == "" || l.Framework == Megatron
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32, rope}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -359,6 +362,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	sc.FusedGroupedMLP = l.FusedGroupedMLP
 	sc.ExpertBiasFP32 = biasFP32
 	sc.EagerGLUClamp = biasFP32 // the same unfused expert MLP clamps a clamped GLU eagerly
+	sc.EagerScaledRoPE = rope
 	prof := analyzer.Achievable
 	if eager > 1 {
 		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel

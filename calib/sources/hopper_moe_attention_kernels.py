@@ -19,7 +19,7 @@ Every launch sequence is captured in a CUDA graph and replayed, so the times are
    GLU and the experts' fp32 output bias, beside a device-to-device copy (eager).
 
 Usage (on the GPU machine, with nvidia-cudnn-frontend importable):
-    python3 calib/sources/hopper_moe_attention_kernels.py OUT.json [grouped attention windows eager]
+    python3 calib/sources/hopper_moe_attention_kernels.py OUT.json [grouped attention windows eager rope]
 """
 import json
 import sys
@@ -273,57 +273,116 @@ def windows(out):
     out["window_sweep"] = rows
 
 
-def eager_passes(out):
-    """Megatron's eager memory-bound passes around the experts, timed as PyTorch runs them, beside
-    a device-to-device copy (the achievable HBM rate): the clamp of a clamped GLU's FC1 output
-    (chunk, clamp, clamp, cat) forward and backward, and TEGroupedMLP._apply_bias's fp32 bias
-    (per expert t + b * p, cat, cast) forward and backward."""
-    rows = []
-    n, h, inter, experts = 16384, 2880, 2880, 16  # gpt-oss-120b: 4,096 tokens x top-4 on one GPU, EP8
-    src = torch.empty(1 << 30, dtype=torch.uint8, device=DEV)
-    dst = torch.empty_like(src)
-    t = graph_time_us(lambda: dst.copy_(src))
-    rows.append({"what": "d2d copy 1 GiB", "us": t, "bytes": 2 * (1 << 30)})
-    del src, dst
-    x = torch.randn(n, 2 * inter, dtype=torch.bfloat16, device=DEV, requires_grad=True)
-    g = torch.randn(n, 2 * inter, dtype=torch.bfloat16, device=DEV)
+GPT_OSS_ASSIGNMENTS, GPT_OSS_HIDDEN, GPT_OSS_LOCAL_EXPERTS = 16384, 2880, 16  # 4,096 tokens x top-4 on one GPU, EP8
 
-    def clamp_fwd():
+
+def glu_clamp():
+    """Megatron's eager clamp of GPT-OSS's FC1 output (weighted_bias_quick_geglu_impl): the
+    forward, and its input and an output gradient."""
+    x = torch.randn(GPT_OSS_ASSIGNMENTS, 2 * GPT_OSS_HIDDEN, dtype=torch.bfloat16, device=DEV, requires_grad=True)
+    g = torch.randn(GPT_OSS_ASSIGNMENTS, 2 * GPT_OSS_HIDDEN, dtype=torch.bfloat16, device=DEV)
+
+    def fwd():
         a, b = x.chunk(2, -1)
         return torch.cat((a.clamp(min=None, max=7.0), b.clamp(min=-7.0, max=7.0)), -1)
+    return fwd, x, g
 
-    rows.append({"what": "glu clamp forward", "us": events_time_us(lambda: clamp_fwd(), iters=20), "half_elems": n * inter})
 
-    def clamp_both():  # the gradient flows on (to the FC1 GEMM), not into a leaf's .grad
-        torch.autograd.grad(clamp_fwd(), x, g)
-    rows.append({"what": "glu clamp forward+backward", "us": events_time_us(clamp_both, iters=20), "half_elems": n * inter})
-    del x, g
+def expert_bias():
+    """Megatron's TEGroupedMLP._apply_bias over GPT-OSS's local experts (per expert t + b * p in
+    fp32, cat, cast back): the forward, its inputs and an output gradient."""
+    n, h, experts = GPT_OSS_ASSIGNMENTS, GPT_OSS_HIDDEN, GPT_OSS_LOCAL_EXPERTS
     tokens = [n // experts] * experts
     out_t = torch.randn(n, h, dtype=torch.bfloat16, device=DEV, requires_grad=True)
     bias = torch.randn(experts, h, dtype=torch.bfloat16, device=DEV, requires_grad=True)
     probs = torch.rand(n, dtype=torch.float32, device=DEV, requires_grad=True)
     go = torch.randn(n, h, dtype=torch.bfloat16, device=DEV)
 
-    def apply_bias():
+    def fwd():
         parts = torch.split(out_t, tokens)
         ps = torch.split(probs, tokens)
         res = [t + bias[i] * p.unsqueeze(-1) for i, (t, p) in enumerate(zip(parts, ps))]
         return torch.cat(res).to(torch.bfloat16)
+    return fwd, (out_t, bias, probs), go
 
-    rows.append({"what": "expert bias fp32 forward", "us": events_time_us(lambda: apply_bias(), iters=20), "elems": n * h, "experts": experts})
 
-    def bias_both():
-        torch.autograd.grad(apply_bias(), (out_t, bias, probs), go)
-    rows.append({"what": "expert bias fp32 forward+backward", "us": events_time_us(bias_both, iters=20), "elems": n * h, "experts": experts})
+def eager_passes(out):
+    """Megatron's eager memory-bound passes around the experts, timed as PyTorch runs them, beside
+    a device-to-device copy (the achievable HBM rate): the clamp of a clamped GLU's FC1 output
+    and TEGroupedMLP._apply_bias's fp32 bias, forward and backward. The gradients flow on (to the
+    GEMMs), not into a leaf's .grad."""
+    rows = []
+    half, elems, experts = GPT_OSS_ASSIGNMENTS * GPT_OSS_HIDDEN, GPT_OSS_ASSIGNMENTS * GPT_OSS_HIDDEN, GPT_OSS_LOCAL_EXPERTS
+    src = torch.empty(1 << 30, dtype=torch.uint8, device=DEV)
+    dst = torch.empty_like(src)
+    rows.append({"what": "d2d copy 1 GiB", "us": graph_time_us(lambda: dst.copy_(src)), "bytes": 2 * (1 << 30)})
+    del src, dst
+    clamp, x, g = glu_clamp()
+    rows.append({"what": "glu clamp forward", "us": events_time_us(lambda: clamp(), iters=20), "half_elems": half})
+    rows.append({"what": "glu clamp forward+backward", "us": events_time_us(lambda: torch.autograd.grad(clamp(), x, g), iters=20),
+                 "half_elems": half})
+    del x, g
+    bias, ins, go = expert_bias()
+    rows.append({"what": "expert bias fp32 forward", "us": events_time_us(lambda: bias(), iters=20), "elems": elems, "experts": experts})
+    rows.append({"what": "expert bias fp32 forward+backward", "us": events_time_us(lambda: torch.autograd.grad(bias(), ins, go), iters=20),
+                 "elems": elems, "experts": experts})
     for r in rows:
         print("eager", r, flush=True)
     out["eager_passes"] = rows
 
 
+def eager_rope(out):
+    """Megatron's unfused rotary embedding (_apply_rotary_pos_emb_bshd, as it runs GPT-OSS's YaRN
+    RoPE) over the queries and keys of 4,096 tokens, eager and replayed from a CUDA graph (the
+    GPU's time alone, as when the host runs ahead in training); and the clamp and the fp32 bias
+    replayed the same way."""
+    rows = []
+
+    def rotate_half(x):
+        x1, x2 = torch.chunk(x, 2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+
+    for heads, d in ((64 + 8, 64), (32 + 8, 128)):
+        t_in = torch.randn(4096, 1, heads, d, dtype=torch.bfloat16, device=DEV, requires_grad=True)
+        freqs = torch.randn(4096, 1, 1, d, device=DEV)
+        g = torch.randn(4096, 1, heads, d, dtype=torch.bfloat16, device=DEV)
+        mscale = 1.3466  # YaRN's concentration at factor 32: 0.1 ln 32 + 1
+
+        def rope():
+            t = t_in[..., :d]
+            t_pass = t_in[..., d:]
+            cos_ = (torch.cos(freqs) * mscale).to(t.dtype)
+            sin_ = (torch.sin(freqs) * mscale).to(t.dtype)
+            t = (t * cos_) + (rotate_half(t) * sin_)
+            return torch.cat((t, t_pass), dim=-1)
+
+        shape = {"elems": 4096 * heads * d, "heads": heads, "head_dim": d}
+        rows.append({"what": "rope forward", "us": events_time_us(lambda: rope(), iters=20), **shape})
+        rows.append({"what": "rope forward+backward", "us": events_time_us(lambda: torch.autograd.grad(rope(), t_in, g), iters=20), **shape})
+        rows.append({"what": "rope forward, graphed", "us": graph_time_us(lambda: rope(), reps=10), **shape})
+        rows.append({"what": "rope forward+backward, graphed", "us": graph_time_us(lambda: torch.autograd.grad(rope(), t_in, g), reps=10), **shape})
+    clamp, x, gx = glu_clamp()
+    half = GPT_OSS_ASSIGNMENTS * GPT_OSS_HIDDEN
+    rows.append({"what": "glu clamp forward, graphed", "us": graph_time_us(lambda: clamp(), reps=10), "half_elems": half})
+    rows.append({"what": "glu clamp forward+backward, graphed", "us": graph_time_us(lambda: torch.autograd.grad(clamp(), x, gx), reps=10),
+                 "half_elems": half})
+    del x, gx
+    bias, ins, go = expert_bias()
+    row = {"what": "expert bias fp32 forward+backward, graphed", "elems": half, "experts": GPT_OSS_LOCAL_EXPERTS}
+    try:
+        row["us"] = graph_time_us(lambda: torch.autograd.grad(bias(), ins, go), reps=5)
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {e}"[:300]
+    rows.append(row)
+    for r in rows:
+        print("rope", r, flush=True)
+    out["eager_rope"] = rows
+
+
 def main():
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "cudnn_torch": torch.backends.cudnn.version()}
-    parts = {"grouped": grouped, "attention": attention, "windows": windows, "eager": eager_passes}
+    parts = {"grouped": grouped, "attention": attention, "windows": windows, "eager": eager_passes, "rope": eager_rope}
     for part in [parts[a] for a in sys.argv[2:]] or (grouped, attention):
         try:
             part(out)
