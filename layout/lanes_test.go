@@ -500,3 +500,28 @@ func megatronTrainer(t *testing.T, model, chipName, dtype string) *Trainer {
 	sc.ComputeDType = dtype
 	return NewTrainer(zooModel(t, model), sc, tm, peak, 72)
 }
+
+// GPT-OSS's eager clamp concatenates a clamped copy of each expert's FC1 output, which the fused
+// activation keeps for the backward beside the output the clamps keep: 2 bytes x 2 x 2,880 per
+// assignment in every MoE layer, unless the activation is recomputed or fused into the GEMMs.
+// (Megatron-Bridge's B200 presets recompute moe_act at MBS 4; without it the step does not fit.)
+func TestEagerClampKeepsItsCopy(t *testing.T) {
+	m := zooModel(t, "gpt-oss-120b")
+	l := Layout{Framework: Megatron, TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 8, ETP: 1, MBS: 4, GBS: 1280, Seq: 4096, DistOptimizer: true}
+	unclamped := *m
+	unclamped.Fingerprint.GLUClamp = 0
+	with, without := TrainingMemory(m, l).Activations, TrainingMemory(&unclamped, l).Activations
+	// 4 x 4,096 tokens x top-4 x MoEImbalance assignments a layer, 36 layers
+	want := 4.0 * 4096 * 4 * MoEImbalance * 2 * 2 * 2880 * 36
+	if math.Abs(with-without-want)/want > 1e-9 {
+		t.Errorf("the clamp's copy adds %.4g bytes of activations, want %.4g", with-without, want)
+	}
+	l.Recompute = "selective:moe_act"
+	if a, b := TrainingMemory(m, l).Activations, TrainingMemory(&unclamped, l).Activations; a != b {
+		t.Errorf("recomputing the activation still keeps the clamp's copy: %.4g vs %.4g bytes", a, b)
+	}
+	l.Recompute, l.FusedGroupedMLP = "", true
+	if a, b := TrainingMemory(m, l).Activations, TrainingMemory(&unclamped, l).Activations; a != b {
+		t.Errorf("the fused grouped MLP clamps in its epilogue, yet keeps a copy: %.4g vs %.4g bytes", a, b)
+	}
+}

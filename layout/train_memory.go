@@ -709,6 +709,14 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		// combine unpermutes without probs, so its backward is a gather (moe/experts.py,
 		// token_dispatcher.py unpermute calls @d98e8a6)
 		moe = topk*lin*h + 4*float64(fp.MoE.RoutedExperts) + 4*topk
+		if fw == Megatron && fp.GLUClamp > 0 && !l.FusedGroupedMLP {
+			// a clamped GLU's eager clamp concatenates a clamped copy of the FC1 output, which
+			// the fused activation saves (weighted_bias_quick_geglu_impl; the clamps keep views
+			// of the output itself); recomputing the activation drops it with the rest
+			clamped := topk * 2 * width * e
+			mlp += clamped
+			act += clamped
+		}
 		if fw != Megatron {
 			// eager MoE blocks weight each expert's output after the expert (Hugging Face's
 			// Mixtral and Qwen MoE: expert(x) * routing_weights), and that multiply keeps the
