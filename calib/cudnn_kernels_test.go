@@ -31,29 +31,15 @@ type eagerRow struct {
 }
 
 type attnRow struct {
-	Batch, Seq, HeadsQ, HeadDim, Window float64
-	Sink                                bool
-	Fwd, Bwd                            float64
-	Error                               string
-}
-
-func (r *attnRow) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		Batch   float64 `json:"batch"`
-		Seq     float64 `json:"seq"`
-		HeadsQ  float64 `json:"heads_q"`
-		HeadDim float64 `json:"head_dim"`
-		Window  float64 `json:"window"`
-		Sink    bool    `json:"sink"`
-		Fwd     float64 `json:"fwd_us"`
-		Bwd     float64 `json:"bwd_us"`
-		Error   string  `json:"error"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	*r = attnRow{raw.Batch, raw.Seq, raw.HeadsQ, raw.HeadDim, raw.Window, raw.Sink, raw.Fwd, raw.Bwd, raw.Error}
-	return nil
+	Batch   float64 `json:"batch"`
+	Seq     float64 `json:"seq"`
+	HeadsQ  float64 `json:"heads_q"`
+	HeadDim float64 `json:"head_dim"`
+	Window  float64 `json:"window"`
+	Sink    bool    `json:"sink"`
+	Fwd     float64 `json:"fwd_us"`
+	Bwd     float64 `json:"bwd_us"`
+	Error   string  `json:"error"`
 }
 
 func loadCuDNNH100(t *testing.T) cudnnH100 {
