@@ -512,15 +512,20 @@ func (p Prepared) AsStated(eff chips.Efficiency) (float64, error) {
 	return pred, err
 }
 
-// fastestFit tries layout.MemorySavers on a training row that does not fit as stated and
-// predicts, with eff, the fastest of those that fit (a published recipe is tuned for speed
-// within its memory); ok is false when none fits.
+// fastestFit tries layout.MemorySavers on a training row that does not fit as stated, and the
+// layout of the release preset it cites (Row.Preset), and predicts, with eff, the fastest of
+// those that fit (a published recipe is tuned for speed within its memory); ok is false when
+// none fits.
 func (p Prepared) fastestFit(eff chips.Efficiency) (Refit, layout.Layout, bool, error) {
 	var bestL layout.Layout
 	var best Refit
 	found := false
+	savers := layout.MemorySavers(p.train.l, p.train.m.Fingerprint)
+	if pr := p.Row.Preset; pr != nil {
+		savers = append(savers, layout.Saver{Name: "its release's preset " + pr.Name, Flags: pr.Flags(), Layout: pr.layout(p.Row, p.train.l)})
+	}
 	// the savers' steps are timed with the row's lane (Predict), not the trainer's own figures
-	for _, v := range layout.MemorySavers(p.train.l, p.train.m.Fingerprint) {
+	for _, v := range savers {
 		if v.Layout.Validate(p.train.m.Fingerprint) != nil {
 			continue
 		}

@@ -233,6 +233,68 @@ type Row struct {
 	// predicted and shown with it, but counted in no error, as a time under a bug no model of
 	// the stack working as designed should reproduce.
 	KnownIssue string `json:"known_issue,omitempty"`
+	// Preset is the layout the release's own performance preset gives the run where the
+	// source's table states another. A row whose stated layout the memory model says cannot run
+	// is predicted under its preset's layout when that fits, before any setting mrep would pick:
+	// the publisher's code is a statement of what ran, a saver mrep chooses is not.
+	Preset *Preset `json:"preset,omitempty"`
+}
+
+// Preset is a release's performance preset as a row cites it: its name, where it is (file and
+// commit) and the layout fields it sets (0: as the row states).
+type Preset struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	TP     int64  `json:"tp,omitempty"`
+	PP     int64  `json:"pp,omitempty"`
+	VP     int64  `json:"vp,omitempty"`
+	EP     int64  `json:"ep,omitempty"`
+	MBS    int64  `json:"mbs,omitempty"`
+}
+
+// validate checks a preset names itself and its place and sets degrees in range.
+func (p *Preset) validate() error {
+	switch {
+	case p.Name == "" || len(p.Name) > 200:
+		return fmt.Errorf("preset name %q: want the preset's name, at most 200 characters", p.Name)
+	case p.Source == "" || len(p.Source) > 300:
+		return errors.New("preset source: want its file and commit, at most 300 characters")
+	case min(p.TP, p.PP, p.VP, p.EP, p.MBS) < 0 || max(p.TP, p.PP, p.VP, p.EP, p.MBS) > analyzer.MaxDegree:
+		return fmt.Errorf("preset %s: degrees and micro-batch must be 0 (as stated) to %d", p.Name, analyzer.MaxDegree)
+	case max(p.TP, p.PP, p.VP, p.EP, p.MBS) == 0:
+		return fmt.Errorf("preset %s sets no layout field: leave it out", p.Name)
+	}
+	return nil
+}
+
+// layout is l with the preset's fields set, DP following from the GPUs and the GBS.
+func (p *Preset) layout(r Row, l layout.Layout) layout.Layout {
+	set := func(dst *int64, v int64) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&l.TP, p.TP)
+	set(&l.PP, p.PP)
+	set(&l.VP, p.VP)
+	set(&l.EP, p.EP)
+	set(&l.MBS, p.MBS)
+	l.DP = max(r.GPUs/(l.TP*l.PP*l.CP), 1)
+	return l
+}
+
+// Flags is the preset's layout as the command line's flags.
+func (p *Preset) Flags() string {
+	var f []string
+	for _, kv := range []struct {
+		k string
+		v int64
+	}{{"tp", p.TP}, {"pp", p.PP}, {"vp", p.VP}, {"ep", p.EP}, {"mbs", p.MBS}} {
+		if kv.v > 0 {
+			f = append(f, fmt.Sprintf("--%s %d", kv.k, kv.v))
+		}
+	}
+	return strings.Join(f, " ")
 }
 
 // Phase is the summary group of a row kind.
@@ -466,6 +528,13 @@ func (r Row) validate() error {
 		return fmt.Errorf("known_issue: %d characters, want the source's statement in at most 300", len(r.KnownIssue))
 	case r.Loss != "" && !slices.Contains(layout.Losses, strings.ToLower(r.Loss)):
 		return fmt.Errorf("loss %q: want one of %s", r.Loss, strings.Join(layout.Losses, ", "))
+	case r.Preset != nil && !r.Training():
+		return errors.New("preset: a training run's layout, on a training row")
+	}
+	if r.Preset != nil {
+		if err := r.Preset.validate(); err != nil {
+			return err
+		}
 	}
 	if err := r.FineTune().Validate(); err != nil {
 		return fmt.Errorf("fine-tune: %w", err)

@@ -44,7 +44,7 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		switch f := r.FitsWith; {
 		case f != nil:
 			refits = append(refits, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.AsStated, r.Unit),
-				fmt.Sprintf("%+.1f%%", 100*(r.AsStated/r.Measured-1)), f.Setting, value(f.Predicted, r.Unit), fmt.Sprintf("%+.1f%%", 100*(f.Ratio-1))})
+				fmt.Sprintf("%+.1f%%", 100*(r.AsStated/r.Measured-1)), cell(f.Setting), value(f.Predicted, r.Unit), fmt.Sprintf("%+.1f%%", 100*(f.Ratio-1))})
 			refitErrs = append(refitErrs, math.Abs(f.Ratio-1))
 			flag += " (stated layout does not fit: under the setting below)"
 		case !r.Fits && r.Phase == "training":

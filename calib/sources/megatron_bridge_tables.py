@@ -183,10 +183,18 @@ def main(path, commit):
                         del settings["dispatcher"]
                         note += ("; its DeepEP dispatcher is not in this release's container on H100 (docs/releases/"
                                  "known-issues.md @v0.6.0, 26.02): all-to-all")
+                        if release in DEEPEP_KNOWN_ISSUE:
+                            r["known_issue"] = DEEPEP_KNOWN_ISSUE[release]
                     r.update(settings)
                     r["note_preset"] = note
                 elif why:
                     r["note_preset"] = f"; {why}"
+                else:
+                    # no preset runs the table's layout: cite the one that gives this model, system,
+                    # precision, GPU count and batch another, which mrep predicts under only where
+                    # the table's layout cannot run (calib/rows.go Row.Preset)
+                    if (c := cited_preset(release, base, sysname.strip(), p.strip(), r)) is not None:
+                        r["preset"] = c
             if preset is None and tuple(int(x) for x in release.split(".")[:2]) >= RECIPES_FROM and RECIPES:
                 prec = {"FP8": "FP8-CS", "MXFP8": "FP8-MX"}.get(p.strip(), p.strip())
                 key = (base, sysname.strip(), r["gpus"], prec, r["tp"], r["pp"], r["cp"], r["vp"] or 1, r["ep"] or 1, r["mbs"], r["gbs"])
@@ -394,10 +402,42 @@ def release_preset(release, model, system, prec, row):
     return hits[0], ""
 
 
+def cited_preset(release, model, system, prec, row):
+    """The release's preset for the row's model, system, precision, GPU count and batch, as
+    Row.Preset: the layout fields where it differs from the table's; None where the release's
+    tags have none, disagree, or differ in what a Preset cannot carry (CP)."""
+    want = TABLE_PRESET_PRECISION.get(prec)
+    chip = system.replace("DGX-", "").lower()
+    hits = [f for f in PRESETS.get(release, []) if f["model"] == model and f["chip"] == chip and f["precision"] == want
+            and f["gpus"] == row["gpus"] and f["gbs"] == row["gbs"]]
+    lays = {(f["tp"], f["pp"], f["cp"], f["vp"] or 1, f["ep"] or 1, f["mbs"]) for f in hits}
+    if len(lays) != 1:
+        return None
+    tp, pp, cp, vp, ep, mbs = lays.pop()
+    if cp != row["cp"]:
+        return None
+    f = hits[0]
+    out = {"name": f["preset"], "source": f"{f['file']} @{f['tag']} {f['commit'][:8]}"}
+    for k, v in (("tp", tp), ("pp", pp), ("vp", vp), ("ep", ep), ("mbs", mbs)):
+        if v != (row.get(k) or 1):
+            out[k] = v
+    return out if len(out) > 2 else None
+
+
 # "DeepEP is not supported in the current NeMo framework 26.02 container ... on H100 machines"
 # (docs/releases/known-issues.md @v0.6.0, not marked fixed in 26.02.01, which is built on the
 # same r0.3 line): a preset asking for it ran without it.
 DEEPEP_MISSING = {("26.02", "DGX-H100", "deepep"), ("26.02.01", "DGX-H100", "deepep")}
+
+# The publisher's statement for the release it names: a run whose preset asks for DeepEP in that
+# container ran without the dispatcher it was tuned for, at a performance the publisher calls
+# reduced (a defect of the stack, not a setting: the row counts in no error). 26.02.01 is not
+# named, so its rows stay counted, timed with all-to-all.
+DEEPEP_KNOWN_ISSUE = {
+    "26.02": "docs/releases/known-issues.md @v0.6.0, 26.02: \"DeepEP is not supported in the current NeMo framework 26.02 "
+             "container (nvcr.io/nvidia/nemo:26.02), which results in reduced DSv3 performance compared to the NeMo framework "
+             "25.09 container (...) on H100 machines\"; this run's preset asks for DeepEP too",
+}
 
 RECIPES = {}
 PRESETS = {}
