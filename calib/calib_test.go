@@ -193,6 +193,7 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 		{"preset.json", `[{"id":"a","kind":"train_throughput","model":"m","chip":"c","dtype":"fp8","gpus":8,"seq":8,"gbs":8,"measured":1,"unit":"tok/s/gpu","preset":{"name":"P","source":"f @v1","pp":-2}}]`, "/rows/0 (id \"a\"): preset P: degrees and micro-batch must be 0"},
 		{"preset0.json", `[{"id":"a","kind":"train_throughput","model":"m","chip":"c","dtype":"fp8","gpus":8,"seq":8,"gbs":8,"measured":1,"unit":"tok/s/gpu","preset":{"name":"P","source":"f @v1"}}]`, "preset P sets no layout field"},
 		{"presetsrc.json", `[{"id":"a","kind":"train_throughput","model":"m","chip":"c","dtype":"fp8","gpus":8,"seq":8,"gbs":8,"measured":1,"unit":"tok/s/gpu","preset":{"name":"P","pp":2}}]`, "preset source"},
+		{"preset.csv", "id,kind,model,chip,dtype,gpus,seq,gbs,measured,unit,preset\na,train_throughput,m,c,fp8,8,8,8,1,tok/s/gpu,PP4\n", "preset.csv: line 2: preset: want a JSON object in the cell"},
 		{"presetserve.json", `[{"id":"a","kind":"serving","model":"m","chip":"c","dtype":"fp8","isl":1,"osl":1,"measured":1,"preset":{"name":"P","source":"f","tp":2}}]`, "on a training row"},
 	}
 	for _, c := range cases {

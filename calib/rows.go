@@ -815,7 +815,8 @@ func parseJSON(b []byte) ([]Row, error) {
 
 // parseCSV reads a header of Row's JSON field names, then one row per line.
 // csvColumns are the columns a rows CSV may have: every field of Row by its JSON name, with the
-// field's type (read as text, true/false, a number, or a list separated by semicolons).
+// field's type (read as text, true/false, a number, a list separated by semicolons, or an object
+// as its JSON).
 var csvColumns = func() map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	rt := reflect.TypeOf(Row{})
@@ -871,6 +872,13 @@ func parseCSV(b []byte) ([]Row, error) {
 					return nil, fmt.Errorf("line %d: %s %q is not true or false", li+2, h, v)
 				}
 				obj[h] = b
+			case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+				// an object in one cell (a cited preset): its JSON
+				var raw json.RawMessage
+				if err := json.Unmarshal([]byte(v), &raw); err != nil || !strings.HasPrefix(v, "{") {
+					return nil, fmt.Errorf("line %d: %s: want a JSON object in the cell, such as {\"name\":\"P\",\"source\":\"file @tag\",\"pp\":4}", li+2, h)
+				}
+				obj[h] = raw
 			case t.Kind() == reflect.Float64:
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
