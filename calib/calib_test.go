@@ -879,8 +879,11 @@ func TestMisfitsTryTheirReleasePreset(t *testing.T) {
 	if d := rep2.Rows[0]; d.FitsWith != nil || math.Abs(d.Predicted/got.Predicted-1) > 1e-9 {
 		t.Errorf("PP4 VP5 MBS 1 as stated: %+v, under the preset %g", d, got.Predicted)
 	}
-	if kept.FitsWith != nil || !kept.Fits {
-		t.Errorf("a row that fits as stated moved: %+v", kept)
+	if kept.FitsWith != nil || !kept.Fits || !strings.Contains(kept.UnusedPreset, misfit.Preset.Name) || !strings.Contains(kept.UnusedPreset, "@v0.3.1") {
+		t.Errorf("a row that fits as stated moved, or hides the preset it cites: %+v", kept)
+	}
+	if got.UnusedPreset != "" || bare.UnusedPreset != "" {
+		t.Errorf("a preset used, or none cited, is no unused one: %q, %q", got.UnusedPreset, bare.UnusedPreset)
 	}
 }
 

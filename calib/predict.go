@@ -579,6 +579,10 @@ type Result struct {
 	// nothing fits and Fits is false).
 	FitsWith *Refit  `json:"fits_with,omitempty"`
 	AsStated float64 `json:"predicted_as_stated,omitempty"`
+	// UnusedPreset names the release preset a row cites (Row.Preset) whose layout differs from
+	// the one the row states and is predicted at, because that one fits: the source disagrees
+	// with itself there, and the reader should see it.
+	UnusedPreset string `json:"unused_preset,omitempty"`
 	// Lacks is the row's named mechanism mrep does not model (Row.Lacks).
 	Lacks   string `json:"lacks,omitempty"`
 	Skipped string `json:"not_expressible,omitempty"`
@@ -803,6 +807,9 @@ func Validate(ps []Prepared, override map[string]chips.Efficiency) (Report, erro
 			}
 			res.FitsWith = &Refit{Setting: p.Setting, Predicted: pred, Ratio: pred / r.Measured}
 			res.AsStated = stated
+		}
+		if pr := r.Preset; pr != nil && p.Stated == nil && p.train != nil {
+			res.UnusedPreset = pr.Name + " (" + pr.Flags() + "; " + pr.Source + ")"
 		}
 		if r.TimeLike() {
 			res.FasterThanPhysics = pred < roof*(1-1e-9)

@@ -21,7 +21,7 @@ func value(v float64, unit string) string {
 // phase the median and worst |error|; rows not expressible yet with the reason.
 func WriteValidation(out io.Writer, rep calib.Report) error {
 	w := &errWriter{w: out}
-	var rows, skipped, impossible, refits, known [][]string
+	var rows, skipped, impossible, refits, known, unused [][]string
 	var refitErrs []float64
 	for _, r := range rep.Rows {
 		if r.Skipped != "" {
@@ -34,7 +34,7 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		}
 		if r.KnownIssue != "" {
 			known = append(known, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Predicted, r.Unit),
-				fmt.Sprintf("%+.1f%%", 100*r.Err()), cell(r.KnownIssue)})
+				fmt.Sprintf("%+.1f%%", 100*r.Err()), mdName(r.KnownIssue)})
 			continue
 		}
 		flag := ""
@@ -44,19 +44,22 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		switch f := r.FitsWith; {
 		case f != nil:
 			refits = append(refits, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.AsStated, r.Unit),
-				fmt.Sprintf("%+.1f%%", 100*(r.AsStated/r.Measured-1)), cell(f.Setting), value(f.Predicted, r.Unit), fmt.Sprintf("%+.1f%%", 100*(f.Ratio-1))})
+				fmt.Sprintf("%+.1f%%", 100*(r.AsStated/r.Measured-1)), mdName(f.Setting), value(f.Predicted, r.Unit), fmt.Sprintf("%+.1f%%", 100*(f.Ratio-1))})
 			refitErrs = append(refitErrs, math.Abs(f.Ratio-1))
 			flag += " (stated layout does not fit: under the setting below)"
 		case !r.Fits && r.Phase == "training":
 			why := "none of the pipeline split, activation offload or recompute fits"
 			if r.Lacks != "" {
-				why = "as stated: mrep lacks " + cell(r.Lacks)
+				why = "as stated: mrep lacks " + mdName(r.Lacks)
 			}
 			refits = append(refits, []string{code(r.ID), code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Predicted, r.Unit),
 				fmt.Sprintf("%+.1f%%", 100*r.Err()), why, "—", "—"})
 		}
 		if !r.Fits {
 			flag += " ⚠ does not fit in memory"
+		}
+		if r.UnusedPreset != "" {
+			unused = append(unused, []string{code(r.ID), code(r.Model), code(r.Chip), mdName(r.UnusedPreset), fmt.Sprintf("%+.1f%%", 100*r.Err())})
 		}
 		rows = append(rows, []string{code(r.ID), r.Phase, code(r.Model), code(r.Chip), value(r.Measured, r.Unit), value(r.Predicted, r.Unit),
 			fmt.Sprintf("%.3f", r.Ratio), fmt.Sprintf("%+.1f%%", 100*r.Err()) + flag, value(r.Roofline, r.Unit)})
@@ -88,6 +91,13 @@ func WriteValidation(out io.Writer, rep calib.Report) error {
 		}
 		w.printf(".\n\n")
 		table(w, []string{"Row", "Model", "Chip", "Measured", "Predicted as stated", "Error as stated", "Setting that fits", "Predicted under it", "Error under it"}, "lllrrrlrr", refits)
+		w.printf("\n")
+	}
+	if len(unused) > 0 {
+		// the source states two layouts for one run; the one that fits is predicted, and the
+		// other is shown, so a reader weighing the row's error knows it
+		w.printf("**Rows whose release preset states another layout** (%d): each fits as its table states and is predicted so; the preset it cites (as flags; its file and commit) may be what ran.\n\n", len(unused))
+		table(w, []string{"Row", "Model", "Chip", "Release preset", "Error as stated"}, "llllr", unused)
 		w.printf("\n")
 	}
 	var sum [][]string
