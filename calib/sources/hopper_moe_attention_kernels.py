@@ -28,18 +28,14 @@ import traceback
 
 import torch
 
+from torch_kernels import warm_up  # the same directory: run as calib/sources/<this file>
+
 DEV = "cuda"
 
 
 def graph_time_us(fn, reps=None, target_ms=20.0):
     """The best of three replays of a CUDA graph of n calls of fn, per call, in microseconds."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
+    warm_up(fn)
     # size n from one eager call
     t0 = time.perf_counter()
     fn()
@@ -82,6 +78,17 @@ def events_time_us(fn, iters=10):
 # 1. cuDNN attention
 
 
+def built(cudnn, g):
+    """Validate and plan a cudnn-frontend graph (heuristics A, then the fallback) and return the
+    workspace its plan needs."""
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    g.build_plans()
+    return torch.empty(g.get_workspace_size(), device=DEV, dtype=torch.uint8)
+
+
 def attention_case(cudnn, b, s, hq, hkv, d, window, sink):
     """Forward and backward times of one causal (optionally windowed, optionally sunk) SDPA."""
     q = torch.randn(b, s, hq, d, dtype=torch.bfloat16, device=DEV).transpose(1, 2)
@@ -108,12 +115,7 @@ def attention_case(cudnn, b, s, hq, hkv, d, window, sink):
     of, stf = gf.sdpa(q=qf, k=kf, v=vf, generate_stats=True, **kw)
     of.set_output(True).set_dim(o.size()).set_stride(o.stride())
     stf.set_output(True).set_dim(stats.size()).set_stride(stats.stride()).set_data_type(cudnn.data_type.FLOAT)
-    gf.validate()
-    gf.build_operation_graph()
-    gf.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    gf.check_support()
-    gf.build_plans()
-    wsf = torch.empty(gf.get_workspace_size(), device=DEV, dtype=torch.uint8)
+    wsf = built(cudnn, gf)
     packf = {qf: q, kf: k, vf: v, of: o, stf: stats}
     if sink:
         packf[sf] = sink_t
@@ -135,12 +137,7 @@ def attention_case(cudnn, b, s, hq, hkv, d, window, sink):
     dVb.set_output(True).set_dim(dV.size()).set_stride(dV.stride())
     if sink:
         dsb.set_output(True).set_data_type(cudnn.data_type.FLOAT)
-    gb.validate()
-    gb.build_operation_graph()
-    gb.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    gb.check_support()
-    gb.build_plans()
-    wsb = torch.empty(gb.get_workspace_size(), device=DEV, dtype=torch.uint8)
+    wsb = built(cudnn, gb)
     packb = {qb: q, kb: k, vb: v, ob: o, dOb: dO, stb: stats, dQb: dQ, dKb: dK, dVb: dV}
     if sink:
         packb[sb], packb[dsb] = sink_t, dsink_t

@@ -48,8 +48,9 @@ def cycling(fns):
     return fn
 
 
-def time_us(fn):
-    """The best of three graph replays of n launches of fn, per launch, in microseconds."""
+def warm_up(fn):
+    """Run fn twice on a side stream, as CUDA graph capture wants (lazy init, workspaces), then
+    wait for it."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -57,6 +58,11 @@ def time_us(fn):
             fn()
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
+
+
+def time_us(fn):
+    """The best of three graph replays of n launches of fn, per launch, in microseconds."""
+    warm_up(fn)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     fn()
