@@ -384,15 +384,30 @@ def release_preset(release, model, system, prec, row):
     """The one preset of the release's tags that ran the row's layout, or (None, why not)."""
     want = TABLE_PRESET_PRECISION.get(prec)
     chip = system.replace("DGX-", "").lower()
-    hits = [f for f in PRESETS.get(release, []) if f["model"] == model and f["chip"] == chip and f["precision"] == want
+    same = [f for f in PRESETS.get(release, []) if f["model"] == model and f["chip"] == chip and f["precision"] == want
             and (f["tp"], f["pp"], f["cp"], f["vp"] or 1, f["ep"] or 1, f["mbs"]) ==
-            (row["tp"], row["pp"], row["cp"], row["vp"] or 1, row["ep"] or 1, row["mbs"])
-            and (f["gbs"] == row["gbs"] or f["gbs"] * row["gpus"] == row["gbs"] * f["gpus"])]
+            (row["tp"], row["pp"], row["cp"], row["vp"] or 1, row["ep"] or 1, row["mbs"])]
+    hits = [f for f in same if f["gbs"] == row["gbs"] or f["gbs"] * row["gpus"] == row["gbs"] * f["gpus"]]
+    batch = ""
+    if not hits and same and all(f["gpus"] == row["gpus"] for f in same):
+        # a batch no preset states: the perf scripts take it on the command line
+        # (scripts/performance/argument_parser.py -gb/--global_batch_size, v0.3.0 to v0.6.0), so
+        # the run is a preset of its layout at another batch where the release's presets of that
+        # layout agree on every other setting (26.06's DeepSeek-V3 on GB300 at GBS 15,360 beside
+        # its V1 and V2 presets' 2,048 and 4,096)
+        hits = same
+        batch = (f"the table's GBS {row['gbs']} is none of this layout's presets' "
+                 f"({', '.join(str(g) for g in sorted({f['gbs'] for f in same}))}): their settings at the batch "
+                 "the perf scripts take as -gb")
     if not hits:
         return None, ""
     settings = {json.dumps(preset_settings(f), sort_keys=True) for f in hits}
     if len(settings) > 1:
+        if batch:
+            return None, ""
         return None, f"{len(hits)} presets of the release's tags run this layout with different settings: none applied"
+    if batch:
+        return hits[0], batch
     tags = sorted({f["tag"] for f in hits})
     if len(tags) < len(RELEASE_TAGS[release]):
         # the release's other tags define no preset of this layout, so the table's run could not
