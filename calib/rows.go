@@ -164,6 +164,9 @@ type Row struct {
 	// FusedGroupedMLP: the routed experts ran Transformer Engine's CuTe DSL fused grouped MLP
 	// (Megatron-Bridge's cutedsl_fused_grouped_mlp, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1).
 	FusedGroupedMLP bool `json:"fused_grouped_mlp,omitempty"`
+	// ActFP8InputStore: the SwiGLU's input was saved in FP8 (Megatron's
+	// activation_func_fp8_input_store; layout.Layout.ActFP8InputStore).
+	ActFP8InputStore bool `json:"act_fp8_input_store,omitempty"`
 	TPOverlap       bool `json:"tp_overlap,omitempty"`
 	NoReshard       bool `json:"no_reshard,omitempty"`
 	OffloadParams   bool `json:"offload_params,omitempty"`
@@ -369,7 +372,7 @@ func (r Row) Layout() layout.Layout {
 		ETP: r.ETP, MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true, ZeRO: zero, Framework: fw, Recompute: r.Recompute,
 		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec, MTP: r.MTP, RecomputeLayers: r.RecomputeLayers,
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
-		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, FP8OutputProj: r.FP8OutputProj, FusedGroupedMLP: r.FusedGroupedMLP, BF16Grads: r.BF16Grads,
+		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, FP8OutputProj: r.FP8OutputProj, FusedGroupedMLP: r.FusedGroupedMLP, ActFP8InputStore: r.ActFP8InputStore, BF16Grads: r.BF16Grads,
 		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard,
 		Replicas: r.HSDPReplicas, CUDAGraph: r.CUDAGraph}
 	if stack {

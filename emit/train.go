@@ -112,6 +112,12 @@ func megatronArgs(t Training) string {
 		// _is_fused_impl_supported reads it (Transformer Engine >= 2.14 with its CuTe DSL ops)
 		b.WriteString("export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1  # the experts' fused grouped MLP (Transformer Engine >= 2.14)\n")
 	}
+	if l.ActFP8InputStore {
+		// a TransformerConfig field Megatron-LM's arguments exclude ("no CLI argument exists for
+		// these", training/arguments.py _add_network_size_args @core_v0.17.0)
+		b.WriteString("# mrep counted activation_func_fp8_input_store=True (the SwiGLU's input kept in FP8): pretrain_gpt.py has no\n" +
+			"# flag for it; set model.activation_func_fp8_input_store in a Megatron-Bridge config, or expect more activation memory\n")
+	}
 	b.WriteString("PARALLEL_ARGS=(\n")
 	arg := func(s string) { fmt.Fprintf(&b, "  %s\n", s) }
 	arg(fmt.Sprintf("--tensor-model-parallel-size %d", l.TP))

@@ -395,6 +395,18 @@ func TestTrainingSaysWhatItCannotWrite(t *testing.T) {
 		t.Errorf("dualpipe:\n%s", body)
 	}
 	checkMegatron(t, "dualpipe", body)
+	// activation_func_fp8_input_store is a TransformerConfig field Megatron-LM's parser excludes
+	fp8 := moeLayout
+	fp8.ActFP8InputStore = true
+	fs, err = WriteTraining("megatron", "x", Training{Model: "deepseek-ai/DeepSeek-V3", Layout: fp8, Layers: 61})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = fs.Contents[fs.Names[0]]
+	if !strings.Contains(body, "# mrep counted activation_func_fp8_input_store=True") || strings.Contains(body, "fp8-input-store") {
+		t.Errorf("fp8 input store:\n%s", body)
+	}
+	checkMegatron(t, "fp8 input store", body)
 	fs, err = WriteTraining("torchtitan", "x", Training{Model: "deepseek-ai/DeepSeek-V3", Name: "DeepSeek-V3", Layout: l, Layers: 61})
 	if err != nil {
 		t.Fatal(err)

@@ -162,6 +162,56 @@ func TestDualPipe(t *testing.T) {
 	if dual.inFlight(true) != 9 {
 		t.Errorf("dualpipe holds %g micro-batches, want PP + 1 = 9", dual.inFlight(true))
 	}
+	// the MTP module sits on the last stage, which under DualPipe is the end rank's reverse-
+	// direction chunk: one micro-batch in flight there (dualpipe.py's step: each chunk-1 forward
+	// follows the previous chunk-1 backward), as on 1F1B's last stage, not the PP + 1 of the rank
+	saved := func(l Layout, first bool) float64 {
+		mm := stageMemory(m, l, first)
+		return mm.Activations + mm.MoEBuffers
+	}
+	withMTP := func(l Layout) Layout { l.MTP = 1; return l }
+	oneF1B := saved(withMTP(base), false) - saved(base, false)
+	if oneF1B <= 0 {
+		t.Fatalf("1f1b's last stage: MTP adds %g B of activations", oneF1B)
+	}
+	testutil.Near(t, "dualpipe MTP activations", saved(withMTP(dual), true)-saved(dual, true), oneF1B, 1e-9)
+	// a DualPipe rank runs its two stages for half the micro-batches each: with the MTP module
+	// making the last stage the heaviest, the end rank's micro-batch is the mean of the first
+	// and last stages' where 1F1B waits on the last
+	mtp1, mtpDual := withMTP(base), withMTP(dual)
+	tr := NewTrainer(m, analyzer.DefaultScenario(), nil, 989.4e12, 8)
+	chip, _ := chips.Default().Lookup("H100")
+	tm, _ := timing.New(chip, "bf16")
+	tr = tr.With(tm, 989.4e12, chip)
+	step, err := tr.step(mtpDual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk := splitKernels(step)
+	L := m.Fingerprint.Layers
+	nFirst, nMid, nLast := mtpDual.StageCounts(L)
+	last := [][]kernels.Kernel{sk.head, nil, sk.head}
+	mtp := make([]kernels.Kernel, len(sk.layers))
+	for j, k := range sk.layers {
+		mtp[j] = scaled(k, 1/float64(L))
+	}
+	last[1] = mtp
+	f, la, mid := tr.stage(mtpDual, tm, sk, nFirst, sk.emb), tr.stage(mtpDual, tm, sk, nLast, last...), tr.stage(mtpDual, tm, sk, nMid)
+	if !(la.mb > f.mb && (f.mb+la.mb)/2 > mid.mb) {
+		t.Fatalf("want the last stage heaviest and the end rank slowest: first %g, last %g, middle %g", f.mb, la.mb, mid.mb)
+	}
+	sd, err := tr.Train(mtpDual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Near(t, "dualpipe end rank micro-batch", sd.Microbatch, (f.mb+la.mb)/2, 1e-9)
+	s1, err := tr.Train(mtp1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(s1.Microbatch > sd.Microbatch) {
+		t.Errorf("1f1b micro-batch %g, want the last stage's, above dualpipe's mean %g", s1.Microbatch, sd.Microbatch)
+	}
 	odd := dual
 	odd.PP, odd.DP = 3, 8
 	if err := odd.Validate(m.Fingerprint); err == nil {
@@ -523,5 +573,49 @@ func TestEagerClampKeepsItsCopy(t *testing.T) {
 	l.Recompute, l.FusedGroupedMLP = "", true
 	if a, b := TrainingMemory(m, l).Activations, TrainingMemory(&unclamped, l).Activations; a != b {
 		t.Errorf("the fused grouped MLP clamps in its epilogue, yet keeps a copy: %.4g vs %.4g bytes", a, b)
+	}
+}
+
+// Megatron's activation_func_fp8_input_store keeps the SwiGLU's input, the FC1 output, as an
+// e4m3 cast: by hand, Llama-3.1-8B (FFN 14,336, gated: 28,672 elements a token) at 4,096 tokens
+// saves 4,096 x 28,672 B in each of its 32 layers; DeepSeek-V3's dense layers (18,432) and MoE
+// layers (8 routed + 1 shared expert of 2,048) both save 36,864 B a token, the fused grouped MLP
+// keeping the routed experts' 16-bit input; a recomputed activation keeps its 16-bit input, so
+// the flag saves nothing there.
+func TestActFP8InputStoreByHand(t *testing.T) {
+	m := zooModel(t, "Llama-3.1-8B")
+	l := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 8, Seq: 4096, DistOptimizer: true}
+	fp8 := l
+	fp8.ActFP8InputStore = true
+	if err := fp8.Validate(m.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Near(t, "llama 8b saved", TrainingMemory(m, l).Activations-TrainingMemory(m, fp8).Activations, 4096*28672*32, 1e-9)
+	l.Recompute, fp8.Recompute = "selective:act", "selective:act"
+	testutil.Near(t, "recomputed activation", TrainingMemory(m, fp8).Activations, TrainingMemory(m, l).Activations, 1e-12)
+
+	ds := zooModel(t, "DeepSeek-V3")
+	d := Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 64, EP: 64, ETP: 1, MBS: 1, GBS: 64, Seq: 4096, DistOptimizer: true, Precision: "fp8-blockwise"}
+	dfp8 := d
+	dfp8.ActFP8InputStore = true
+	testutil.Near(t, "deepseek saved", TrainingMemory(ds, d).Activations-TrainingMemory(ds, dfp8).Activations, 4096*36864*61, 1e-9)
+	d.FusedGroupedMLP, dfp8.FusedGroupedMLP = true, true
+	testutil.Near(t, "deepseek, fused grouped MLP", TrainingMemory(ds, d).Activations-TrainingMemory(ds, dfp8).Activations,
+		4096*(3*36864+58*2*2048), 1e-9)
+
+	// Megatron refuses it off SwiGLU, and it is Megatron's
+	for _, c := range []struct {
+		model string
+		l     Layout
+		want  string
+	}{
+		{"gpt-oss-20b", Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 8, Seq: 4096, ActFP8InputStore: true}, "SwiGLU only"},
+		{"gpt2", Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 8, Seq: 1024, ActFP8InputStore: true}, "ungated gelu"},
+		{"Llama-3.1-8B", Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 8, Seq: 4096, Framework: FSDP, ActFP8InputStore: true}, "needs --framework megatron"},
+	} {
+		err := c.l.Validate(zooModel(t, c.model).Fingerprint)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.model, err, c.want)
+		}
 	}
 }

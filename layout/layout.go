@@ -91,6 +91,13 @@ type Layout struct {
 	// its activation as a kernel of its own and adds an expert output bias in fp32 outside the
 	// GEMM (analyzer.Scenario's ExpertBiasFP32 and FusedGroupedMLP say what each moves).
 	FusedGroupedMLP bool
+	// ActFP8InputStore: Megatron's activation_func_fp8_input_store (a TransformerConfig field,
+	// set from Megatron-Bridge's model config: Megatron-LM's arguments exclude it). The SwiGLU's
+	// input, the FC1 output, is saved for its backward as an e4m3 cast and cast back there
+	// (fusions/fused_bias_swiglu.py @core_v0.17.0): 1 B an element instead of 2, in the dense
+	// MLP, the shared experts and TEGroupedMLP's routed experts. Memory only: the casts ride in
+	// the fused activation kernel. DeepSeek-V3's report keeps the same input in FP8.
+	ActFP8InputStore bool
 	// Replicas is HSDP's replication degree: shards within DP x CP / Replicas ranks, gradients
 	// all-reduced across the Replicas groups (torchtitan's dp_replicate; TPU slices with
 	// data parallel over the data-center network). 0 or 1: one shard group.
@@ -221,6 +228,16 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 	}
 	if err := l.validateMoE(fp); err != nil {
 		return err
+	}
+	if l.ActFP8InputStore {
+		switch {
+		case l.framework() != Megatron:
+			return fmt.Errorf("act-fp8-input-store is Megatron's activation_func_fp8_input_store: it needs --framework megatron (the run is %s)", l.framework())
+		case !fp.GatedMLP || fp.GLUClamp > 0 || (fp.Activation != "" && fp.Activation != "silu" && fp.Activation != "swish"):
+			// TransformerConfig.__post_init__: "Storing activation input in FP8 is supported only
+			// for SwiGLU." (F.silu, gated); GPT-OSS's clamped GLU runs Megatron's quick_gelu
+			return fmt.Errorf("act-fp8-input-store: Megatron stores the activation input in FP8 for SwiGLU only (the model's MLP is %s)", mlpKind(fp))
+		}
 	}
 	if l.OffloadActivations > 0 && l.framework() == Megatron {
 		// Megatron's CPU offload (TransformerConfig.__post_init__ @d98e8a6) runs without
@@ -751,7 +768,7 @@ func (l Layout) AnalyzeFlags() []string {
 	for _, b := range []struct {
 		name string
 		on   bool
-	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj}, {"fused-grouped-mlp", l.FusedGroupedMLP},
+	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj}, {"fused-grouped-mlp", l.FusedGroupedMLP}, {"act-fp8-input-store", l.ActFP8InputStore},
 		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}} {
 		if b.on {
 			f = append(f, "--"+b.name)
@@ -801,4 +818,19 @@ func RecipeOn(recipe string, chip chips.Chip) error {
 		}
 	}
 	return nil
+}
+
+// mlpKind names a model's MLP in messages: its activation, gated or not.
+func mlpKind(fp analyzer.Fingerprint) string {
+	a := fp.Activation
+	if fp.GLUClamp > 0 {
+		a += fmt.Sprintf(" clamped at %g", fp.GLUClamp)
+	}
+	if a == "" {
+		a = "of an unnamed activation"
+	}
+	if fp.GatedMLP {
+		return "gated " + a
+	}
+	return "ungated " + a
 }

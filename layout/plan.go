@@ -49,6 +49,7 @@ type Knobs struct {
 	FP8ParamGather, BF16Grads bool
 	FP8OutputProj             bool
 	FusedGroupedMLP           bool
+	ActFP8InputStore          bool
 	Replicas                  int64
 	TPOverlap, NoReshard      bool
 	CUDAGraph                 bool
@@ -65,6 +66,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
 	l.NoReshard, l.CUDAGraph, l.FP8OutputProj, l.FusedGroupedMLP = k.NoReshard, k.CUDAGraph, k.FP8OutputProj, k.FusedGroupedMLP
+	l.ActFP8InputStore = k.ActFP8InputStore
 	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }

@@ -66,9 +66,19 @@ func (tr *Trainer) slowestStage(l Layout, p kernels.Predictor, sk stageKernels) 
 		last = append(last, mtp, sk.head)
 	}
 	var stages []stageTime
-	if l.PP == 1 {
+	switch {
+	case l.PP == 1:
 		stages = []stageTime{tr.stage(l, p, sk, L, append([][]kernels.Kernel{sk.emb}, last...)...)}
-	} else {
+	case l.A2AOverlap == OverlapDualPipe:
+		// DualPipe's rank i runs stage i for the micro-batches fed from one end and stage PP-1-i
+		// for those fed from the other, half of them each (dualpipe.py step(): half_num_chunks
+		// per direction), so a rank's pace is the mean of its two stages': the end ranks pair
+		// the first stage with the last, the middle ranks two middle stages
+		stages = []stageTime{meanStage(tr.stage(l, p, sk, nFirst, sk.emb), tr.stage(l, p, sk, nLast, last...))}
+		if l.PP > 2 {
+			stages = append(stages, tr.stage(l, p, sk, nMid))
+		}
+	default:
 		stages = []stageTime{tr.stage(l, p, sk, nFirst, sk.emb), tr.stage(l, p, sk, nLast, last...)}
 		if l.PP > 2 {
 			stages = append(stages, tr.stage(l, p, sk, nMid))
@@ -81,6 +91,22 @@ func (tr *Trainer) slowestStage(l Layout, p kernels.Predictor, sk stageKernels) 
 		}
 	}
 	return slow
+}
+
+// meanStage is a micro-batch of a rank that runs stage a for half its micro-batches and stage b
+// for the other half (DualPipe's ranks).
+func meanStage(a, b stageTime) stageTime {
+	share := 0.0 // of the bytes both stages send
+	if by := a.a2a.BytesPerLayer + b.a2a.BytesPerLayer; by > 0 {
+		share = (a.a2a.BytesPerLayer*a.a2a.ScaleOutShare + b.a2a.BytesPerLayer*b.a2a.ScaleOutShare) / by
+	}
+	return stageTime{
+		t: a.t.Add(b.t).Scale(0.5),
+		a2a: A2A{BytesPerLayer: (a.a2a.BytesPerLayer + b.a2a.BytesPerLayer) / 2, ScaleOutShare: share,
+			Time: (a.a2a.Time + b.a2a.Time) / 2, Exposed: (a.a2a.Exposed + b.a2a.Exposed) / 2},
+		mb:   (a.mb + b.mb) / 2,
+		host: (a.host + b.host) / 2,
+	}
 }
 
 // stage times n decoder layers and the extra kernels (embedding, head, MTP modules) of one

@@ -170,13 +170,48 @@ type stageParams struct {
 // decoder layers of the stage, the embedding on the first and the LM head on the last (a tied
 // embedding is a copy on both ends when they differ).
 func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
+	return paramsAt(m, l, posOf(first))
+}
+
+// stagePos is which pipeline rank a memory count is for: the first stage's, the last's, or (for
+// DualPipe, whose middle ranks hold two middle stages and as many micro-batches in flight as its
+// end ranks) a middle one's.
+type stagePos int
+
+const (
+	posFirst stagePos = iota
+	posLast
+	posMid
+)
+
+func posOf(first bool) stagePos {
+	if first {
+		return posFirst
+	}
+	return posLast
+}
+
+func (p stagePos) String() string { return [...]string{"first", "last", "middle"}[p] }
+
+// stageSize is the decoder layers of one stage at pos (StageCounts).
+func (l Layout) stageSize(layers int64, pos stagePos) int64 {
+	f, mid, la := l.StageCounts(layers)
+	switch {
+	case l.PP == 1:
+		return layers
+	case pos == posFirst:
+		return f
+	case pos == posMid:
+		return mid
+	}
+	return la
+}
+
+// paramsAt is paramsOnStage for any rank position.
+func paramsAt(m *analyzer.Model, l Layout, pos stagePos) stageParams {
 	fp := m.Fingerprint
 	L := max(fp.Layers, 1)
-	nFirst, _, nLast := l.StageCounts(L)
-	n := nLast
-	if first {
-		n = nFirst
-	}
+	n := l.stageSize(L, pos)
 	if l.PP == 1 {
 		n = L
 	}
@@ -193,9 +228,9 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 	}
 	// DualPipe puts stage i and stage PP-1-i on each rank: the end ranks hold the embedding and
 	// the LM head (and the MTP modules) together
-	ends := l.PP == 1 || l.A2AOverlap == OverlapDualPipe
-	last := !first || ends
-	first = first || ends
+	ends := l.PP == 1 || (l.A2AOverlap == OverlapDualPipe && pos != posMid)
+	last := pos == posLast || ends
+	first := pos == posFirst || ends
 	sum := summarize(m)
 	add := func(g paramGroup, scale float64) {
 		for e, div := range [3]float64{float64(l.TP), float64(l.EP * l.etp()), 1} {
@@ -210,7 +245,22 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 			sp.linear += c.linear / div * scale
 		}
 	}
-	add(sum.layers, frac)
+	if set := l.stageLayerSet(L, pos); len(set) > 0 && len(sum.perLayer) > 0 {
+		// the stage's own layers, scaled to the count StageCounts gives it; what no layer index
+		// claims (none in a dumped model) spreads evenly
+		var rest paramGroup = sum.layers
+		for _, g := range sum.perLayer {
+			for e := range g {
+				rest[e].sub(g[e])
+			}
+		}
+		add(rest, frac)
+		for _, i := range set {
+			add(sum.perLayer[i], frac*float64(L)/float64(len(set)))
+		}
+	} else {
+		add(sum.layers, frac)
+	}
 	layer := sp
 	sp.layer = (layer.Trainable + layer.Frozen + layer.Quantized) / math.Max(frac*float64(L), 1)
 	if first {
@@ -248,6 +298,18 @@ func paramsOnStage(m *analyzer.Model, l Layout, first bool) stageParams {
 // paramCount is a group's parameters by what training keeps for them.
 type paramCount struct{ trainable, frozen, quantized, quantBytes, linear float64 }
 
+func (c *paramCount) sub(o paramCount) {
+	c.add(paramCount{-o.trainable, -o.frozen, -o.quantized, -o.quantBytes, -o.linear})
+}
+
+func (c *paramCount) add(o paramCount) {
+	c.trainable += o.trainable
+	c.frozen += o.frozen
+	c.quantized += o.quantized
+	c.quantBytes += o.quantBytes
+	c.linear += o.linear
+}
+
 // paramGroup is a group's counts split by how they divide over GPUs: [0] by TP, [1] routed
 // experts by EP x ETP, [2] replicated on every TP rank (norms and the router: Megatron keeps them
 // whole on each rank, its theoretical_memory_usage.py counts them so).
@@ -258,7 +320,13 @@ type paramSummary struct {
 	// lastLayer is the last decoder layer's parameters: what each of DeepSeek-V3's multi-token
 	// prediction modules repeats (Megatron's MTP layer is a copy of it)
 	lastLayer paramGroup
-	grads     gradNeeds
+	// perLayer is each decoder layer's parameters (the ops with a layer index; the rest of
+	// layers, if any, spreads evenly) and moe whether it routes to experts: a pipeline stage
+	// holds the layers it holds, so DeepSeek-V3's first stage carries its three dense layers
+	// and none of their experts
+	perLayer []paramGroup
+	moe      []bool
+	grads    gradNeeds
 }
 
 // gradNeeds is which saved tensors a fine-tune's backward still needs, as shares of the decoder
@@ -318,6 +386,15 @@ func summarize(m *analyzer.Model) paramSummary {
 			e = 2
 		}
 		c := &g[e]
+		if g == &s.layers && op.Layer >= 0 && int64(op.Layer) < m.Fingerprint.Layers {
+			if s.perLayer == nil {
+				s.perLayer, s.moe = make([]paramGroup, m.Fingerprint.Layers), make([]bool, m.Fingerprint.Layers)
+			}
+			c = &s.perLayer[op.Layer][e]
+			if op.Category == analyzer.CatRoutedExperts {
+				s.moe[op.Layer] = true
+			}
+		}
 		if g == &s.layers && int64(op.Layer) == m.Fingerprint.Layers-1 && !op.Frozen {
 			s.lastLayer[e].trainable += n
 			if op.Kind == analyzer.OpGEMM || op.Kind == analyzer.OpExperts {
@@ -335,6 +412,11 @@ func summarize(m *analyzer.Model) paramSummary {
 			c.quantBytes += n * op.QuantBytes
 		default:
 			c.frozen += n
+		}
+	}
+	for _, g := range s.perLayer { // layers stays the sum over every decoder layer
+		for e := range g {
+			s.layers[e].add(g[e])
 		}
 	}
 	s.grads = backwardNeeds(m)
@@ -423,18 +505,26 @@ func TrainingMemory(m *analyzer.Model, l Layout) Memory {
 		return a
 	}
 	if b := stageMemory(m, l, false); b.Total > a.Total {
-		return b
+		a = b
+	}
+	if l.A2AOverlap == OverlapDualPipe && l.PP > 2 {
+		// a DualPipe middle rank holds two middle stages and PP + 1 micro-batches of them too
+		// (dualpipe.py step(): every rank's two chunks), without the embedding and LM head
+		if c := stageMemoryAt(m, l, posMid); c.Total > a.Total {
+			a = c
+		}
 	}
 	return a
 }
 
 func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
+	return stageMemoryAt(m, l, posOf(first))
+}
+
+func stageMemoryAt(m *analyzer.Model, l Layout, pos stagePos) Memory {
 	fw, opt, prec := l.framework(), l.optimizer(), l.precision()
-	sp := paramsOnStage(m, l, first)
-	mem := Memory{Stage: "first"}
-	if !first {
-		mem.Stage = "last"
-	}
+	sp := paramsAt(m, l, pos)
+	mem := Memory{Stage: pos.String()}
 	if l.PP == 1 {
 		mem.Stage = "only"
 	}
@@ -584,7 +674,7 @@ func stageMemory(m *analyzer.Model, l Layout, first bool) Memory {
 		mem.CommBuffers = sp.layer * 2 * wBytes
 	}
 	// Activations of the micro-batches in flight, the logits and loss, the working set.
-	act := activationBytes(m, l, first)
+	act := activationsAt(m, l, pos)
 	mem.Activations, mem.MoEBuffers, mem.Transient, mem.Logits = act.saved, act.moe, act.transient, act.logits
 	mem.Host += act.offloaded
 	static := mem.Weights + mem.MasterWeights + mem.Gradients + mem.Optimizer
@@ -667,6 +757,17 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 	if fp.GatedMLP {
 		width = 2
 	}
+	// the activation's saved input, the FC1 output: 16-bit, or an e4m3 cast under Megatron's
+	// activation_func_fp8_input_store (Layout.ActFP8InputStore); a recomputed activation keeps
+	// its 16-bit input in the checkpoint instead, and the fused grouped MLP's epilogue saves
+	// its own (it does not read the flag)
+	glu, gluExperts := 2.0, 2.0
+	if l.ActFP8InputStore && fw == Megatron && !rc.Modules["act"] && rc.Mode != "full" && rc.Mode != "op" {
+		glu, gluExperts = 1, 1
+		if l.FusedGroupedMLP {
+			gluExperts = 2
+		}
+	}
 	eager := 0.0
 	if fw != Megatron && !l.Compile && fp.GatedMLP {
 		eager = 2 * f
@@ -685,7 +786,7 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 	if lin < 2 {
 		attnOut += lin * qo * g.attnOut
 	}
-	mlp := 2*width*f + lin*f*g.mlpOut + eager
+	mlp := glu*width*f + lin*f*g.mlpOut + eager
 	act := lin*f + eager // what the activation recompute drops
 	adapters := g.adapterRanks + g.dropoutIn
 	var moe float64
@@ -696,10 +797,10 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		// each GPU's experts process, on balance, as many assignments as its own tokens make:
 		// S/TP tokens per rank with sequence parallel and unsplit experts, or all S tokens
 		// gathered over TP with experts split ETP = TP ways: tokens x top-k / TP either way
-		mlp = topk * (2*width*e + lin*e)
+		mlp = topk * (gluExperts*width*e + lin*e)
 		act = topk * lin * e
 		if fp.MoE.SharedExperts > 0 {
-			mlp += float64(fp.MoE.SharedExperts) * (2*width*e + lin*e)
+			mlp += float64(fp.MoE.SharedExperts) * (glu*width*e + lin*e)
 			act += float64(fp.MoE.SharedExperts) * lin * e
 		}
 		// the permuted copy of the routed tokens: the dispatched input, which the first expert
@@ -776,6 +877,11 @@ func (l Layout) inFlight(first bool) float64 {
 }
 
 func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
+	return activationsAt(m, l, posOf(first))
+}
+
+func activationsAt(m *analyzer.Model, l Layout, pos stagePos) activations {
+	first := pos != posLast
 	fp := m.Fingerprint
 	rc, err := analyzer.ParseRecompute(l.Recompute)
 	if err != nil {
@@ -788,17 +894,22 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 		spDiv = 1
 	}
 	L := max(fp.Layers, 1)
-	nFirst, _, nLast := l.StageCounts(L)
-	stageLayers := float64(nLast)
-	if first {
-		stageLayers = float64(nFirst)
-	}
-	if l.PP == 1 {
-		stageLayers = float64(L)
-	}
+	stageLayers := float64(l.stageSize(L, pos))
 	moeShare := 0.0
 	if fp.MoE != nil && fp.MoE.MoELayers > 0 {
 		moeShare = float64(fp.MoE.MoELayers) / float64(L)
+	}
+	sum := summarize(m)
+	if set := l.stageLayerSet(L, pos); len(set) > 0 && len(sum.moe) > 0 && fp.MoE != nil {
+		// the stage's own mix of dense and MoE layers: DeepSeek-V3's first stage holds its
+		// dense layers, which keep no routed tokens
+		n := 0
+		for _, i := range set {
+			if sum.moe[i] {
+				n++
+			}
+		}
+		moeShare = float64(n) / float64(len(set))
 	}
 	g := fullGrads()
 	if len(m.Ops) > 0 {
@@ -834,13 +945,21 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 	inFlight := l.inFlight(first)
 	a.saved = saved * stageLayers * inFlight
 	a.moe = moe * stageLayers * inFlight
-	ends := l.PP == 1 || l.A2AOverlap == OverlapDualPipe // DualPipe: the end ranks hold both ends
-	if (!first || ends) && l.MTP > 0 {
+	ends := l.PP == 1 || (l.A2AOverlap == OverlapDualPipe && pos != posMid) // DualPipe: the end ranks hold both ends
+	if (pos == posLast || ends) && l.MTP > 0 {
 		// the multi-token-prediction modules on the last stage: each a copy of the last layer,
 		// with the concatenated embedding and hidden state its projection saves (2h, 16-bit)
 		lastMoE := fp.MoE != nil && summarize(m).lastLayer[1].trainable > 0
 		s, e := perLayer(rc, lastMoE)
-		n := float64(l.MTP) * inFlight * g.backward
+		// the last stage holds one micro-batch in flight (inFlight(false)); under DualPipe the
+		// end rank's last-stage chunk is the reverse direction's, which also holds one while the
+		// forward direction's first stage holds PP (DeepSeek's dualpipe.py step(): each chunk-1
+		// forward waits for the previous chunk-1 backward), so the modules count once there too
+		last := inFlight
+		if l.A2AOverlap == OverlapDualPipe {
+			last = 1
+		}
+		n := float64(l.MTP) * last * g.backward
 		a.saved += n * (s + tokens*4*float64(fp.Hidden)/spDiv)
 		a.moe += n * e
 	}
@@ -878,7 +997,7 @@ func activationBytes(m *analyzer.Model, l Layout, first bool) activations {
 	// Logits and loss on the last stage: Megatron's fused vocab-parallel cross entropy keeps
 	// 4·s·b·(h + V)/t (theoretical_memory_usage.py); an eager loss (torchtitan, Hugging Face)
 	// holds the bf16 logits, their fp32 copy and log-softmax output: 10 B per vocab entry.
-	if !first || ends {
+	if pos == posLast || ends {
 		V := float64(fp.Vocab)
 		switch {
 		case l.Loss == LossChunked:
