@@ -167,9 +167,9 @@ type Row struct {
 	// ActFP8InputStore: the SwiGLU's input was saved in FP8 (Megatron's
 	// activation_func_fp8_input_store; layout.Layout.ActFP8InputStore).
 	ActFP8InputStore bool `json:"act_fp8_input_store,omitempty"`
-	TPOverlap       bool `json:"tp_overlap,omitempty"`
-	NoReshard       bool `json:"no_reshard,omitempty"`
-	OffloadParams   bool `json:"offload_params,omitempty"`
+	TPOverlap        bool `json:"tp_overlap,omitempty"`
+	NoReshard        bool `json:"no_reshard,omitempty"`
+	OffloadParams    bool `json:"offload_params,omitempty"`
 	// HSDPReplicas: HSDP, sharding within GPUs / (TP x PP x HSDPReplicas) ranks and
 	// replicating across HSDPReplicas groups (FSDP1 HYBRID_SHARD, torchtitan dp_replicate).
 	HSDPReplicas     int64 `json:"hsdp_replicas,omitempty"`

@@ -137,23 +137,25 @@ func (l Layout) MegatronSplit(layers int64) (Layout, bool) {
 	return l, false
 }
 
-// stageLayerSet is which decoder layers (indices) the first, last or a middle pipeline stage
-// holds, all of its VP chunks: Megatron fills the PP·VP chunks in order, virtual chunk v of
-// stage s being the (v·PP + s)-th, each as large as StageCounts' arithmetic makes it; DualPipe's
-// end ranks hold both the first and the last stage, its middle ranks the two middle ones. It gives a stage's composition (which of its
-// layers are dense, which route to experts), not its size, which StageCounts has; nil with one
-// stage (every layer).
-func (l Layout) stageLayerSet(layers int64, pos stagePos) []int64 {
+// eachStageRange calls fn with each run [a, b) of decoder layers the first, last or a middle
+// pipeline stage holds, all of its VP chunks: Megatron fills the PP·VP chunks in order, virtual
+// chunk v of stage s being the (v·PP + s)-th, each as large as StageCounts' arithmetic makes it;
+// DualPipe's end ranks hold both the first and the last stage, its middle ranks the two middle
+// ones. It gives a stage's composition (which of its layers are dense, which route to experts),
+// not its size, which StageCounts has; it calls nothing with one stage. The planner asks it for
+// every layout, so it allocates nothing.
+func (l Layout) eachStageRange(layers int64, pos stagePos, fn func(a, b int64)) {
 	if l.PP <= 1 || layers <= 0 {
-		return nil
+		return
 	}
 	pp, vp := l.PP, max(l.VP, 1)
 	chunks := pp * vp
-	size := make([]int64, chunks)
-	switch f, mid, la := l.StageCounts(layers); {
-	case l.FirstStageLayers > 0 || l.LastStageLayers > 0:
-		for k := range size {
-			s, v := int64(k)%pp, int64(k)/pp
+	f, mid, la := l.StageCounts(layers)
+	units := layers + boolInt(l.EmbeddingInPipe) + boolInt(l.LossInPipe)
+	size := func(k int64) int64 {
+		switch {
+		case l.FirstStageLayers > 0 || l.LastStageLayers > 0:
+			s, v := k%pp, k/pp
 			n := mid
 			switch s {
 			case 0:
@@ -161,27 +163,22 @@ func (l Layout) stageLayerSet(layers int64, pos stagePos) []int64 {
 			case pp - 1:
 				n = la
 			}
-			size[k] = n / vp
-			if v < n%vp {
-				size[k]++
+			return n/vp + boolInt(v < n%vp)
+		case l.EmbeddingInPipe || l.LossInPipe:
+			n := (units + chunks - 1) / chunks
+			if k == 0 {
+				n -= boolInt(l.EmbeddingInPipe)
 			}
+			if k == chunks-1 {
+				n -= boolInt(l.LossInPipe)
+			}
+			return n
 		}
-	case l.EmbeddingInPipe || l.LossInPipe:
-		units := layers + boolInt(l.EmbeddingInPipe) + boolInt(l.LossInPipe)
-		for k := range size {
-			size[k] = (units + chunks - 1) / chunks
-		}
-		size[0] -= boolInt(l.EmbeddingInPipe)
-		size[chunks-1] -= boolInt(l.LossInPipe)
-	default:
-		for k := range size {
-			size[k] = (layers + chunks - 1) / chunks
-		}
+		return (layers + chunks - 1) / chunks
 	}
-	var set []int64
 	next := int64(0)
-	for k, n := range size {
-		s := int64(k) % pp
+	for k := int64(0); k < chunks && next < layers; k++ {
+		s := k % pp
 		var take bool
 		switch {
 		case pos == posMid && l.A2AOverlap == OverlapDualPipe:
@@ -195,12 +192,10 @@ func (l Layout) stageLayerSet(layers int64, pos stagePos) []int64 {
 		default:
 			take = s == pp-1
 		}
-		for i := int64(0); i < n && next < layers; i++ {
-			if take {
-				set = append(set, next)
-			}
-			next++
+		end := min(next+max(size(k), 0), layers)
+		if take && end > next {
+			fn(next, end)
 		}
+		next = end
 	}
-	return set
 }

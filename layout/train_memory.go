@@ -245,19 +245,11 @@ func paramsAt(m *analyzer.Model, l Layout, pos stagePos) stageParams {
 			sp.linear += c.linear / div * scale
 		}
 	}
-	if set := l.stageLayerSet(L, pos); len(set) > 0 && len(sum.perLayer) > 0 {
+	if g, n, _, ok := sum.stageShare(l, L, pos); ok {
 		// the stage's own layers, scaled to the count StageCounts gives it; what no layer index
-		// claims (none in a dumped model) spreads evenly
-		var rest paramGroup = sum.layers
-		for _, g := range sum.perLayer {
-			for e := range g {
-				rest[e].sub(g[e])
-			}
-		}
-		add(rest, frac)
-		for _, i := range set {
-			add(sum.perLayer[i], frac*float64(L)/float64(len(set)))
-		}
+		// claims spreads evenly
+		add(sum.unindexed, frac)
+		add(g, frac*float64(L)/float64(n))
 	} else {
 		add(sum.layers, frac)
 	}
@@ -320,13 +312,35 @@ type paramSummary struct {
 	// lastLayer is the last decoder layer's parameters: what each of DeepSeek-V3's multi-token
 	// prediction modules repeats (Megatron's MTP layer is a copy of it)
 	lastLayer paramGroup
-	// perLayer is each decoder layer's parameters (the ops with a layer index; the rest of
-	// layers, if any, spreads evenly) and moe whether it routes to experts: a pipeline stage
-	// holds the layers it holds, so DeepSeek-V3's first stage carries its three dense layers
-	// and none of their experts
-	perLayer []paramGroup
-	moe      []bool
-	grads    gradNeeds
+	// perLayer is each decoder layer's parameters (the ops with a layer index; unindexed, what
+	// no layer index claims, spreads evenly) and moe whether it routes to experts: a pipeline
+	// stage holds the layers it holds, so DeepSeek-V3's first stage carries its three dense
+	// layers and none of their experts. prefix and moePrefix are their running sums (a stage's
+	// share is a few differences), uniform says every layer is alike (its share is its count's)
+	perLayer  []paramGroup
+	moe       []bool
+	prefix    []paramGroup
+	moePrefix []int64
+	unindexed paramGroup
+	uniform   bool
+	grads     gradNeeds
+}
+
+// stageShare is the decoder-layer parameters and the MoE layers of the layers at pos, false
+// when the model's layers are all alike (or unknown), so a stage's share is its layer count's.
+func (s paramSummary) stageShare(l Layout, layers int64, pos stagePos) (g paramGroup, n, moe int64, ok bool) {
+	if s.uniform || len(s.prefix) != int(layers)+1 {
+		return g, 0, 0, false
+	}
+	l.eachStageRange(layers, pos, func(a, b int64) {
+		for e := range g {
+			g[e].add(s.prefix[b][e])
+			g[e].sub(s.prefix[a][e])
+		}
+		n += b - a
+		moe += s.moePrefix[b] - s.moePrefix[a]
+	})
+	return g, n, moe, n > 0
 }
 
 // gradNeeds is which saved tensors a fine-tune's backward still needs, as shares of the decoder
@@ -414,9 +428,17 @@ func summarize(m *analyzer.Model) paramSummary {
 			c.frozen += n
 		}
 	}
-	for _, g := range s.perLayer { // layers stays the sum over every decoder layer
-		for e := range g {
-			s.layers[e].add(g[e])
+	s.unindexed = s.layers
+	if n := len(s.perLayer); n > 0 {
+		s.prefix, s.moePrefix = make([]paramGroup, n+1), make([]int64, n+1)
+		s.uniform = true
+		for i, g := range s.perLayer { // layers stays the sum over every decoder layer
+			s.prefix[i+1], s.moePrefix[i+1] = s.prefix[i], s.moePrefix[i]+boolInt(s.moe[i])
+			for e := range g {
+				s.layers[e].add(g[e])
+				s.prefix[i+1][e].add(g[e])
+			}
+			s.uniform = s.uniform && g == s.perLayer[0] && s.moe[i] == s.moe[0]
 		}
 	}
 	s.grads = backwardNeeds(m)
@@ -899,17 +921,10 @@ func activationsAt(m *analyzer.Model, l Layout, pos stagePos) activations {
 	if fp.MoE != nil && fp.MoE.MoELayers > 0 {
 		moeShare = float64(fp.MoE.MoELayers) / float64(L)
 	}
-	sum := summarize(m)
-	if set := l.stageLayerSet(L, pos); len(set) > 0 && len(sum.moe) > 0 && fp.MoE != nil {
+	if _, n, moe, ok := summarize(m).stageShare(l, L, pos); ok && fp.MoE != nil {
 		// the stage's own mix of dense and MoE layers: DeepSeek-V3's first stage holds its
 		// dense layers, which keep no routed tokens
-		n := 0
-		for _, i := range set {
-			if sum.moe[i] {
-				n++
-			}
-		}
-		moeShare = float64(n) / float64(len(set))
+		moeShare = float64(moe) / float64(n)
 	}
 	g := fullGrads()
 	if len(m.Ops) > 0 {
