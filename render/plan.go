@@ -191,9 +191,9 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 		if r.FineTune != "" {
 			ft = r.FineTune + ", "
 		}
-		w.printf("**Training on %d GPUs of %s (%s%s, MBS %d, GBS %d, GA %d, recompute %s, %s framework, %s optimizer):** %s. Step %.3f s: %d micro-batches of %.1f ms on the slowest stage (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms, offload %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
+		w.printf("**Training on %d GPUs of %s (%s%s, MBS %d, GBS %d, GA %d, recompute %s, %s framework, %s optimizer):** %s. Step %.3f s: %d micro-batches of %.1f ms on %s (kernels %.1f ms, exposed TP/CP/EP collectives %.1f ms in all), bubble %.1f ms, exposed data-parallel traffic %.1f ms, optimizer %.1f ms, offload %.1f ms; %.0f tokens/s (%.0f per GPU); MFU %.1f%% (F_theory), %.1f%% (6N + 12·L·H·Q·T), HFU %.1f%%.\n\n",
 			l.GPUs(), r.Target, ft, l.String(), l.MBS, l.GBS, l.GA(), orDefault(l.Recompute, "none"), frameworkLabel(l), orDefault(l.Optimizer, "adamw"), r.Fit.Verdict(),
-			s.StepTime, l.GA(), s.Microbatch*1e3, s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
+			s.StepTime, l.GA(), s.Microbatch*1e3, slowest(l), s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 		if s.HostBound > 0.05*s.StepTime {
 			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them; %s.\n\n",
@@ -324,4 +324,13 @@ func maxOf(xs []float64) float64 {
 		m = math.Max(m, x)
 	}
 	return m
+}
+
+// slowest names what sets a pipeline's pace: its slowest stage, or under DualPipe its slowest
+// rank, which runs each of its two stages for half the micro-batches.
+func slowest(l layout.Layout) string {
+	if l.A2AOverlap == layout.OverlapDualPipe && l.PP > 1 {
+		return "the slowest rank, the mean of its two DualPipe stages"
+	}
+	return "the slowest stage"
 }
