@@ -217,6 +217,11 @@ func TestDualPipe(t *testing.T) {
 	if err := odd.Validate(m.Fingerprint); err == nil {
 		t.Error("dualpipe on 3 stages: want an error")
 	}
+	few := dual // dualpipe.py asserts num_chunks >= num_ranks * 2: GA 8 on 8 stages is too few
+	few.GBS = 64
+	if err := few.Validate(m.Fingerprint); err == nil || !strings.Contains(err.Error(), "at least 2 x pp = 16 micro-batches") {
+		t.Errorf("dualpipe with GA %d on PP %d: %v", few.GA(), few.PP, err)
+	}
 }
 
 // An overlapped all-to-all is hidden behind another micro-batch's computation, but its kernels

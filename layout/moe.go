@@ -81,6 +81,10 @@ func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("dualpipe runs an even number of pipeline stages (pp %d) from both ends, without virtual stages (vp %d)", l.PP, l.VP)
 	case l.A2AOverlap == OverlapDualPipe && l.GA()%2 != 0:
 		return fmt.Errorf("dualpipe feeds micro-batches from both ends: gradient accumulation %d must be even", l.GA())
+	case l.A2AOverlap == OverlapDualPipe && l.GA() < 2*l.PP:
+		// dualpipe.py step() asserts num_chunks >= num_ranks * 2: each direction needs a
+		// micro-batch per stage before its steady state
+		return fmt.Errorf("dualpipe needs at least 2 x pp = %d micro-batches a step (gradient accumulation %d)", 2*l.PP, l.GA())
 	case l.A2AOverlap == Overlap1F1B && l.Recompute == "full":
 		return fmt.Errorf("1f1b all-to-all overlap runs without full recompute (Megatron asserts it)")
 	case fp.MoE != nil && fp.MoE.MoELayers >= fp.Layers && strings.Contains(l.Recompute, "mlp"):
