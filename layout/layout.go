@@ -753,6 +753,8 @@ func (l Layout) AnalyzeFlags() []string {
 		f = append(f, "--recompute", l.Recompute)
 	}
 	num("recompute-layers", l.RecomputeLayers, 0)
+	num("first-stage-layers", l.FirstStageLayers, 0)
+	num("last-stage-layers", l.LastStageLayers, 0)
 	if l.NoSP {
 		f = append(f, "--no-sp")
 	}

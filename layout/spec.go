@@ -23,6 +23,8 @@ type Spec struct {
 	Recompute       string
 	RecomputeLayers int64
 	NoSP            bool
+	// FirstStageLayers and LastStageLayers: an uneven pipeline split (Layout's).
+	FirstStageLayers, LastStageLayers int64
 }
 
 // Layout is the spec with its defaults and the framework knobs k applied.
@@ -32,7 +34,8 @@ func (s Spec) Layout(k Knobs) (Layout, error) {
 		zero = s.ZeRO
 	}
 	l := Layout{TP: s.TP, PP: s.PP, VP: s.VP, CP: s.CP, DP: s.DP, EP: s.EP, ETP: s.ETP, MBS: s.MBS, GBS: s.GBS, Seq: s.Seq,
-		ZeRO: zero, Recompute: s.Recompute, NoSP: s.NoSP, RecomputeLayers: s.RecomputeLayers}
+		ZeRO: zero, Recompute: s.Recompute, NoSP: s.NoSP, RecomputeLayers: s.RecomputeLayers,
+		FirstStageLayers: s.FirstStageLayers, LastStageLayers: s.LastStageLayers}
 	l.DistOptimizer = l.ZeRO >= 1
 	l = k.Apply(l)
 	if l.Framework == FSDP && !s.ZeROSet {

@@ -27,6 +27,8 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 		{[]string{"--framework", "megatron", "--no-reshard"}, "--no-reshard is FSDP's reshard_after_forward=False"},
 		{[]string{"--framework", "fsdp", "--fused-grouped-mlp"}, "--fused-grouped-mlp is Megatron's fused expert MLP (Transformer Engine's CuTe DSL kernels): it needs --framework megatron"},
 		{[]string{"--fused-grouped-mlp"}, "fused grouped MLP fuses the routed experts' activation into their GEMMs, and the model is dense"},
+		{[]string{"--first-stage-layers", "2"}, "first/last stage layers need pp >= 2"},
+		{[]string{"--pp", "2", "--first-stage-layers", "2", "--pipeline-account"}, "uneven first/last stages and accounting the embedding or loss as layers are Megatron alternatives"},
 		{[]string{"--framework", "fsdp", "--act-fp8-input-store"}, "act-fp8-input-store is Megatron's activation_func_fp8_input_store: it needs --framework megatron"},
 		{[]string{"--framework", "fsdp", "--zero", "1"}, "--framework fsdp --zero 1: FSDP shards gradients and optimizer state"},
 		{[]string{"--dp", "3"}, "--gpus 8 and --dp 3 disagree"},
@@ -58,7 +60,8 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 		}
 	}
 	for _, ok := range [][]string{{"--dp", "8"}, {"--recompute", "full", "--recompute-layers", "2"}, {"--dtype", "fp8", "--fp8-param-gather"},
-		{"--framework", "fsdp", "--no-reshard", "--zero", "2"}, {"--chip", "GB300", "--dtype", "fp8", "--recipe", "mxfp8", "--fp8-output-proj"}, {"--act-fp8-input-store"}} {
+		{"--framework", "fsdp", "--no-reshard", "--zero", "2"}, {"--chip", "GB300", "--dtype", "fp8", "--recipe", "mxfp8", "--fp8-output-proj"}, {"--act-fp8-input-store"},
+		{"--pp", "2", "--first-stage-layers", "14"}} {
 		if out := mustRun(t, db, append(append([]string{}, base...), ok...)...); !strings.Contains(out, "**Training on 8 GPUs") {
 			t.Errorf("%v: %.300s", ok, out)
 		}

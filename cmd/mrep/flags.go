@@ -73,6 +73,8 @@ func scenarioFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "gbs", Usage: "training layout: global batch (default mbs x dp x grad-accum)"},
 		&cli.BoolFlag{Name: "no-sp", Usage: "training layout: without Megatron sequence parallel"},
 		&cli.Int64Flag{Name: "recompute-layers", Usage: "training layout: with --recompute full, how many layers of each stage recompute (default all)"},
+		&cli.Int64Flag{Name: "first-stage-layers", Usage: "training layout: decoder layers on the first pipeline stage, the rest split evenly (Megatron's --decoder-first-pipeline-num-layers; plan train's uneven splits print it)"},
+		&cli.Int64Flag{Name: "last-stage-layers", Usage: "training layout: decoder layers on the last pipeline stage (Megatron's --decoder-last-pipeline-num-layers)"},
 	}, trainingFlags()...)
 }
 
@@ -236,7 +238,7 @@ type scenarioOptions struct {
 
 // readLayout is the training layout the flags describe, nil when none was asked for.
 func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
-	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers") ||
+	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers") || c.IsSet("first-stage-layers") || c.IsSet("last-stage-layers") ||
 		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile") ||
 		c.IsSet("recipe") || c.IsSet("a2a-overlap") || c.IsSet("dispatcher") || c.IsSet("mtp") || c.IsSet("pipeline-account") ||
 		c.IsSet("fp8-param-gather") || c.IsSet("fp8-output-proj") || c.IsSet("fused-grouped-mlp") || c.IsSet("act-fp8-input-store") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap") || c.IsSet("no-reshard") ||
@@ -257,6 +259,7 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	l, err := layout.Spec{TP: s.TP, PP: c.Int64("pp"), VP: c.Int64("vp"), CP: c.Int64("cp"), DP: c.Int64("dp"), EP: s.EP, ETP: s.ETP,
 		GPUs: c.Int64("gpus"), DPSet: c.IsSet("dp"), MBS: c.Int64("mbs"), GBS: c.Int64("gbs"), Batch: s.Batch, GradAccum: s.GradAccum, Seq: s.Seq,
 		ZeRO: zero, ZeROSet: zeroSet, Recompute: s.Recompute, RecomputeLayers: c.Int64("recompute-layers"),
+		FirstStageLayers: c.Int64("first-stage-layers"), LastStageLayers: c.Int64("last-stage-layers"),
 		NoSP: c.Bool("no-sp")}.Layout(k)
 	if err != nil {
 		return nil, err
