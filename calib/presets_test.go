@@ -2,6 +2,7 @@ package calib
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,5 +111,72 @@ func TestHeldOutRowsCarryTheirReleasePreset(t *testing.T) {
 	// 26.02-26.06.01 held-out rows whose layout a release preset ran: far more than a handful
 	if cited < 80 {
 		t.Errorf("%d held-out rows cite a release preset, want at least 80", cited)
+	}
+}
+
+// A row whose release's presets of its layout differ in some setting (26.04.01's v0.4.1 and
+// v0.4.2 on the MoE dispatcher) carries what they agree on and nothing they differ on: each
+// preset it names is in the transcription at its layout, they do differ on the dispatcher, and
+// the row's dispatcher, all-to-all overlap and recompute are theirs where they agree.
+func TestRowsTakeWhatTheirReleasesPresetsAgreeOn(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("sources", "transcribed", "megatron_bridge_release_configs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Presets []releasePreset }
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`([A-Z0-9_]+) @(v[0-9.]+) [0-9a-f]{8}`)
+	agreed := regexp.MustCompile(`what they agree on applied \(([^)]*)\); they differ on ([a-z_, ]+)`)
+	n := 0
+	for _, r := range HeldOutTraining() {
+		m := agreed.FindStringSubmatch(r.Note)
+		if m == nil {
+			continue
+		}
+		n++
+		var ps []releasePreset
+		for _, c := range named.FindAllStringSubmatch(r.Note, -1) {
+			for _, p := range doc.Presets {
+				if p.Preset == c[1] && p.Tag == c[2] && p.TP == r.TP && p.PP == r.PP && p.EP == max(r.EP, 1) && p.MBS == r.MBS {
+					ps = append(ps, p)
+				}
+			}
+		}
+		if len(ps) < 2 {
+			t.Fatalf("%s names %d presets of its layout in the transcription, want 2 or more: %s", r.ID, len(ps), r.Note)
+		}
+		backend := func(p releasePreset) string {
+			if p.Backend == nil {
+				return ""
+			}
+			return *p.Backend
+		}
+		same := func(f func(releasePreset) string) (string, bool) {
+			for _, p := range ps[1:] {
+				if f(p) != f(ps[0]) {
+					return "", false
+				}
+			}
+			return f(ps[0]), true
+		}
+		if _, ok := same(backend); ok || !strings.Contains(m[2], "dispatcher") {
+			t.Errorf("%s: its presets agree on the dispatcher, or the note does not say they differ: %s", r.ID, r.Note)
+		}
+		if r.Dispatcher != "" {
+			t.Errorf("%s takes dispatcher %q its presets disagree on", r.ID, r.Dispatcher)
+		}
+		a2a, _ := same(func(p releasePreset) string { return fmt.Sprint(p.A2A) })
+		if (r.A2AOverlap == "1f1b") != (a2a == "true") || strings.Contains(m[1], "a2a_overlap") != (a2a == "true") {
+			t.Errorf("%s all-to-all overlap %q, its presets agree on %s", r.ID, r.A2AOverlap, a2a)
+		}
+		rc, _ := same(func(p releasePreset) string { return strings.Join(p.RecomputeModules, ",") })
+		if rc != "" && r.Recompute != "selective:"+rc {
+			t.Errorf("%s recompute %q, its presets agree on %s", r.ID, r.Recompute, rc)
+		}
+	}
+	if n < 3 {
+		t.Errorf("%d rows take what their release's presets agree on, want the 3 of 26.04.01", n)
 	}
 }

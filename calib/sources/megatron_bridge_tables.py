@@ -174,7 +174,7 @@ def main(path, commit):
                     r["cuda_graph"] = True
             matched = preset = None
             if release in PRESETS:
-                preset, why = release_preset(release, base, sysname.strip(), p.strip(), r)
+                preset, why, agreed = release_preset(release, base, sysname.strip(), p.strip(), r)
                 if preset is not None:
                     settings = preset_settings(preset)
                     note = (f"; settings of the {release} perf preset {preset['preset']} "
@@ -188,6 +188,7 @@ def main(path, commit):
                     r.update(settings)
                     r["note_preset"] = note
                 elif why:
+                    r.update(agreed)
                     r["note_preset"] = f"; {why}"
                 else:
                     # no preset runs the table's layout: cite the one that gives this model, system,
@@ -381,7 +382,8 @@ def preset_settings(f):
 
 
 def release_preset(release, model, system, prec, row):
-    """The one preset of the release's tags that ran the row's layout, or (None, why not)."""
+    """The one preset of the release's tags that ran the row's layout, or (None, why not); and,
+    where its presets of that layout disagree, the settings they agree on."""
     want = TABLE_PRESET_PRECISION.get(prec)
     chip = system.replace("DGX-", "").lower()
     same = [f for f in PRESETS.get(release, []) if f["model"] == model and f["chip"] == chip and f["precision"] == want
@@ -400,21 +402,32 @@ def release_preset(release, model, system, prec, row):
                  f"({', '.join(str(g) for g in sorted({f['gbs'] for f in same}))}): their settings at the batch "
                  "the perf scripts take as -gb")
     if not hits:
-        return None, ""
+        return None, "", {}
     settings = {json.dumps(preset_settings(f), sort_keys=True) for f in hits}
     if len(settings) > 1:
         if batch:
-            return None, ""
-        return None, f"{len(hits)} presets of the release's tags run this layout with different settings: none applied"
+            return None, "", {}
+        # the release's tags ran the layout with settings that differ in some field (26.04.01's
+        # v0.4.1 and v0.4.2 presets on the MoE dispatcher): the table's run had every setting
+        # they share, whichever tag it came from
+        all_ = [preset_settings(f) for f in hits]
+        keys = set().union(*all_)
+        agreed = {k: all_[0][k] for k in sorted(keys) if all(k in a and a[k] == all_[0][k] for a in all_)}
+        differ = sorted(k for k in keys if k not in agreed)
+        tags = ", ".join(sorted({f"{f['preset']} @{f['tag']} {f['commit'][:8]}" for f in hits}))
+        why = (f"{len(hits)} presets of the release's tags run this layout with different settings ({tags}, "
+               f"{hits[0]['file']}): " + (f"what they agree on applied ({', '.join(agreed)}); " if agreed else "")
+               + f"they differ on {', '.join(differ)}")
+        return None, why, agreed
     if batch:
-        return hits[0], batch
+        return hits[0], batch, {}
     tags = sorted({f["tag"] for f in hits})
     if len(tags) < len(RELEASE_TAGS[release]):
         # the release's other tags define no preset of this layout, so the table's run could not
         # have come from them: the layout itself names the tag (26.04.01's DeepSeek-V3 on B200 and
         # B300 at PP8 VP2 EP32 is v0.4.2's; v0.4.1 runs them at PP16 EP8)
-        return hits[0], f"only {tags} of the release's tags {RELEASE_TAGS[release]} has a preset for this layout: its settings applied"
-    return hits[0], ""
+        return hits[0], f"only {tags} of the release's tags {RELEASE_TAGS[release]} has a preset for this layout: its settings applied", {}
+    return hits[0], "", {}
 
 
 def cited_preset(release, model, system, prec, row):
