@@ -209,6 +209,9 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 		} else if !r.Fit.Fits {
 			w.printf("None of the settings its framework offers to save memory (the pipeline split, activation offload, recompute) makes it fit.\n\n")
 		}
+		if l.PP > 1 {
+			w.printf("Per GPU on %s, the fullest:\n\n", stageHolding(l, r.Fit.Memory.Stage))
+		}
 		memoryTable(w, r.Fit.Memory)
 		w.printf("\n")
 	}
@@ -333,4 +336,16 @@ func slowest(l layout.Layout) string {
 		return "the slowest rank, the mean of its two DualPipe stages"
 	}
 	return "the slowest stage"
+}
+
+// stageHolding names the rank a memory count is for: a pipeline stage, or under DualPipe the
+// pair of stages a rank holds.
+func stageHolding(l layout.Layout, stage string) string {
+	if l.A2AOverlap == layout.OverlapDualPipe {
+		if stage == "middle" {
+			return "a middle rank (DualPipe: the two middle stages)"
+		}
+		return "an end rank (DualPipe: the first and the last stage)"
+	}
+	return "the " + stage + " pipeline stage"
 }
