@@ -25,18 +25,24 @@ type releasePreset struct {
 	FSDP                                         bool     `json:"use_megatron_fsdp"`
 }
 
-// Every held-out row that cites a release preset carries that preset's layout and settings:
-// the transcription and the rows cannot drift apart, and a row never takes a preset of another
-// layout.
-func TestHeldOutRowsCarryTheirReleasePreset(t *testing.T) {
+// releasePresets reads the transcription of every release tag's presets.
+func releasePresets(t *testing.T) (doc struct{ Presets []releasePreset }) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("sources", "transcribed", "megatron_bridge_release_configs.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct{ Presets []releasePreset }
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
+	return doc
+}
+
+// Every held-out row that cites a release preset carries that preset's layout and settings:
+// the transcription and the rows cannot drift apart, and a row never takes a preset of another
+// layout.
+func TestHeldOutRowsCarryTheirReleasePreset(t *testing.T) {
+	doc := releasePresets(t)
 	byKey := map[string]releasePreset{}
 	for _, p := range doc.Presets {
 		byKey[p.Release+"|"+p.Tag+"|"+p.Preset] = p
@@ -119,14 +125,7 @@ func TestHeldOutRowsCarryTheirReleasePreset(t *testing.T) {
 // preset it names is in the transcription at its layout, they do differ on the dispatcher, and
 // the row's dispatcher, all-to-all overlap and recompute are theirs where they agree.
 func TestRowsTakeWhatTheirReleasesPresetsAgreeOn(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("sources", "transcribed", "megatron_bridge_release_configs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct{ Presets []releasePreset }
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := releasePresets(t)
 	named := regexp.MustCompile(`([A-Z0-9_]+) @(v[0-9.]+) [0-9a-f]{8}`)
 	agreed := regexp.MustCompile(`what they agree on applied \(([^)]*)\); they differ on ([a-z_, ]+)`)
 	n := 0
