@@ -368,8 +368,7 @@ func TestStagesHoldTheirOwnLayers(t *testing.T) {
 	}
 
 	dense := l
-	dense.FirstStageLayers = 3 // the dense layers alone; the other 58 over 7 stages (8, 8, ..., 10 on the last)
-	dense.PP = 8
+	dense.FirstStageLayers = 3 // the dense layers alone; the other 58 over 7 stages (9 a stage, the ceiling)
 	first := stageMemory(m, dense, true)
 	if first.MoEBuffers != 0 {
 		t.Errorf("a first stage of the three dense layers keeps %g B of routed tokens", first.MoEBuffers)

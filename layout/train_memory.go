@@ -212,9 +212,6 @@ func paramsAt(m *analyzer.Model, l Layout, pos stagePos) stageParams {
 	fp := m.Fingerprint
 	L := max(fp.Layers, 1)
 	n := l.stageSize(L, pos)
-	if l.PP == 1 {
-		n = L
-	}
 	frac := float64(n) / float64(L)
 	if l.A2AOverlap == OverlapDualPipe {
 		frac *= 2 // DualPipe: every rank holds a stage from each end of the pipeline
@@ -921,14 +918,15 @@ func activationsAt(m *analyzer.Model, l Layout, pos stagePos) activations {
 	if fp.MoE != nil && fp.MoE.MoELayers > 0 {
 		moeShare = float64(fp.MoE.MoELayers) / float64(L)
 	}
-	if _, n, moe, ok := summarize(m).stageShare(l, L, pos); ok && fp.MoE != nil {
+	sum := summarize(m)
+	if _, n, moe, ok := sum.stageShare(l, L, pos); ok && fp.MoE != nil {
 		// the stage's own mix of dense and MoE layers: DeepSeek-V3's first stage holds its
 		// dense layers, which keep no routed tokens
 		moeShare = float64(moe) / float64(n)
 	}
 	g := fullGrads()
 	if len(m.Ops) > 0 {
-		g = summarize(m).grads
+		g = sum.grads
 	}
 	perLayer := func(mode analyzer.Recompute, moeLayer bool) (saved, moe float64) {
 		t := layerActivations(fp, l, mode, moeLayer, g)
@@ -964,17 +962,13 @@ func activationsAt(m *analyzer.Model, l Layout, pos stagePos) activations {
 	if (pos == posLast || ends) && l.MTP > 0 {
 		// the multi-token-prediction modules on the last stage: each a copy of the last layer,
 		// with the concatenated embedding and hidden state its projection saves (2h, 16-bit)
-		lastMoE := fp.MoE != nil && summarize(m).lastLayer[1].trainable > 0
+		lastMoE := fp.MoE != nil && sum.lastLayer[1].trainable > 0
 		s, e := perLayer(rc, lastMoE)
-		// the last stage holds one micro-batch in flight (inFlight(false)); under DualPipe the
-		// end rank's last-stage chunk is the reverse direction's, which also holds one while the
-		// forward direction's first stage holds PP (DeepSeek's dualpipe.py step(): each chunk-1
-		// forward waits for the previous chunk-1 backward), so the modules count once there too
-		last := inFlight
-		if l.A2AOverlap == OverlapDualPipe {
-			last = 1
-		}
-		n := float64(l.MTP) * last * g.backward
+		// one micro-batch of them in flight: the last stage's (inFlight(false)), and under
+		// DualPipe the end rank's last-stage chunk is the reverse direction's, which holds one
+		// while the forward direction's first stage holds PP (DeepSeek's dualpipe.py step():
+		// each chunk-1 forward waits for the previous chunk-1 backward)
+		n := float64(l.MTP) * g.backward
 		a.saved += n * (s + tokens*4*float64(fp.Hidden)/spDiv)
 		a.moe += n * e
 	}

@@ -56,8 +56,8 @@ func WritePlan(out io.Writer, model, target string, p layout.Plan) error {
 	}
 	best := p.Top[0]
 	k := best.Step.Layout
-	w.printf("\nMemory per GPU of the winner, term by term (%s framework, %s optimizer; the %s pipeline stage; tight means within the memory model's ±%.0f%% measured uncertainty; the allocator's share, %.0f%% of the memory a step allocates and frees, is fitted to measured peaks):\n\n",
-		frameworkLabel(k), orDefault(k.Optimizer, "adamw"), best.Memory.Stage, 100*layout.MemoryUncertainty, 100*layout.AllocatorShare)
+	w.printf("\nMemory per GPU of the winner, term by term (%s framework, %s optimizer; %s; tight means within the memory model's ±%.0f%% measured uncertainty; the allocator's share, %.0f%% of the memory a step allocates and frees, is fitted to measured peaks):\n\n",
+		frameworkLabel(k), orDefault(k.Optimizer, "adamw"), stageHolding(k, best.Memory.Stage), 100*layout.MemoryUncertainty, 100*layout.AllocatorShare)
 	memoryTable(w, best.Memory)
 	writeMechanisms(w, best.Step)
 	return w.err
