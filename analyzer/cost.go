@@ -71,6 +71,20 @@ type Scenario struct {
 	// reads the 16-bit input for its amax, block-scaled recipes (MXFP8, DeepSeek's blockwise,
 	// NVFP4) write row- and column-wise copies with their scales (layout.CastBytes).
 	CastBytes float64 `json:"cast_bytes,omitempty"`
+	// CastWeightBytes is what the recipe moves per weight element in every micro-batch to cast
+	// the weights (0: Transformer Engine's way, each weight cast once per optimizer step and
+	// cached across micro-batches, (WeightBytes + CastBytes) / GradAccum). torchao's
+	// Float8Linear saves the 16-bit weight for the backward and casts it there again, so every
+	// micro-batch pays an amax and a cast in the forward and the same in the backward
+	// (layout.CastWeightBytes).
+	CastWeightBytes float64 `json:"cast_weight_bytes,omitempty"`
+	// CastSequenceShards: under tensor parallelism the recipe casts each rank's sequence shard
+	// of a linear's input before the all-gather, and of its output gradient before the
+	// backward's (Transformer Engine with Megatron's sequence parallelism gathers FP8:
+	// layernorm_linear.py's FP8 all-gather of ln_out). Otherwise a rank casts the whole input
+	// its GEMM reads and its own columns of the output gradient (torchao's Float8Linear recasts
+	// the gathered 16-bit input in the backward).
+	CastSequenceShards bool `json:"cast_sequence_shards,omitempty"`
 	// LowPrecisionLMHead: the LM head trains in the recipe's low precision too (Megatron's
 	// fp8_output_proj, under MXFP8 only). Otherwise it stays 16-bit: Megatron's output layer is
 	// its own ColumnParallelLinear, outside Transformer Engine's FP8 autocast (megatron/core/
@@ -318,7 +332,14 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 		c.nBwd = 2
 		c.blockScaled(quantized && s.BlockScaled)
 		if quantized {
-			c.castK = castKernel(op, m*(in+out), float64(op.Numel)/tp, s)
+			// the input (whole, as the layer reads it) and the output gradient (this rank's
+			// columns); Transformer Engine under sequence parallelism casts each rank's
+			// sequence shard before its all-gathers instead, so a rank casts 1/TP of both
+			act := m * (in + out)
+			if s.CastSequenceShards {
+				act = m * (float64(op.In) + float64(op.Out)) / tp
+			}
+			c.castK = castKernel(op, act, float64(op.Numel)/tp, s)
 		}
 	case OpExperts:
 		costExperts(op, fp, ph, sh, s, p, c)
@@ -544,15 +565,20 @@ const EagerPassShare = 0.7
 // it: the input (forward) and output-gradient (backward) quantization is fused into the
 // neighbouring norm, activation or bias kernels, so it writes the low-precision copy (act
 // elements) without a launch of its own; the weights are cast once per optimizer step and
-// cached across micro-batches (read in 16-bit, written in low precision).
+// cached across micro-batches (read in 16-bit, written in low precision). A recipe that casts
+// its weights in every micro-batch (torchao's) says so in CastWeightBytes.
 func castKernel(op Op, act, weights float64, s Scenario) kernels.Kernel {
 	low := DType(s.ComputeDType).Bytes() // the fp8/fp4 copy's element size
 	perAct := low
 	if s.CastBytes > 0 {
 		perAct = s.CastBytes
 	}
+	w := weights * (s.WeightBytes + perAct) / float64(s.GradAccum)
+	if s.CastWeightBytes > 0 {
+		w = weights * s.CastWeightBytes
+	}
 	return kernels.Kernel{Name: op.Name + ".cast", Category: string(op.Category), Kind: kernels.Memory, Count: 0,
-		Bytes: act*perAct + weights*(s.WeightBytes+perAct)/float64(s.GradAccum)}
+		Bytes: act*perAct + w}
 }
 
 // kvElems is KV-cache elements per token per layer on one GPU: GQA heads split across TP (a KV

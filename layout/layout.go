@@ -319,6 +319,7 @@ type stepKey struct {
 	lowPrecisionLMHead            bool
 	fusedGroupedMLP, biasFP32     bool
 	eagerRoPE                     bool
+	castAct, castWeights          float64 // the recipe's casts as the framework runs them (castBytes)
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -361,7 +362,8 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	biasFP32 := (l.Framework == "" || l.Framework == Megatron) && !l.FusedGroupedMLP
 	// and applies a YaRN-scaled RoPE in eager PyTorch (Scenario.EagerScaledRoPE)
 	rope := l.Framework == "" || l.Framework == Megatron
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32, rope}
+	castAct, castWeights := l.castBytes()
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32, rope, castAct, castWeights}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -374,7 +376,8 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	// and its moments read and written, its FLOPs per parameter
 	opt := l.optimizer()
 	sc.OptimizerStateBytes, sc.OptimizerFLOPs = 4+opt.StateBytes, opt.FLOPs
-	sc.CastBytes = CastBytes(l.Precision)
+	sc.CastBytes, sc.CastWeightBytes = castAct, castWeights
+	sc.CastSequenceShards = l.framework() == Megatron && l.TP > 1
 	sc.LowPrecisionLMHead, sc.BlockScaled = l.FP8OutputProj, l.Precision == "mxfp8"
 	sc.FusedGroupedMLP = l.FusedGroupedMLP
 	sc.ExpertBiasFP32 = biasFP32

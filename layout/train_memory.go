@@ -142,6 +142,41 @@ func CastBytes(recipe string) float64 {
 	return 0
 }
 
+// torchao's Float8Linear (tensorwise current scaling: the recipe torchtitan's float8 converter
+// applies) saves its 16-bit input and weight for the backward and casts both again there
+// (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args, torchao 0.18): each
+// micro-batch pays an amax and a cast of every linear's input in the forward, again
+// transposed in the backward, two casts of its output gradient (one per backward GEMM), and
+// two amaxes and casts of every weight. Fitted on a lent H100 (torch 2.11, torchao 0.18;
+// calib/fp8_layers_h100.json, calib/sources/fp8_training_layers.py): a decoder layer's GPU
+// time beside its GEMMs and attention, FP8 less BF16, at 4k-32k tokens per micro-batch, three
+// layer shapes, least squares over the 12 compiled points (each within 30%, go test ./layout
+// -run TorchAO), in bytes at the timing model's HBM rate (0.8 of the H100's 3.35 TB/s).
+// Compiled (torch.compile, static shapes, as torchtitan compiles each block): 2.0 ps per
+// element of each linear's input and output gradient, 2.6 ps per weight element. Eager: 32.8
+// ps and 50.6 ps (two points, the 13B layer at 4k and 32k tokens): each cast is an abs, a max,
+// an fp32 scale, a clamp and a copy of its own, so FP8 runs 1.7-2.7x slower than BF16 there.
+const (
+	TorchAOCastBytes            = 5.36
+	TorchAOWeightCastBytes      = 7.06
+	TorchAOEagerCastBytes       = 87.9
+	TorchAOEagerWeightCastBytes = 135.7
+)
+
+// castBytes is what the layout's recipe moves per quantized activation element and per weight
+// element in every micro-batch (analyzer.Scenario's CastBytes and CastWeightBytes; a weight
+// figure of 0 is Transformer Engine's cast, once per optimizer step and cached). FSDP's FP8
+// is torchao's, as torchtitan runs it.
+func (l Layout) castBytes() (act, weights float64) {
+	if l.framework() == FSDP && l.Precision == "fp8-cs" {
+		if l.Compile {
+			return TorchAOCastBytes, TorchAOWeightCastBytes
+		}
+		return TorchAOEagerCastBytes, TorchAOEagerWeightCastBytes
+	}
+	return CastBytes(l.Precision), 0
+}
+
 // ShardGroup is how many ranks shard the model states: data parallel times context parallel
 // (Megatron's distributed optimizer and torchtitan's FSDP both shard over DP x CP), within one
 // HSDP replica group.
