@@ -275,7 +275,10 @@ type Step struct {
 	A2A A2A `json:"a2a,omitempty"`
 	// HostBound is how much of Kernels is the host issuing eager MoE layers' kernels slower than
 	// the GPU runs them (the slowest stage, GA micro-batches): what a CUDA graph would remove.
-	HostBound  float64 `json:"host_bound,omitempty"`
+	HostBound float64 `json:"host_bound,omitempty"`
+	// Casts is how much of Kernels is the low-precision recipe's casts (the fullest stage's
+	// layers, GA micro-batches): what FP8 pays for its faster GEMMs (CastNote says how).
+	Casts      float64 `json:"cast_time,omitempty"`
 	TokensPerS float64 `json:"tokens_per_s"`
 	// MFU with the report's F_theory (full-S^2 attention, as FlopCounterMode counts it), with
 	// PaLM's 6N + 12·L·H·Q·T per token (MFU_6N), and HFU counting what the kernels execute
@@ -425,6 +428,7 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 	}
 	ga := float64(l.GA())
 	st.HostBound = ga * math.Min(slow.host, st.Microbatch)
+	st.Casts = ga * castTime(p, sk.layers, l, L)
 	if st.Microbatch > 0 {
 		// the exposed collectives' share of a micro-batch: TP/SP and CP, and the all-to-all
 		share := math.Min(1, (mb.TComm+slow.a2a.Exposed)/st.Microbatch)

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"math"
+	"strings"
 
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/kernels"
@@ -35,6 +36,26 @@ func splitKernels(step analyzer.Step) stageKernels {
 		}
 	}
 	return sk
+}
+
+// castTime is one micro-batch's low-precision casts (the analyzer's ".cast" kernels) on the
+// stage holding the most of the model's L layers.
+func castTime(p kernels.Predictor, layers []kernels.Kernel, l Layout, L int64) float64 {
+	n := L
+	if l.PP > 1 {
+		first, mid, last := l.StageCounts(L)
+		n = max(first, mid, last)
+	}
+	var ks []kernels.Kernel
+	for _, k := range layers {
+		if strings.HasSuffix(k.Name, ".cast") {
+			ks = append(ks, scaled(k, float64(n)/float64(L)))
+		}
+	}
+	if len(ks) == 0 {
+		return 0
+	}
+	return p.Predict(ks).TEst
 }
 
 // stageTime is one stage's micro-batch: its kernels' time, its all-to-all, and the two

@@ -177,6 +177,19 @@ func (l Layout) castBytes() (act, weights float64) {
 	return CastBytes(l.Precision), 0
 }
 
+// CastNote says how the layout's recipe casts, for a step whose casts weigh: what it pays and
+// what would pay less.
+func (l Layout) CastNote() string {
+	if l.framework() == FSDP && l.Precision == "fp8-cs" {
+		if !l.Compile {
+			return fmt.Sprintf("torchao's Float8Linear casts every linear's input, output gradient and weight in every micro-batch, each cast five eager kernels (abs, max, scale, clamp, copy); --compile fuses them (%.0fx less per activation, %.0fx per weight)",
+				TorchAOEagerCastBytes/TorchAOCastBytes, TorchAOEagerWeightCastBytes/TorchAOWeightCastBytes)
+		}
+		return "torchao's Float8Linear casts every linear's input, output gradient and weight in every micro-batch, the weights twice; a larger micro-batch spreads the weights' casts over more tokens"
+	}
+	return "the recipe quantizes each linear's input and output gradient beside its GEMMs and casts the weights once per optimizer step"
+}
+
 // ShardGroup is how many ranks shard the model states: data parallel times context parallel
 // (Megatron's distributed optimizer and torchtitan's FSDP both shard over DP x CP), within one
 // HSDP replica group.

@@ -73,3 +73,26 @@ func TestLayoutsNameTheHostBound(t *testing.T) {
 		t.Errorf("a 2%% host share is named:\n%s", b.String())
 	}
 }
+
+// A step whose low-precision casts weigh says so, with their time and how the recipe casts;
+// one whose casts are small says nothing of them.
+func TestLayoutsNameTheCasts(t *testing.T) {
+	l := layout.Layout{Framework: layout.FSDP, TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 8, Seq: 4096, Precision: "fp8-cs"}
+	r := LayoutResult{Target: "H100-SXM fp8", Step: layout.Step{Layout: l, StepTime: 1.056, Microbatch: 1.044, Kernels: 1.044, Casts: 0.7056},
+		Fit: layout.Fit{Fits: true}}
+	var b strings.Builder
+	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "The fp8-cs casts take 705.6 ms of the kernels (67% of the step)") || !strings.Contains(b.String(), "--compile fuses them") {
+		t.Errorf("the casts are not named:\n%s", b.String())
+	}
+	r.Step.Casts = 0.02
+	b.Reset()
+	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "casts take") {
+		t.Errorf("a 2%% cast share is named:\n%s", b.String())
+	}
+}

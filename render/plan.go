@@ -199,6 +199,10 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them; %s.\n\n",
 				s.Kernels*1e3, s.HostBound*1e3, orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA")))
 		}
+		if s.Casts > 0.05*s.StepTime {
+			w.printf("The %s casts take %.1f ms of the kernels (%.0f%% of the step): %s.\n\n",
+				l.Precision, s.Casts*1e3, 100*s.Casts/s.StepTime, l.CastNote())
+		}
 		if a := r.FitsWith; a != nil {
 			how := "fits"
 			if a.Fit.Status == layout.Tight {
