@@ -156,6 +156,31 @@ func TestTorchAOCastsAsMeasured(t *testing.T) {
 	}
 }
 
+// fsdpH100 is a trainer of m on an H100 with torchtitan's FSDP lane, in the recipe's precision
+// (its compute dtype, as the calibration rows set it), and the lane's time model.
+func fsdpH100(t *testing.T, m *analyzer.Model, recipe string) (*Trainer, *timing.Model) {
+	t.Helper()
+	chip, err := chips.Default().Lookup("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chip.Efficiency = chip.Efficiency.Lane(FSDP)
+	dtype := "bf16"
+	if recipe != "bf16" {
+		dtype = "fp8"
+	}
+	s := analyzer.DefaultScenario()
+	if err := s.SetPrecision(analyzer.Precision{Compute: dtype}); err != nil {
+		t.Fatal(err)
+	}
+	tm, err := timing.New(chip, dtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, _ := chip.Peak(dtype)
+	return NewTrainer(m, s, tm, peak, 8), tm
+}
+
 // What FP8 buys a layer, as mrep predicts it for torchtitan's FSDP lane on the H100, against the
 // lent H100's compiled and eager layers: Llama-3.1-8B's decoder layer (the bundled model's own
 // shapes), BF16 time over FP8 time, at 4k-32k tokens per micro-batch. Small micro-batches gain
@@ -174,23 +199,8 @@ func TestTorchAOLayerGain(t *testing.T) {
 		measured[k] = s.Ms
 	}
 	m := zooModel(t, "Llama-3.1-8B")
-	chip, _ := chips.Default().Lookup("H100-SXM")
-	chip.Efficiency = chip.Efficiency.Lane(FSDP)
 	layer := func(precision string, compile bool, batch int64) float64 {
-		s := analyzer.DefaultScenario()
-		dtype := "bf16"
-		if precision != "bf16" {
-			dtype = "fp8"
-		}
-		if err := s.SetPrecision(analyzer.Precision{Compute: dtype}); err != nil {
-			t.Fatal(err)
-		}
-		tm, err := timing.New(chip, dtype)
-		if err != nil {
-			t.Fatal(err)
-		}
-		peak, _ := chip.Peak(dtype)
-		tr := NewTrainer(m, s, tm, peak, 8)
+		tr, tm := fsdpH100(t, m, precision)
 		l := Layout{Framework: FSDP, TP: 1, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: batch, GBS: batch, Seq: 4096,
 			Precision: precision, Compile: compile, Recompute: "none"}
 		st, err := tr.step(l)
@@ -239,22 +249,11 @@ func TestTorchAOLayerGain(t *testing.T) {
 // the note names the remedy that applies.
 func TestCastsAreAStepTerm(t *testing.T) {
 	m := zooModel(t, "Llama-3.1-8B")
-	chip, _ := chips.Default().Lookup("H100-SXM")
-	chip.Efficiency = chip.Efficiency.Lane(FSDP)
 	step := func(precision string, compile bool) (Step, Layout) {
-		dtype := "bf16"
-		if precision != "bf16" {
-			dtype = "fp8"
-		}
-		s := analyzer.DefaultScenario()
-		if err := s.SetPrecision(analyzer.Precision{Compute: dtype}); err != nil {
-			t.Fatal(err)
-		}
-		tm, _ := timing.New(chip, dtype)
-		peak, _ := chip.Peak(dtype)
+		tr, _ := fsdpH100(t, m, precision)
 		l := Layout{Framework: FSDP, TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 1, MBS: 1, GBS: 8, Seq: 4096,
 			Precision: precision, Compile: compile, Recompute: "none"}
-		st, err := Train(m, s, l, tm, peak, 8)
+		st, err := tr.Train(l)
 		if err != nil {
 			t.Fatal(err)
 		}
