@@ -76,14 +76,17 @@ type Scenario struct {
 	// cached across micro-batches, (WeightBytes + CastBytes) / GradAccum). torchao's
 	// Float8Linear saves the 16-bit weight for the backward and casts it there again, so every
 	// micro-batch pays an amax and a cast in the forward and the same in the backward
-	// (layout.CastWeightBytes).
+	// (layout.TorchAOWeightCastBytes).
 	CastWeightBytes float64 `json:"cast_weight_bytes,omitempty"`
 	// CastSequenceShards: under tensor parallelism the recipe casts each rank's sequence shard
 	// of a linear's input before the all-gather, and of its output gradient before the
 	// backward's (Transformer Engine with Megatron's sequence parallelism gathers FP8:
-	// layernorm_linear.py's FP8 all-gather of ln_out). Otherwise a rank casts the whole input
-	// its GEMM reads and its own columns of the output gradient (torchao's Float8Linear recasts
-	// the gathered 16-bit input in the backward).
+	// layernorm_linear.py's FP8 all-gather of ln_out). Otherwise a rank is charged the whole
+	// input its GEMM reads and its own columns of the output gradient. torchao's float8
+	// tensor-parallel styles cast the local shard before the gather too
+	// (float8_tensor_parallel.py), but torchtitan's TP8 FP8 runs are slower than that count
+	// predicts, by what mrep does not count (the amax all-reduce each sharded cast makes is one
+	// candidate), and the whole-input count fits them.
 	CastSequenceShards bool `json:"cast_sequence_shards,omitempty"`
 	// LowPrecisionLMHead: the LM head trains in the recipe's low precision too (Megatron's
 	// fp8_output_proj, under MXFP8 only). Otherwise it stays 16-bit: Megatron's output layer is

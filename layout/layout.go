@@ -380,7 +380,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	opt := l.optimizer()
 	sc.OptimizerStateBytes, sc.OptimizerFLOPs = 4+opt.StateBytes, opt.FLOPs
 	sc.CastBytes, sc.CastWeightBytes = castAct, castWeights
-	sc.CastSequenceShards = l.framework() == Megatron && l.TP > 1
+	sc.CastSequenceShards = l.framework() == Megatron && l.TP > 1 // Megatron's TP runs sequence-parallel
 	sc.LowPrecisionLMHead, sc.BlockScaled = l.FP8OutputProj, l.Precision == "mxfp8"
 	sc.FusedGroupedMLP = l.FusedGroupedMLP
 	sc.ExpertBiasFP32 = biasFP32
