@@ -85,8 +85,9 @@ type Scenario struct {
 	// input its GEMM reads and its own columns of the output gradient. torchao's float8
 	// tensor-parallel styles cast the local shard before the gather too
 	// (float8_tensor_parallel.py), but torchtitan's TP8 FP8 runs are slower than that count
-	// predicts, by what mrep does not count (the amax all-reduce each sharded cast makes is one
-	// candidate), and the whole-input count fits them.
+	// predicts, by something mrep does not count (the amax all-reduce each sharded cast makes
+	// is too small: a few hundred latency-bound all-reduces, about 1% of a Llama-3-8B TP8
+	// micro-batch), and the whole-input count fits them.
 	CastSequenceShards bool `json:"cast_sequence_shards,omitempty"`
 	// LowPrecisionLMHead: the LM head trains in the recipe's low precision too (Megatron's
 	// fp8_output_proj, under MXFP8 only). Otherwise it stays 16-bit: Megatron's output layer is
