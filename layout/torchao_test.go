@@ -107,6 +107,43 @@ func h100Bytes(t *testing.T) func(float64) float64 {
 	return func(b float64) float64 { return tm.Kernel(kernels.Kernel{Kind: kernels.Memory, Bytes: b}).Memory }
 }
 
+// Eager torchao's casts, fitted on the 13B layer's two profiled points, predict every eager
+// layer the lent H100 timed, the 8B and 70B shapes unseen by the fit: the casts as the step's
+// FP8-less-BF16 time plus the GEMM time FP8 saves (the compiled profiles' GEMMs, the same
+// cuBLAS calls), each within 15% (0.90-1.12x).
+func TestTorchAOEagerCastsPredictTheOtherLayers(t *testing.T) {
+	f := loadFP8Layers(t)
+	mem := h100Bytes(t)
+	step := map[[3]any]float64{}
+	for _, s := range f.Steps {
+		if s.Mode == "eager" {
+			step[[3]any{s.Layer, s.Precision, s.Batch}] = s.Ms
+		}
+	}
+	gemm := map[[3]any]float64{}
+	for _, s := range f.Split {
+		if s.Mode == "compiled-static" {
+			gemm[[3]any{s.Layer, s.Precision, s.Batch}] = s.Gemm
+		}
+	}
+	n := 0
+	for _, p := range castPoints(t, f, "compiled-static") {
+		bf16, fp8 := [3]any{p.name, "bf16", p.batch}, [3]any{p.name, "fp8-tensorwise", p.batch}
+		if step[bf16] == 0 || step[fp8] == 0 {
+			t.Fatalf("%s batch %g: no eager step", p.name, p.batch)
+		}
+		casts := (step[fp8] - step[bf16] + gemm[bf16] - gemm[fp8]) * 1e-3
+		pred := mem(p.elems*TorchAOEagerCastBytes + p.weights*TorchAOEagerWeightCastBytes)
+		if r := pred / casts; r < 0.85 || r > 1.15 {
+			t.Errorf("eager %s batch %g: casts predicted %.1f ms, measured %.1f ms (%.2fx)", p.name, p.batch, pred*1e3, casts*1e3, r)
+		}
+		n++
+	}
+	if n != 12 {
+		t.Fatalf("%d eager layers, want 12", n)
+	}
+}
+
 // The torchao cast figures are the least-squares fit to the lent H100's compiled layers (per
 // element and per weight, no intercept) and predict each of the 12 within 30% (the splits sum
 // the 25 longest kernels of each step, which leaves a compiled step's smallest casts out); the eager
