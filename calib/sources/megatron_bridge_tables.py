@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Transcribe NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md into mrep rows.
+"""Transcribe NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, and the current
+release's docs/performance-summary.md, into mrep rows.
 
 Every row of every pre-training table becomes one row per precision (a cell "FP8-CS (FP8-MX)"
 with "37556 (36108)" is two runs). The 25.11 NeMo Container section is the fit set
-(calib/training.json); the other releases are held out (calib/heldout_training.json), never fitted.
-Rows of models without a bundled dump are listed in the file's "about", not dropped silently.
+(calib/training.json); the other releases, the current one's included, are held out
+(calib/heldout_training.json), never fitted. Rows of models without a bundled dump are listed in
+the file's "about", not dropped silently.
 
 Usage: git -C MIRROR show COMMIT:docs/performance-summary-archive.md > archive.md
-       python3 calib/sources/megatron_bridge_tables.py archive.md COMMIT
+       git -C MIRROR show COMMIT:docs/performance-summary.md > summary.md
+       python3 calib/sources/megatron_bridge_tables.py archive.md COMMIT [summary.md]
 """
 import json
 import re
@@ -54,11 +57,16 @@ SETTINGS = {
 # releases set it when the recipe is MXFP8, for these models and systems; every other run keeps
 # the LM head in 16-bit (scripts/performance/configs/deepseek/deepseek_llm_pretrain.py lines 82,
 # 122 and gpt_oss/gpt_oss_llm_pretrain.py 426, 458 @v0.5.0; lines 86, 126, 203 and 426, 458,
-# 490 @v0.5.1, which adds DeepSeek-V3 on B300)
+# 490 @v0.5.1, which adds DeepSeek-V3 on B300). 26.08's are the perf recipes' (v0.6.0
+# 51885cf1, unchanged at the archive's commit): DeepSeek-V3's MXFP8 recipes on GB300 and GB200
+# pass fp8_output_proj=True to _enable_deepseek_full_iteration_mxfp8
+# (src/megatron/bridge/perf_recipes/deepseek/gb300/deepseek_v3.py:157, gb200/deepseek_v3.py:160),
+# GPT-OSS-120B's call _apply_gpt_oss_120b_full_iter_fp8mx_configs (gpt_oss/common.py:28).
 FP8_OUTPUT_PROJ = {
     "26.06": {("DeepSeekV3", "DGX-GB300"), ("DeepSeekV3", "DGX-GB200"), ("GPT OSS 120B", "DGX-GB300"), ("GPT OSS 120B", "DGX-GB200")},
     "26.06.01": {("DeepSeekV3", "DGX-GB300"), ("DeepSeekV3", "DGX-GB200"), ("DeepSeekV3", "DGX-B300"),
                  ("GPT OSS 120B", "DGX-GB300"), ("GPT OSS 120B", "DGX-GB200")},
+    "26.08": {("DeepSeekV3", "DGX-GB300"), ("DeepSeekV3", "DGX-GB200"), ("GPT OSS 120B", "DGX-GB300"), ("GPT OSS 120B", "DGX-GB200")},
 }
 
 # The 25.11 runs replayed from a full-iteration CUDA graph (cuda_graph_impl "local" with scope
@@ -87,7 +95,8 @@ def num(s):
     return None if s.lower() in ("n/a", "-", "") else int(s.replace(",", ""))
 
 
-def main(path, commit):
+def main(path, commit, doc="docs/performance-summary-archive.md"):
+    """The rows of one of the repository's performance pages (doc: its path there)."""
     text = open(path).read().splitlines()
     release = system = model_hdr = None
     fit, held, skipped = [], [], {}
@@ -151,7 +160,7 @@ def main(path, commit):
             r = {
                 "id": f"MB{release}-{base.replace(' ', '_')}{'-mtp' if mtp else ''}-{sysname.replace('DGX-', '').lower()}-{num(row['#-gpus'])}gpu-{p.strip().lower()}",
                 "kind": "train_throughput",
-                "source": f"NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @{commit} ({release} NeMo Container, pre-training, {sysname} {model_hdr or ''} table line {i+1})".replace("  ", " "),
+                "source": f"NVIDIA-NeMo/Megatron-Bridge {doc} @{commit} ({release} NeMo Container, pre-training, {sysname} {model_hdr or ''} table line {i+1})".replace("  ", " "),
                 "model": MODELS.get(base, base), "chip": chip or sysname, "dtype": dtype,
                 "gpus": num(row["#-gpus"]), "tp": num(row["tp"]), "pp": num(row["pp"]), "cp": num(row["cp"]),
                 "vp": num(row["vp"]) or None, "ep": num(row["ep"]), "seq": num(row["sequence length"]),
@@ -478,12 +487,23 @@ if __name__ == "__main__":
     RELEASE_TAGS = {rel: sorted({f["tag"] for f in fs}) for rel, fs in PRESETS.items()}
     fit, held, skipped = main(path, commit)
     src = f"NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @{commit}"
+    held_src = src
+    if len(sys.argv) > 3:
+        # the current release's page: its tables are the newest release's runs (26.08 at the
+        # archive's commit), held out like every release after 25.11
+        f2, h2, s2 = main(sys.argv[3], commit, "docs/performance-summary.md")
+        if f2:
+            raise SystemExit("docs/performance-summary.md: a 25.11 table outside the archive")
+        held = h2 + held
+        for k, v in s2.items():
+            skipped.setdefault(k, []).extend(v)
+        held_src = f"NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md and docs/performance-summary-archive.md @{commit}"
     json.dump({"about": f"Every pre-training row of the 25.11 NeMo Container tables of {src} (one row per precision where a cell gives two): "
                "Megatron-Core on DGX-H100, B200, GB200 and GB300, dense Llama 3 and MoE (DeepSeek-V3, GPT-OSS-120B, Qwen3-30B-A3B, "
                "Qwen3-235B-A22B). The fit set of the training lanes (issue 20). Tokens/s/GPU as published; MoE runs force-balance the "
                "routed tokens and are dropless (the tables' footnote). Transcribed by calib/sources/megatron_bridge_tables.py.",
                "rows": fit}, open("calib/training.json", "w"), indent=1)
-    json.dump({"about": f"Held out, never fitted: the pre-training rows of every other release's tables in {src} with a bundled model "
+    json.dump({"about": f"Held out, never fitted: the pre-training rows of every other release's tables in {held_src} with a bundled model "
                f"({sorted(set(r['model'] for r in held))}). Rows of models mrep does not bundle are not here: {json.dumps(skipped)}. "
                "Transcribed by calib/sources/megatron_bridge_tables.py.", "rows": held}, open("calib/heldout_training.json", "w"), indent=1)
     print(len(fit), "fit rows;", len(held), "held-out rows;", sum(len(v) for v in skipped.values()), "skipped", file=sys.stderr)
