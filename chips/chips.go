@@ -90,6 +90,14 @@ type Efficiency struct {
 	// 16-bit peak for long sequences.
 	AttnFrac    float64 `json:"attn_frac,omitempty"`
 	AttnBwdFrac float64 `json:"attn_bwd_frac,omitempty"`
+	// TrainAttnFrac is cuDNN's fused attention as Transformer Engine runs it in training, by the
+	// precision of its matmuls and pass: fractions of that precision's peak for 128-wide heads
+	// (the exponential term comes on top), keys bf16, bf16_bwd, fp8, fp8_bwd (per-tensor
+	// scaled FP8: TE's delayed or current scaling), mxfp8, mxfp8_bwd (block-scaled). Measured
+	// kernels (calib/sources/write_train_attn.py). FP8 attention (Megatron's
+	// --fp8-dot-product-attention) is the 16-bit attention the lane times, sped up by cuDNN's
+	// measured 8-bit over 16-bit fraction (timing); without them it is timed as 16-bit.
+	TrainAttnFrac map[string]float64 `json:"train_attn_frac,omitempty"`
 	// AttnWindowK0 and AttnWindowK0Bwd are a sliding-window attention kernel's work per query
 	// tile outside its window's key loop, in keys (forward, backward): a window of w keys runs
 	// at w/(w+K0) of the causal kernel's rate per score, so a 128-key window (GPT-OSS) runs at a
@@ -202,6 +210,9 @@ func (db *DB) LanesOf(name string) map[string]Efficiency {
 	return c.Efficiency.Lanes
 }
 
+// TrainAttnKeys are TrainAttnFrac's keys: the matmuls' precision, and _bwd for the backward.
+var TrainAttnKeys = map[string]bool{"bf16": true, "bf16_bwd": true, "fp8": true, "fp8_bwd": true, "mxfp8": true, "mxfp8_bwd": true}
+
 // Lane is e as the training framework fw runs: e with the lane's figures set over it.
 func (e Efficiency) Lane(fw string) Efficiency {
 	o, ok := e.Lanes[fw]
@@ -245,6 +256,7 @@ func (e Efficiency) over(o Efficiency) Efficiency {
 	}
 	out.GEMMK0 = overlay(e.GEMMK0, o.GEMMK0)
 	out.MoEGEMMFrac = overlay(e.MoEGEMMFrac, o.MoEGEMMFrac)
+	out.TrainAttnFrac = overlay(e.TrainAttnFrac, o.TrainAttnFrac)
 	setF := func(dst *float64, v float64) {
 		if v != 0 {
 			*dst = v
@@ -335,6 +347,12 @@ func (e Efficiency) validate() error {
 	for d, v := range e.MoEGEMMFrac {
 		fracs["moe_gemm_frac."+d] = v
 	}
+	for k, v := range e.TrainAttnFrac {
+		if !TrainAttnKeys[k] {
+			return fmt.Errorf("efficiency.train_attn_frac.%s: want one of bf16, bf16_bwd, fp8, fp8_bwd, mxfp8, mxfp8_bwd", k)
+		}
+		fracs["train_attn_frac."+k] = v
+	}
 	for _, k := range sortedKeys(fracs) {
 		if v := fracs[k]; !(v > 0 && v <= 1) {
 			return fmt.Errorf("efficiency.%s must be in (0, 1], got %g", k, v)
@@ -376,6 +394,9 @@ func (e Efficiency) validate() error {
 		if err := l.validate(); err != nil {
 			return fmt.Errorf("efficiency.lanes.%s: %w", name, err)
 		}
+	}
+	if len(e.TrainAttnFrac) > 0 && e.Sources["train_attn_frac"] == "" {
+		return errors.New("efficiency.sources.train_attn_frac: every efficiency figure needs a source")
 	}
 	for _, k := range []string{"gemm_frac", "grouped_gemm_frac", "attn_frac", "hbm_frac", "kernel_latency_us", "host_launch_us", "step_overhead_us", "scale_up_frac", "scale_out_frac"} {
 		if e.Sources[k] == "" {

@@ -185,3 +185,27 @@ func TestAttentionWindowFiguresAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// cuDNN's training attention figures are fractions of a peak, under the six keys timing reads;
+// a figure out of (0, 1], an unknown key or a missing source is refused naming the file.
+func TestTrainAttentionFiguresAreChecked(t *testing.T) {
+	base := `{"chips":[{"name":"X","peak_tflops":{"bf16":1000,"fp8":2000},"memory_gib":80,"hbm_gbps":3000,"scale_up_gbps":450,"sources":["s"],` +
+		`"efficiency":{"train_attn_frac":%s,"sources":{%s}}}]}`
+	for _, c := range []struct{ figs, srcs, want string }{
+		{`{"mxfp8":1.4}`, `"train_attn_frac":"mine"`, "efficiency.train_attn_frac.mxfp8 must be in (0, 1]"},
+		{`{"fp4":0.3}`, `"train_attn_frac":"mine"`, "efficiency.train_attn_frac.fp4: want one of bf16"},
+		{`{"bf16":0.6}`, `"attn_frac":"x"`, "efficiency.sources.train_attn_frac: every efficiency figure needs a source"},
+	} {
+		_, err := Parse("x.json", strings.NewReader(fmt.Sprintf(base, c.figs, c.srcs)))
+		if err == nil || !strings.Contains(err.Error(), "x.json") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.figs, err, c.want)
+		}
+	}
+	db, err := Parse("x.json", strings.NewReader(fmt.Sprintf(base, `{"bf16":0.6,"mxfp8_bwd":0.3}`, `"train_attn_frac":"mine"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := db.Lookup("X"); c.Efficiency.TrainAttnFrac["mxfp8_bwd"] != 0.3 {
+		t.Errorf("train_attn_frac read as %v", c.Efficiency.TrainAttnFrac)
+	}
+}
