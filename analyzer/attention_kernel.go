@@ -16,6 +16,11 @@ type AttentionShape struct {
 	CacheWrite bool
 	// ActBytes and KVBytes per activation and KV-cache element.
 	ActBytes, KVBytes float64
+	// Window caps the keys each query attends to (a sliding window; 0: none).
+	Window int64
+	// VHeadDim is the value heads' width where it differs from HeadDim (0: HeadDim), as
+	// DeepSeek-V3's training attention runs it: 192-wide query-key heads, 128-wide values.
+	VHeadDim int64
 	// MLA: multi-head latent attention with DeepSeek-V3's dimensions (a 512-element latent and
 	// 64 RoPE elements per token, shared by every head; 128 + 64 query-key and 128 value
 	// elements per head in prefill, the latent's in decode); KVHeads and HeadDim are ignored.
@@ -31,6 +36,9 @@ var DeepSeekMLA = MLAInfo{QLoraRank: 1536, KVLoraRank: 512, QKNope: 128, QKRope:
 // kernel and mrep's model of it compare like for like.
 func AttentionKernel(a AttentionShape) kernels.Kernel {
 	fp := Fingerprint{Transformer: true, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, VHeadDim: a.HeadDim}
+	if a.VHeadDim > 0 {
+		fp.VHeadDim = a.VHeadDim
+	}
 	if a.MLA {
 		mla := DeepSeekMLA
 		fp.MLA, fp.KVHeads = &mla, 1
@@ -48,4 +56,24 @@ func AttentionKernel(a AttentionShape) kernels.Kernel {
 	costAttention(Op{Name: "attention_core", Kind: OpAttnCore, Category: CatAttention}, fp, ph, sh, s, Achievable, &c)
 	c.fwdK.Graphed = a.Decode // as a step's: engines replay decode steps from CUDA graphs
 	return c.fwdK
+}
+
+// TrainingAttentionKernels are the forward and backward kernels a training step times a causal
+// self-attention of that shape as (a.Queries tokens per sequence), in 16 bits or, with fp8, in
+// the FP8 of the recipe (block-scaled where mx): how a measured training kernel compares with
+// mrep's model of it.
+func TrainingAttentionKernels(a AttentionShape, fp8, mx bool) (fwd, bwd kernels.Kernel) {
+	fp := Fingerprint{Transformer: true, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, VHeadDim: a.HeadDim}
+	if a.VHeadDim > 0 {
+		fp.VHeadDim = a.VHeadDim
+	}
+	s := DefaultScenario()
+	s.ActBytes, s.KVBytes = 2, 2
+	if fp8 {
+		s.ComputeDType, s.FP8Attention, s.BlockScaled = "fp8", true, mx
+	}
+	sh := stepShape{tokens: a.Batch * a.Queries, queries: a.Queries, kvLen: a.Queries, batch: a.Batch}
+	var c opCost
+	costAttention(Op{Name: "attention_core", Kind: OpAttnCore, Category: CatAttention, Window: a.Window}, fp, Training, sh, s, Achievable, &c)
+	return c.fwdK, c.bwdK[0]
 }

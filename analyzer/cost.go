@@ -98,6 +98,12 @@ type Scenario struct {
 	// BlockScaled: the recipe's low-precision GEMMs are block-scaled (MXFP8: an E8M0 scale per
 	// 32 elements), which timing charges the chip's mxfp8_gemm_share (kernels.Kernel.BlockScaled).
 	BlockScaled bool `json:"block_scaled,omitempty"`
+	// FP8Attention: the attention core's matmuls run in the recipe's FP8 too (Megatron's
+	// --fp8-dot-product-attention: Transformer Engine quantizes Q, K and V before cuDNN's FP8
+	// kernel and the output gradient before its backward; block-scaled under an MXFP8 recipe,
+	// per-tensor scaled otherwise). Training with an FP8 recipe only; timing takes the chip's
+	// measured FP8 attention figures (chips.Efficiency.TrainAttnFrac).
+	FP8Attention bool `json:"fp8_attention,omitempty"`
 	// ExpertBiasFP32: the routed experts' output (down-projection) bias is added after the
 	// grouped GEMM, not in its epilogue: each expert's slice of the output plus its bias scaled
 	// by the tokens' router probabilities, in fp32, concatenated and cast back (Megatron's
@@ -682,10 +688,27 @@ func costAttention(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p 
 		c.fwdK.Window = w
 	}
 	c.fwdK.Sink = fp.AttnSinks
+	fp8 := ph == Training && s.FP8Attention && s.lowPrecisionTraining(ph) && s.ComputeDType == "fp8"
+	if fp8 {
+		c.fwdK.DType, c.fwdK.BlockScaled = "fp8", s.BlockScaled
+	}
 	c.bwdK[0] = c.fwdK
 	c.bwdK[0].FLOPs, c.bwdK[0].VectorFLOPs = exec*FlashBwdFactor*fTC, exec*FlashBwdFactor*fSoftmax
 	c.bwdK[0].Bytes, c.bwdK[0].Backward = 2*act+2*tmp, true
 	c.nBwd = 1
+	if fp8 {
+		// Transformer Engine quantizes the kernel's 16-bit inputs in passes of their own: Q, K
+		// and V before the forward, the output gradient before the backward (read in 16 bits,
+		// written in 8 with their scales); the kernels then read the 8-bit copies
+		elems := sh.tokens * h * (dqk + dv) // Q and the output gradient
+		if fp.MLA != nil {
+			elems += sh.tokens * h * (dqk + dv) // MLA's per-head K and V, up-projected from the latent
+		} else {
+			elems += sh.tokens * kvElems(fp, s)
+		}
+		c.castK = kernels.Kernel{Name: op.Name + ".quantize", Category: string(op.Category), Kind: kernels.Memory, Count: 2,
+			Bytes: elems * (A + 1 + 1.0/32)}
+	}
 
 	c.recK = c.fwdK
 	c.recK.Bytes = act + tmp

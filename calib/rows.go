@@ -161,6 +161,9 @@ type Row struct {
 	FP8ParamGather   bool  `json:"fp8_param_gather,omitempty"`
 	// FP8OutputProj: the run put the LM head under MXFP8 (Megatron's fp8_output_proj).
 	FP8OutputProj bool `json:"fp8_output_proj,omitempty"`
+	// FP8Attention: the run's attention core ran in the recipe's FP8 (Megatron's
+	// fp8_dot_product_attention).
+	FP8Attention bool `json:"fp8_attention,omitempty"`
 	// FusedGroupedMLP: the routed experts ran Transformer Engine's CuTe DSL fused grouped MLP
 	// (Megatron-Bridge's cutedsl_fused_grouped_mlp, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1).
 	FusedGroupedMLP bool `json:"fused_grouped_mlp,omitempty"`
@@ -372,7 +375,7 @@ func (r Row) Layout() layout.Layout {
 		ETP: r.ETP, MBS: max(r.MBS, 1), GBS: r.GBS, Seq: r.Seq, DistOptimizer: true, ZeRO: zero, Framework: fw, Recompute: r.Recompute,
 		Compile: r.Compile, Optimizer: r.Optimizer, Precision: prec, MTP: r.MTP, RecomputeLayers: r.RecomputeLayers,
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
-		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, FP8OutputProj: r.FP8OutputProj, FusedGroupedMLP: r.FusedGroupedMLP, ActFP8InputStore: r.ActFP8InputStore, BF16Grads: r.BF16Grads,
+		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, FP8OutputProj: r.FP8OutputProj, FP8Attention: r.FP8Attention, FusedGroupedMLP: r.FusedGroupedMLP, ActFP8InputStore: r.ActFP8InputStore, BF16Grads: r.BF16Grads,
 		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard,
 		Replicas: r.HSDPReplicas, CUDAGraph: r.CUDAGraph}
 	if stack {

@@ -247,6 +247,9 @@ func megatronArgs(t Training) string {
 	if l.FP8OutputProj {
 		arg("--fp8-output-proj")
 	}
+	if l.FP8Attention {
+		arg("--fp8-dot-product-attention")
+	}
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "# torchrun --nproc-per-node 8 --nnodes %d pretrain_gpt.py \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" \"${MEMORY_ARGS[@]}\" \"${PRECISION_ARGS[@]}\" ...\n", max(1, l.GPUs()/8))
 	return b.String()

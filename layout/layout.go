@@ -85,6 +85,11 @@ type Layout struct {
 	// LM head trains in 16-bit under every low-precision recipe (analyzer.Scenario's
 	// LowPrecisionLMHead says why).
 	FP8OutputProj bool
+	// FP8Attention: Megatron's --fp8-dot-product-attention, the attention core's matmuls in the
+	// recipe's FP8 too (MXFP8 under mxfp8, per-tensor scaled under fp8-cs and fp8-ds; Megatron
+	// passes fp8_dpa to Transformer Engine for those three recipes only). analyzer.Scenario's
+	// FP8Attention says what it moves.
+	FP8Attention bool
 	// FusedGroupedMLP: Megatron's routed experts run Transformer Engine's CuTe DSL fused grouped
 	// MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge's cutedsl_fused_grouped_mlp): the
 	// activation and the FC2 bias in the GEMMs' epilogues. Without it Megatron's TEGroupedMLP runs
@@ -323,6 +328,7 @@ type stepKey struct {
 	fusedGroupedMLP, biasFP32     bool
 	eagerRoPE                     bool
 	castAct, castWeights          float64 // the recipe's casts as the framework runs them (castBytes)
+	fp8Attention                  bool
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -366,7 +372,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	// and applies a YaRN-scaled RoPE in eager PyTorch (Scenario.EagerScaledRoPE)
 	rope := l.Framework == "" || l.Framework == Megatron
 	castAct, castWeights := l.castBytes()
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32, rope, castAct, castWeights}
+	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32, rope, castAct, castWeights, l.FP8Attention}
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -383,6 +389,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	sc.CastSequenceShards = l.framework() == Megatron && l.TP > 1 // Megatron's TP runs sequence-parallel
 	sc.LowPrecisionLMHead, sc.BlockScaled = l.FP8OutputProj, l.Precision == "mxfp8"
 	sc.FusedGroupedMLP = l.FusedGroupedMLP
+	sc.FP8Attention = l.FP8Attention
 	sc.ExpertBiasFP32 = biasFP32
 	sc.EagerGLUClamp = biasFP32 // the same unfused expert MLP clamps a clamped GLU eagerly
 	sc.EagerScaledRoPE = rope
@@ -777,7 +784,7 @@ func (l Layout) AnalyzeFlags() []string {
 	for _, b := range []struct {
 		name string
 		on   bool
-	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj}, {"fused-grouped-mlp", l.FusedGroupedMLP}, {"act-fp8-input-store", l.ActFP8InputStore},
+	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj}, {"fp8-dot-product-attention", l.FP8Attention}, {"fused-grouped-mlp", l.FusedGroupedMLP}, {"act-fp8-input-store", l.ActFP8InputStore},
 		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}} {
 		if b.on {
 			f = append(f, "--"+b.name)

@@ -48,6 +48,7 @@ type Knobs struct {
 	PipelineAccount           bool
 	FP8ParamGather, BF16Grads bool
 	FP8OutputProj             bool
+	FP8Attention              bool
 	FusedGroupedMLP           bool
 	ActFP8InputStore          bool
 	Replicas                  int64
@@ -66,7 +67,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.EmbeddingInPipe, l.LossInPipe = k.PipelineAccount, k.PipelineAccount
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
 	l.NoReshard, l.CUDAGraph, l.FP8OutputProj, l.FusedGroupedMLP = k.NoReshard, k.CUDAGraph, k.FP8OutputProj, k.FusedGroupedMLP
-	l.ActFP8InputStore = k.ActFP8InputStore
+	l.ActFP8InputStore, l.FP8Attention = k.ActFP8InputStore, k.FP8Attention
 	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }

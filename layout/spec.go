@@ -63,6 +63,11 @@ func (s Spec) Layout(k Knobs) (Layout, error) {
 	return l, nil
 }
 
+// fp8AttentionRecipes are the recipes Megatron hands fp8_dot_product_attention to Transformer
+// Engine with (megatron/core/fp8_utils.py: Float8CurrentScaling and MXFP8BlockScaling take
+// fp8_dpa, DelayedScaling reads it from the config; Float8BlockScaling takes none).
+var fp8AttentionRecipes = map[string]bool{"fp8": true, "fp8-ds": true, "fp8-cs": true, "mxfp8": true}
+
 // contradictions refuses settings that say two things at once, which would otherwise be timed as
 // one of them without a word.
 func contradictions(l Layout, s Spec, k Knobs) error {
@@ -74,6 +79,8 @@ func contradictions(l Layout, s Spec, k Knobs) error {
 		return fmt.Errorf("--fp8-param-gather gathers FP8 parameters: it needs --dtype fp8 (the run is %s)", orBF16(l.Precision))
 	case k.FP8OutputProj && (l.Precision != "mxfp8" || fsdp):
 		return fmt.Errorf("--fp8-output-proj puts Megatron's LM head under MXFP8: it needs --framework megatron and --recipe mxfp8 (the run is %s, %s)", orMegatron(l.Framework), orBF16(l.Precision))
+	case k.FP8Attention && (fsdp || l.Framework == DeepSpeed || !fp8AttentionRecipes[l.Precision]):
+		return fmt.Errorf("--fp8-dot-product-attention runs Megatron's attention in the recipe's FP8: it needs --framework megatron and --recipe fp8-cs, fp8-ds or mxfp8, the recipes Megatron passes it to Transformer Engine for (the run is %s, %s)", orMegatron(l.Framework), orBF16(l.Precision))
 	case k.FusedGroupedMLP && (fsdp || l.Framework == DeepSpeed):
 		return fmt.Errorf("--fused-grouped-mlp is Megatron's fused expert MLP (Transformer Engine's CuTe DSL kernels): it needs --framework megatron (the run is %s)", l.Framework)
 	case k.Replicas > 1 && !fsdp && l.Framework != DeepSpeed:

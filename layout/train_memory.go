@@ -2,6 +2,7 @@ package layout
 
 import (
 	"fmt"
+	"github.com/mrep-dev/mrep/chips"
 	"math"
 	"slices"
 	"strings"
@@ -189,6 +190,21 @@ func (l Layout) CastNote() string {
 		return "torchao's Float8Linear casts every linear's input, output gradient and weight in every micro-batch, the weights twice; a larger micro-batch spreads the weights' casts over more tokens"
 	}
 	return "the recipe quantizes each linear's input and output gradient beside its GEMMs and casts the weights once per optimizer step"
+}
+
+// FP8AttentionUnmeasured says the layout asks for FP8 attention on a chip without cuDNN's
+// measured FP8 attention figure for its recipe (chips.Efficiency.TrainAttnFrac), which timing
+// then runs at the 16-bit rate (its quantize passes still counted): no gain is claimed that no
+// kernel measured.
+func (l Layout) FP8AttentionUnmeasured(e chips.Efficiency) bool {
+	if !l.FP8Attention {
+		return false
+	}
+	key := "fp8"
+	if l.Precision == "mxfp8" {
+		key = "mxfp8"
+	}
+	return e.TrainAttnFrac[key] <= 0 || e.TrainAttnFrac[key+"_bwd"] <= 0 || e.TrainAttnFrac["bf16"] <= 0 || e.TrainAttnFrac["bf16_bwd"] <= 0
 }
 
 // ShardGroup is how many ranks shard the model states: data parallel times context parallel

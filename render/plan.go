@@ -163,6 +163,9 @@ type LayoutResult struct {
 	// HostRemedy is what removes a host-bound step's host pace on the target's stack
 	// (layout.HostRemedy); empty: NVIDIA's CUDA graph.
 	HostRemedy string `json:"host_remedy,omitempty"`
+	// FP8AttentionUnmeasured: the layout asks for FP8 attention where the chip has no measured
+	// FP8 attention kernels, so it is timed as 16-bit (layout.Layout.FP8AttentionUnmeasured).
+	FP8AttentionUnmeasured bool `json:"fp8_attention_unmeasured,omitempty"`
 }
 
 // Alternative is a setting that makes a layout fit, and its step.
@@ -202,6 +205,10 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 		if s.Casts > 0.05*s.StepTime {
 			w.printf("The %s casts take %.1f ms of the kernels (%.0f%% of the step): %s.\n\n",
 				l.Precision, s.Casts*1e3, 100*s.Casts/s.StepTime, l.CastNote())
+		}
+		if r.FP8AttentionUnmeasured {
+			w.printf("FP8 attention: %s has no measured FP8 attention kernels for the %s recipe (chips.json train_attn_frac), so its attention's matmuls are timed at the 16-bit rate (the quantize passes before them are counted) and the gain cuDNN's FP8 kernels measure on Blackwell is not claimed.\n\n",
+				r.Target, l.Precision)
 		}
 		if a := r.FitsWith; a != nil {
 			how := "fits"

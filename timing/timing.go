@@ -260,6 +260,16 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		if k.Backward {
 			frac = m.Eff.AttnBwdFrac
 		}
+		fp8 := false
+		if !k.Latent || k.Backward || m.Eff.MLAFrac == 0 {
+			if f, ok := m.fp8Attention(k, frac); ok {
+				frac, fp8 = f, true
+			} else if k.DType == "fp8" {
+				// FP8 attention on a chip without its measured figures: timed as the 16-bit
+				// kernel, its gain unclaimed
+				peak = m.Peak("bf16")
+			}
+		}
 		// Flash kernels tile queries in blocks of 128 per (sequence, head): short prompts and
 		// few heads leave SMs idle, exactly as a GEMM's waves do.
 		kt.Eta = frac * m.WaveEfficiency(k.Queries, 128, 128, k.Batch*k.Heads) / m.expShare(k, peak)
@@ -267,7 +277,13 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		if k.Backward {
 			k0 = m.Eff.AttnWindowK0Bwd
 		}
-		if k.Window > 0 && k0 > 0 {
+		switch {
+		case k.Window > 0 && fp8 && k.Backward:
+			// cuDNN's FP8 backward skips no tile outside the window: it runs the whole causal
+			// triangle (NVIDIA's published GPT-OSS shape, 128-key windows, runs 4-8x slower than
+			// its 16-bit backward at 4,096-8,192 tokens, twice as much slower at twice the tokens)
+			kt.Eta *= windowedShare(k.Queries, k.Window)
+		case k.Window > 0 && k0 > 0:
 			// a short key loop per query tile; never slower than the causal kernel the window
 			// trims (its scores at the causal kernel's rate)
 			kt.Eta *= math.Max(k.Window/(k.Window+k0), windowedShare(k.Queries, k.Window))
@@ -283,6 +299,29 @@ func (m *Model) Kernel(k kernels.Kernel) KernelTime {
 		kt.Comm = k.Count * m.collective(k)
 	}
 	return kt
+}
+
+// fp8Attention is a training attention kernel's fraction of the FP8 peak where it runs in FP8
+// (analyzer.Scenario.FP8Attention) and the chip has cuDNN's measured figures for its scaling and
+// pass (chips.Efficiency.TrainAttnFrac): the lane's 16-bit fraction (frac16, the one its GEMM
+// figures were fitted beside) times cuDNN's measured 8-bit over 16-bit fraction, so FP8 gains
+// what the kernels measure over the 16-bit attention the lane times.
+func (m *Model) fp8Attention(k kernels.Kernel, frac16 float64) (float64, bool) {
+	if k.DType != "fp8" || k.Decode {
+		return 0, false
+	}
+	key, base := "fp8", "bf16"
+	if k.BlockScaled {
+		key = "mxfp8"
+	}
+	if k.Backward {
+		key, base = key+"_bwd", base+"_bwd"
+	}
+	f, b := m.Eff.TrainAttnFrac[key], m.Eff.TrainAttnFrac[base]
+	if f <= 0 || b <= 0 {
+		return 0, false
+	}
+	return frac16 * f / b, true
 }
 
 // windowedShare is the share of a causal kernel's scores over q tokens a window of w keys keeps.

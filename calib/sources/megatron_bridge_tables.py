@@ -225,6 +225,10 @@ def main(path, commit, doc="docs/performance-summary-archive.md"):
                 # every model's perf config sets grad_reduce_in_fp32=False (scripts/performance/configs/
                 # {llama3,llama31,deepseek,gpt_oss,qwen3}/*_llm_pretrain.py @v0.2.1)
                 r["bf16_grads"] = True
+            if r.get("fp8_attention") and recipe not in ("fp8-cs", "fp8-ds", "mxfp8"):
+                # Megatron hands fp8_dpa to Transformer Engine under these recipes only
+                # (megatron/core/fp8_utils.py); elsewhere the attention stays 16-bit
+                del r["fp8_attention"]
             if recipe == "mxfp8" and (base, sysname.strip()) in FP8_OUTPUT_PROJ.get(release, ()):
                 r["fp8_output_proj"] = True
             if preset is not None and base.startswith("LLAMA") and p.strip() == "NVFP4":
@@ -311,6 +315,11 @@ def layout_settings(f):
     # Transformer Engine's CuTe DSL fused grouped MLP for the routed experts: a preset's
     # cutedsl_fused_grouped_mlp (scripts/performance/perf_plugins.py sets the environment
     # variable from it), a perf recipe's env_vars
+    # the attention core in the recipe's FP8 (Megatron's fp8_dot_product_attention): a preset's
+    # field, a perf recipe's mixed_precision setting
+    if (f.get("preset_fields") or {}).get("fp8_dot_product_attention") or \
+            ((f.get("other") or {}).get("mixed_precision.fp8_dot_product_attention") or {}).get("value"):
+        r["fp8_attention"] = True
     if (f.get("preset_fields") or {}).get("cutedsl_fused_grouped_mlp") or \
             str((f.get("env_vars") or {}).get("NVTE_CUTEDSL_FUSED_GROUPED_MLP", "0")) not in ("0", ""):
         r["fused_grouped_mlp"] = True

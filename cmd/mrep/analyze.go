@@ -26,7 +26,8 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 			return nil, cli.Exit("layout: "+err.Error(), exitFailure)
 		}
 		f := layout.CheckTraining("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
-		r := render.LayoutResult{Target: t.Label(), Step: st, Fit: f, HostRemedy: layout.HostRemedy(t.Chip.Vendor)}
+		r := render.LayoutResult{Target: t.Label(), Step: st, Fit: f, HostRemedy: layout.HostRemedy(t.Chip.Vendor),
+			FP8AttentionUnmeasured: o.layout.FP8AttentionUnmeasured(t.Chip.Efficiency.Lane(o.layout.Framework))}
 		if !f.Fits {
 			// a step time under a layout that cannot run is no answer: name what would fit
 			sv, alt, ok, err := tr.FastestFitting(*o.layout, t.Chip.MemoryBytes())

@@ -23,6 +23,9 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 		{[]string{"--recompute", "none", "--recompute-layers", "2"}, "--recompute-layers 2 counts fully recomputed layers: it needs --recompute full"},
 		{[]string{"--fp8-param-gather"}, "--fp8-param-gather gathers FP8 parameters: it needs --dtype fp8"},
 		{[]string{"--dtype", "fp8", "--recipe", "fp8-cs", "--fp8-output-proj"}, "--fp8-output-proj puts Megatron's LM head under MXFP8: it needs --framework megatron and --recipe mxfp8"},
+		{[]string{"--dtype", "fp8", "--recipe", "fp8-blockwise", "--fp8-dot-product-attention"}, "--fp8-dot-product-attention runs Megatron's attention in the recipe's FP8: it needs --framework megatron and --recipe fp8-cs, fp8-ds or mxfp8"},
+		{[]string{"--framework", "fsdp", "--dtype", "fp8", "--recipe", "fp8-cs", "--fp8-dot-product-attention"}, "--fp8-dot-product-attention runs Megatron's attention in the recipe's FP8: it needs --framework megatron"},
+		{[]string{"--fp8-dot-product-attention"}, "--fp8-dot-product-attention runs Megatron's attention in the recipe's FP8: it needs --framework megatron and --recipe fp8-cs, fp8-ds or mxfp8, the recipes Megatron passes it to Transformer Engine for (the run is megatron, bf16)"},
 		{[]string{"--framework", "megatron", "--hsdp-replicas", "2"}, "--hsdp-replicas 2 is FSDP's hybrid sharding"},
 		{[]string{"--framework", "megatron", "--no-reshard"}, "--no-reshard is FSDP's reshard_after_forward=False"},
 		{[]string{"--framework", "fsdp", "--fused-grouped-mlp"}, "--fused-grouped-mlp is Megatron's fused expert MLP (Transformer Engine's CuTe DSL kernels): it needs --framework megatron"},
@@ -61,6 +64,7 @@ func TestContradictoryFlagsAreRefused(t *testing.T) {
 	}
 	for _, ok := range [][]string{{"--dp", "8"}, {"--recompute", "full", "--recompute-layers", "2"}, {"--dtype", "fp8", "--fp8-param-gather"},
 		{"--framework", "fsdp", "--no-reshard", "--zero", "2"}, {"--chip", "GB300", "--dtype", "fp8", "--recipe", "mxfp8", "--fp8-output-proj"}, {"--act-fp8-input-store"},
+		{"--chip", "GB200", "--dtype", "fp8", "--recipe", "mxfp8", "--fp8-dot-product-attention"},
 		{"--pp", "2", "--first-stage-layers", "14"}} {
 		if out := mustRun(t, db, append(append([]string{}, base...), ok...)...); !strings.Contains(out, "**Training on 8 GPUs") {
 			t.Errorf("%v: %.300s", ok, out)

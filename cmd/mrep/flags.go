@@ -103,6 +103,7 @@ func trainingFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "mtp", Usage: "multi-token-prediction modules trained on the last stage (DeepSeek-V3: 1)"},
 		&cli.BoolFlag{Name: "pipeline-account", Usage: "count the embedding and the loss as pipeline layers (Megatron's --account-for-embedding/loss-in-pipeline-split)"},
 		&cli.BoolFlag{Name: "fp8-param-gather", Usage: "Megatron --fp8-param-gather: FP8 parameters, no 16-bit copy of the linear weights"},
+		&cli.BoolFlag{Name: "fp8-dot-product-attention", Usage: "Megatron --fp8-dot-product-attention: the attention core's matmuls in the recipe's FP8 too (--recipe mxfp8, fp8-cs or fp8-ds), timed with cuDNN's measured FP8 attention where the chip has it"},
 		&cli.BoolFlag{Name: "fp8-output-proj", Usage: "Megatron --fp8-output-proj: the LM head under MXFP8 too (--recipe mxfp8); without it the LM head trains in 16-bit under every low-precision recipe"},
 		&cli.BoolFlag{Name: "fused-grouped-mlp", Usage: "megatron MoE: the experts' activation and output bias in the grouped GEMMs' epilogues (Transformer Engine's CuTe DSL fused grouped MLP, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1); without it the activation is a kernel of its own and the output bias is added in fp32 outside the GEMM"},
 		&cli.BoolFlag{Name: "act-fp8-input-store", Usage: "megatron: the SwiGLU's input saved for its backward in FP8 (TransformerConfig.activation_func_fp8_input_store, set in a Megatron-Bridge config; DeepSeek-V3 keeps it so): 1 B per element of the FC1 output instead of 2, unless the activation is recomputed"},
@@ -118,7 +119,7 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 	k := layout.Knobs{Framework: strings.ToLower(c.String("framework")), Optimizer: strings.ToLower(c.String("optimizer")),
 		OffloadActivations: c.Int64("offload-activations"), Compile: c.Bool("compile"),
 		A2AOverlap: strings.ToLower(c.String("a2a-overlap")), Dispatcher: strings.ToLower(c.String("dispatcher")), MTP: c.Int64("mtp"),
-		PipelineAccount: c.Bool("pipeline-account"), FP8ParamGather: c.Bool("fp8-param-gather"), FP8OutputProj: c.Bool("fp8-output-proj"), FusedGroupedMLP: c.Bool("fused-grouped-mlp"), ActFP8InputStore: c.Bool("act-fp8-input-store"), Replicas: c.Int64("hsdp-replicas"), TPOverlap: c.Bool("tp-overlap"), NoReshard: c.Bool("no-reshard"), CUDAGraph: c.Bool("cuda-graph")}
+		PipelineAccount: c.Bool("pipeline-account"), FP8ParamGather: c.Bool("fp8-param-gather"), FP8OutputProj: c.Bool("fp8-output-proj"), FP8Attention: c.Bool("fp8-dot-product-attention"), FusedGroupedMLP: c.Bool("fused-grouped-mlp"), ActFP8InputStore: c.Bool("act-fp8-input-store"), Replicas: c.Int64("hsdp-replicas"), TPOverlap: c.Bool("tp-overlap"), NoReshard: c.Bool("no-reshard"), CUDAGraph: c.Bool("cuda-graph")}
 	if strings.Contains(k.Framework, ",") || k.Framework == "all" {
 		k.Framework = layout.Megatron // plan train searches the list (planFrameworks)
 	}
@@ -241,7 +242,7 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 	if !(c.IsSet("pp") || c.IsSet("vp") || c.IsSet("cp") || c.IsSet("dp") || c.IsSet("gpus") || c.IsSet("zero") || c.IsSet("mbs") || c.IsSet("gbs") || c.IsSet("recompute-layers") || c.IsSet("first-stage-layers") || c.IsSet("last-stage-layers") ||
 		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile") ||
 		c.IsSet("recipe") || c.IsSet("a2a-overlap") || c.IsSet("dispatcher") || c.IsSet("mtp") || c.IsSet("pipeline-account") ||
-		c.IsSet("fp8-param-gather") || c.IsSet("fp8-output-proj") || c.IsSet("fused-grouped-mlp") || c.IsSet("act-fp8-input-store") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap") || c.IsSet("no-reshard") ||
+		c.IsSet("fp8-param-gather") || c.IsSet("fp8-output-proj") || c.IsSet("fp8-dot-product-attention") || c.IsSet("fused-grouped-mlp") || c.IsSet("act-fp8-input-store") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap") || c.IsSet("no-reshard") ||
 		c.IsSet("stack") || c.IsSet("param-dtype") || c.IsSet("loss")) {
 		return nil, nil
 	}
