@@ -99,7 +99,7 @@ type Scenario struct {
 	// 32 elements), which timing charges the chip's mxfp8_gemm_share (kernels.Kernel.BlockScaled).
 	BlockScaled bool `json:"block_scaled,omitempty"`
 	// FP8Attention: the attention core's matmuls run in the recipe's FP8 too (Megatron's
-	// --fp8-dot-product-attention: Transformer Engine quantizes Q, K and V before cuDNN's FP8
+	// fp8_dot_product_attention, mrep's --fp8-dot-product-attention: Transformer Engine quantizes Q, K and V before cuDNN's FP8
 	// kernel and the output gradient before its backward; block-scaled under an MXFP8 recipe,
 	// per-tensor scaled otherwise). Training with an FP8 recipe only; timing takes the chip's
 	// measured FP8 attention figures (chips.Efficiency.TrainAttnFrac).

@@ -95,7 +95,7 @@ type Efficiency struct {
 	// (the exponential term comes on top), keys bf16, bf16_bwd, fp8, fp8_bwd (per-tensor
 	// scaled FP8: TE's delayed or current scaling), mxfp8, mxfp8_bwd (block-scaled). Measured
 	// kernels (calib/sources/write_train_attn.py). FP8 attention (Megatron's
-	// --fp8-dot-product-attention) is the 16-bit attention the lane times, sped up by cuDNN's
+	// fp8_dot_product_attention) is the 16-bit attention the lane times, sped up by cuDNN's
 	// measured 8-bit over 16-bit fraction (timing); without them it is timed as 16-bit.
 	TrainAttnFrac map[string]float64 `json:"train_attn_frac,omitempty"`
 	// AttnWindowK0 and AttnWindowK0Bwd are a sliding-window attention kernel's work per query

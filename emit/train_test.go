@@ -407,6 +407,18 @@ func TestTrainingSaysWhatItCannotWrite(t *testing.T) {
 		t.Errorf("fp8 input store:\n%s", body)
 	}
 	checkMegatron(t, "fp8 input store", body)
+	// so is fp8_dot_product_attention
+	fa := moeLayout
+	fa.Precision, fa.FP8Attention = "mxfp8", true
+	fs, err = WriteTraining("megatron", "x", Training{Model: "deepseek-ai/DeepSeek-V3", Layout: fa, Layers: 61})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = fs.Contents[fs.Names[0]]
+	if !strings.Contains(body, "# mrep timed fp8_dot_product_attention=True") || strings.Contains(body, "--fp8-dot-product-attention") {
+		t.Errorf("fp8 attention:\n%s", body)
+	}
+	checkMegatron(t, "fp8 attention", body)
 	fs, err = WriteTraining("torchtitan", "x", Training{Model: "deepseek-ai/DeepSeek-V3", Name: "DeepSeek-V3", Layout: l, Layers: 61})
 	if err != nil {
 		t.Fatal(err)

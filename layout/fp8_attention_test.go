@@ -31,7 +31,7 @@ func attentionTimes(t *testing.T, tr *Trainer, l Layout) (attn, quant, step floa
 	return attn, quant, s.StepTime
 }
 
-// Megatron's --fp8-dot-product-attention runs the attention cores in the recipe's FP8: on GB300
+// Megatron's fp8_dot_product_attention runs the attention cores in the recipe's FP8: on GB300
 // under MXFP8, DeepSeek-V3's 192/128-wide heads gain what cuDNN's published kernels gain over
 // their 16-bit ones at that shape (1.58x forward, 1.33x backward at 4,096 tokens: 1.38x the
 // pair), less the quantize passes Transformer Engine runs before them; and a GPT-OSS layer's

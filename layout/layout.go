@@ -85,7 +85,8 @@ type Layout struct {
 	// LM head trains in 16-bit under every low-precision recipe (analyzer.Scenario's
 	// LowPrecisionLMHead says why).
 	FP8OutputProj bool
-	// FP8Attention: Megatron's --fp8-dot-product-attention, the attention core's matmuls in the
+	// FP8Attention: Megatron's fp8_dot_product_attention (a TransformerConfig field, no pretrain_gpt.py
+	// flag; Megatron-Bridge's mixed_precision.fp8_dot_product_attention), the attention core's matmuls in the
 	// recipe's FP8 too (MXFP8 under mxfp8, per-tensor scaled under fp8-cs and fp8-ds; Megatron
 	// passes fp8_dpa to Transformer Engine for those three recipes only). analyzer.Scenario's
 	// FP8Attention says what it moves.
