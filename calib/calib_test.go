@@ -233,6 +233,15 @@ func TestBadRowsNameFileLineAndProblem(t *testing.T) {
 	if _, err := Prepare(rows, chips.Default(), bundled.Resolve); err == nil || !strings.Contains(err.Error(), "row a") || !strings.Contains(err.Error(), "unknown chip") {
 		t.Errorf("unknown chip: %v", err)
 	}
+	// a setting the row's run could not have had is refused, not ignored: FP8 attention on a
+	// 16-bit run
+	rows, err = Parse("fa.json", strings.NewReader(`[{"id":"f","kind":"train_throughput","model":"Llama-3.1-8B","chip":"GB200","dtype":"bf16","gpus":8,"seq":4096,"gbs":64,"mbs":1,"fp8_attention":true,"measured":1000,"unit":"tok/s/gpu"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(rows, chips.Default(), bundled.Resolve); err == nil || !strings.Contains(err.Error(), "row f") || !strings.Contains(err.Error(), "recipe fp8-cs, fp8-ds or mxfp8 (the run is megatron, bf16)") {
+		t.Errorf("fp8 attention on a bf16 row: %v", err)
+	}
 }
 
 // A static-batch run integrates decode over the growing KV length: the midpoint rule over

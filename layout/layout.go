@@ -245,6 +245,10 @@ func (l Layout) Validate(fp analyzer.Fingerprint) error {
 			return fmt.Errorf("act-fp8-input-store: Megatron stores the activation input in FP8 for SwiGLU only (the model's MLP is %s)", mlpKind(fp))
 		}
 	}
+	if l.FP8Attention && (l.framework() != Megatron || !fp8AttentionRecipes[l.Precision]) {
+		// a run file's row as much as a flag: attention in FP8 is Megatron's, under its FP8 recipes
+		return fmt.Errorf("fp8 attention (fp8_dot_product_attention) runs Megatron's attention in the recipe's FP8: it needs the megatron framework and recipe fp8-cs, fp8-ds or mxfp8 (the run is %s, %s)", l.framework(), orBF16(l.Precision))
+	}
 	if l.OffloadActivations > 0 && l.framework() == Megatron {
 		// Megatron's CPU offload (TransformerConfig.__post_init__ @d98e8a6) runs without
 		// pipelining and without recompute, on fewer layers than the model has
