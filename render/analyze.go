@@ -64,8 +64,12 @@ func WriteAnalysis(out io.Writer, a analyzer.Analysis, ops *analyzer.OperatorTab
 	fp := m.Fingerprint
 	s := a.Scenario
 	w.printf("# Analysis: %s\n\n", m.Name)
+	attn := s.AttnDType()
+	if len(laid) > 0 && laid[0].Step.Layout.FP8Attention && s.ComputeDType == "fp8" {
+		attn = "fp8 in training (--fp8-dot-product-attention), " + attn + " in inference"
+	}
 	w.printf("Analyzer `%s`. Per GPU: B=%d, S=%d, L=%d, weights %g B, activations %g B, KV %g B, TP=%d, EP=%d; linear layers in %s, attention core in %s.\n\n",
-		a.Version, s.Batch, s.Seq, s.KVLen, s.WeightBytes, s.ActBytes, s.KVBytes, s.TP, s.EP, s.ComputeDType, s.AttnDType())
+		a.Version, s.Batch, s.Seq, s.KVLen, s.WeightBytes, s.ActBytes, s.KVBytes, s.TP, s.EP, s.ComputeDType, attn)
 	if err := WriteLayouts(out, laid); err != nil {
 		return err
 	}

@@ -27,6 +27,9 @@ func TestFP8AttentionFlag(t *testing.T) {
 	gb := append(append([]string{}, base...), "--chip", "GB200", "--recipe", "mxfp8")
 	with := mustRun(t, db, append(gb, "--fp8-dot-product-attention")...)
 	without := mustRun(t, db, gb...)
+	if !strings.Contains(with, "attention core in fp8 in training (--fp8-dot-product-attention)") || strings.Contains(without, "attention core in fp8") {
+		t.Errorf("the header names the attention's precision as run: %.300s", with)
+	}
 	if !(step(with) < step(without)) || strings.Contains(with, "FP8 attention:") {
 		t.Errorf("GB200: step %.3f s with FP8 attention, %.3f s without; want a faster step and no note", step(with), step(without))
 	}
