@@ -403,15 +403,19 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 	}
 	plan.Top = append([]Candidate(nil), all[:top]...)
 	for i := 0; i+1 < len(plan.Top); i++ {
-		plan.Top[i].Why = why(plan.Top[i].Step, plan.Top[i+1].Step)
+		plan.Top[i].Why = why(plan.Top[i], plan.Top[i+1])
 	}
 	plan.Considered = all
 	plan.Pareto = Pareto(all)
 	return plan, nil
 }
 
-// why names the time term that differs most between a layout and the next one down.
-func why(a, b Step) string {
+// why names the time term that differs most between a layout and the next one down, or, where
+// no term is shorter, what ranked it first: the next is tight, or takes more memory, or ties it
+// (layouts that run the same work per GPU, as context parallel with a micro-batch as many times
+// larger does, often do).
+func why(ca, cb Candidate) string {
+	a, b := ca.Step, cb.Step
 	terms := []struct {
 		name string
 		d    float64
@@ -428,7 +432,13 @@ func why(a, b Step) string {
 		}
 	}
 	if best.d <= 0 {
-		return "same step time, less memory"
+		switch {
+		case cb.Fit.Status == Tight && ca.Fit.Status != Tight:
+			return fmt.Sprintf("the next is tight (within the memory model's ±%.0f%%)", 100*MemoryUncertainty)
+		case ca.Memory.Total < cb.Memory.Total:
+			return fmt.Sprintf("same step time, %.1f GiB less memory", (cb.Memory.Total-ca.Memory.Total)/(1<<30))
+		}
+		return "ties the next: the same step time and memory"
 	}
 	return fmt.Sprintf("%.0f ms less %s than the next", best.d*1e3, best.name)
 }

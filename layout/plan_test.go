@@ -314,3 +314,37 @@ func TestMemorySaversAreWhatTheFrameworkAccepts(t *testing.T) {
 		}
 	}
 }
+
+// A plan's "why ahead of the next" says what ranked a layout first and only that: a shorter
+// term, the next one's tight memory, less memory by how much, or a tie (Llama-3.1-8B on 8 H100
+// at 8k tokens: CP1 MBS 1 and CP2 MBS 2 run the same work per GPU in the same memory, which the
+// column once called "less memory").
+func TestWhyAheadSaysWhatRankedIt(t *testing.T) {
+	tr := megatronTrainer(t, "Llama-3.1-8B", "H100-SXM", "bf16")
+	plan, err := tr.PlanTrain(PlanOptions{GPUs: 8, GBS: 64, Seq: 8192, MemoryBytes: 80 << 30, Domain: 8, Top: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(plan.Top); i++ {
+		a, b := plan.Top[i], plan.Top[i+1]
+		same := a.Step.StepTime == b.Step.StepTime
+		switch w := a.Why; {
+		case same && a.Memory.Total == b.Memory.Total && w != "ties the next: the same step time and memory":
+			t.Errorf("#%d ties #%d (%.3f s, %.1f GiB) but says %q", i+1, i+2, a.Step.StepTime, a.Memory.Total/(1<<30), w)
+		case strings.Contains(w, "less memory") && !(a.Memory.Total < b.Memory.Total):
+			t.Errorf("#%d says %q with %.2f GiB against %.2f", i+1, w, a.Memory.Total/(1<<30), b.Memory.Total/(1<<30))
+		}
+	}
+	var c Candidate
+	c.Step.Layout = Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 1, EP: 1, MBS: 1, GBS: 1, Seq: 8}
+	c.Memory.Total = 1 << 30
+	d := c
+	d.Memory.Total = 3 << 30
+	if w := why(c, d); w != "same step time, 2.0 GiB less memory" {
+		t.Errorf("why: %q", w)
+	}
+	d.Fit.Status = Tight
+	if w := why(c, d); !strings.HasPrefix(w, "the next is tight") {
+		t.Errorf("why, next tight: %q", w)
+	}
+}
