@@ -31,14 +31,20 @@ type AttentionShape struct {
 // 1536, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128 (its config.json).
 var DeepSeekMLA = MLAInfo{QLoraRank: 1536, KVLoraRank: 512, QKNope: 128, QKRope: 64, VHead: 128}
 
-// AttentionKernel is the kernel a model's attention op of that shape is timed as: the same
-// costing a step uses (costAttention under the achievable profile, one GPU), so a measured
-// kernel and mrep's model of it compare like for like.
-func AttentionKernel(a AttentionShape) kernels.Kernel {
+// fingerprint is the attention's heads as a model states them.
+func (a AttentionShape) fingerprint() Fingerprint {
 	fp := Fingerprint{Transformer: true, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, VHeadDim: a.HeadDim}
 	if a.VHeadDim > 0 {
 		fp.VHeadDim = a.VHeadDim
 	}
+	return fp
+}
+
+// AttentionKernel is the kernel a model's attention op of that shape is timed as: the same
+// costing a step uses (costAttention under the achievable profile, one GPU), so a measured
+// kernel and mrep's model of it compare like for like.
+func AttentionKernel(a AttentionShape) kernels.Kernel {
+	fp := a.fingerprint()
 	if a.MLA {
 		mla := DeepSeekMLA
 		fp.MLA, fp.KVHeads = &mla, 1
@@ -63,10 +69,7 @@ func AttentionKernel(a AttentionShape) kernels.Kernel {
 // the FP8 of the recipe (block-scaled where mx): how a measured training kernel compares with
 // mrep's model of it.
 func TrainingAttentionKernels(a AttentionShape, fp8, mx bool) (fwd, bwd kernels.Kernel) {
-	fp := Fingerprint{Transformer: true, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, VHeadDim: a.HeadDim}
-	if a.VHeadDim > 0 {
-		fp.VHeadDim = a.VHeadDim
-	}
+	fp := a.fingerprint()
 	s := DefaultScenario()
 	s.ActBytes, s.KVBytes = 2, 2
 	if fp8 {
