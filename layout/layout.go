@@ -284,7 +284,8 @@ type Step struct {
 	// A2A is the slowest stage's expert all-to-all per micro-batch (MoE with EP > 1).
 	A2A A2A `json:"a2a,omitempty"`
 	// HostBound is how much of Kernels is the host issuing eager MoE layers' kernels slower than
-	// the GPU runs them (the slowest stage, GA micro-batches): what a CUDA graph would remove.
+	// the GPU runs them, the GPU idle after each forward layer's synchronization included (the
+	// slowest stage, GA micro-batches; moeHostPace): what a CUDA graph would remove.
 	HostBound float64 `json:"host_bound,omitempty"`
 	// Casts is how much of Kernels is the low-precision recipe's casts (the fullest stage's
 	// layers, GA micro-batches): what FP8 pays for its faster GEMMs (CastNote says how).

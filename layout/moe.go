@@ -280,11 +280,30 @@ func HostRemedy(vendor string) string {
 	return "a full-iteration CUDA graph (`--cuda-graph`: Megatron's --cuda-graph-impl full_iteration, with static expert shapes) replays the step without it"
 }
 
+// moeSyncedFixed is how many of a forward's MoEFixedLaunches come after the layer's
+// device-to-host synchronization: the permutation, the dispatch and its index bookkeeping, the
+// unpermutation and the combine; the router's (gate, score, top-k, normalisation, auxiliary loss)
+// come before it.
+const moeSyncedFixed = 15
+
 // MoELaunches is the kernels the host issues for one MoE layer's forward, backward and (full
 // recompute) recomputed forward of one micro-batch.
 func (l Layout) MoELaunches(fp analyzer.Fingerprint) float64 {
+	ph := l.moeLaunchPhases(fp)
+	return ph.forwards*(ph.experts+ph.router) + ph.backward
+}
+
+// moeLaunches are one MoE layer's host launches by where its forward synchronizes (see
+// moeHostPace): a forward's experts phase (after the tokens-per-expert copy to the host) and
+// router phase (before it), how many forwards a micro-batch runs (two under full recompute: the
+// recomputed one synchronizes too), and the backward's.
+type moeLaunches struct {
+	experts, router, forwards, backward float64
+}
+
+func (l Layout) moeLaunchPhases(fp analyzer.Fingerprint) moeLaunches {
 	if fp.MoE == nil {
-		return 0
+		return moeLaunches{}
 	}
 	local := float64(fp.MoE.RoutedExperts) / float64(max(l.EP, 1))
 	fwd, bwd := float64(moeFwdPerExpert), float64(moeBwdPerExpert)
@@ -292,9 +311,10 @@ func (l Layout) MoELaunches(fp analyzer.Fingerprint) float64 {
 		fwd += moeCastPerExpert
 		bwd += moeCastPerExpert
 	}
-	n := 2*MoEFixedLaunches + local*(fwd+bwd)
+	ph := moeLaunches{experts: moeSyncedFixed + local*fwd, router: MoEFixedLaunches - moeSyncedFixed,
+		forwards: 1, backward: MoEFixedLaunches + local*bwd}
 	if l.Recompute == "full" {
-		n += MoEFixedLaunches + local*fwd
+		ph.forwards = 2
 	}
-	return n
+	return ph
 }

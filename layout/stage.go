@@ -175,13 +175,12 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 	moeLayers := moeShare * (float64(n) + mtpLayers)
 	hostBound := 0.0
 	if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeLayers > 0 && h.MoELaunch() > 0 && !l.CUDAGraph {
-		// the host issues each MoE layer's kernels while the GPU runs ahead; when issuing takes
-		// longer than the stage's kernels, the stage runs at the host's pace
-		host := h.MoELaunch() * moeLayers * l.MoELaunches(fp)
-		if gpu := t.TEst - t.TComm; host > gpu {
-			t.TLatency += host - gpu
-			t.TEst += host - gpu
-			hostBound = host - gpu
+		gpu := t.TEst - t.TComm
+		experts, rest := forwardPhases(p, ks)
+		if paced := moeHostPace(h.MoELaunch(), l.moeLaunchPhases(fp), moeLayers, experts, rest, gpu); paced > gpu {
+			t.TLatency += paced - gpu
+			t.TEst += paced - gpu
+			hostBound = paced - gpu
 		}
 	}
 	a := tr.a2aTime(l, sk.a2a, moeLayers, p)
@@ -191,6 +190,60 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 	}
 	a.Exposed = l.overlapA2A(a.Time, t.TEst-t.TComm, sms)
 	return stageTime{t, a, t.TEst + a.Exposed, hostBound}
+}
+
+// moeHostPace is a stage's kernel time when the host issues its MoE layers' kernels eagerly
+// (launch seconds per kernel), given the GPU's time for the stage's forward, split into the
+// routed experts' phase and the rest, and for the whole micro-batch (gpu).
+//
+// The host issues kernels while the GPU runs ahead, but each MoE layer's forward synchronizes
+// the two: the grouped GEMMs' per-expert splits and the dispatch's sizes are copied to the host
+// before the experts run (Megatron's token dispatchers hand Transformer Engine's GroupedLinear
+// its m_splits as host integers; a full-iteration CUDA graph avoids the copy with static expert
+// shapes, and AMD's moe_package README names these synchronizations as what stalls its
+// launches). So the host cannot issue a layer's expert kernels while the GPU still runs the
+// attention before them: each forward layer runs its experts phase (permutation, dispatch,
+// grouped GEMMs, combine: one launch per expert per linear) and its attention and router
+// phase, each at the slower of the host and the GPU. The backward knows its splits and runs as
+// one stretch at the slower of the two. Where the host is far ahead or far behind in every phase
+// this is max(host, GPU) over the micro-batch, as without the synchronization; where they are
+// close, the host's many short expert launches leave the GPU idle each layer.
+func moeHostPace(launch float64, ph moeLaunches, layers, fwdExperts, fwdRest, gpu float64) float64 {
+	gE, gR := fwdExperts/layers, fwdRest/layers
+	window := math.Max(launch*ph.experts, gE) + math.Max(launch*ph.router, gR)
+	bwd := math.Max(0, gpu-ph.forwards*layers*(gE+gR))
+	return ph.forwards*layers*window + math.Max(launch*ph.backward*layers, bwd)
+}
+
+// forwardPhases is the GPU time of a stage's forward kernels: the routed experts' (with the
+// permutation's forward half) and the rest's. The analyzer lists an op's forward kernel first,
+// then its gradients (recompute's repeats after them); a low-precision cast kernel is half
+// forward (the input's quantization; the output gradient's is the backward's).
+func forwardPhases(p kernels.Predictor, ks []kernels.Kernel) (experts, rest float64) {
+	var ek, rk []kernels.Kernel
+	prev := ""
+	for _, k := range ks {
+		name := k.Name
+		share := 0.0
+		switch {
+		case k.Kind == kernels.Collective:
+		case strings.HasSuffix(name, ".cast") || name == "moe_permute":
+			share = 0.5
+		case name != prev:
+			share = 1
+		}
+		prev = name
+		if share == 0 {
+			continue
+		}
+		if k.Category == string(analyzer.CatRoutedExperts) || name == "moe_permute" {
+			ek = append(ek, scaled(k, share))
+		} else {
+			rk = append(rk, scaled(k, share))
+		}
+	}
+	base := p.Predict(nil).TEst // the per-step overhead every prediction carries
+	return p.Predict(ek).TEst - base, p.Predict(rk).TEst - base
 }
 
 // bubble is the pipeline's idle time per step: interleaved 1F1B's (PP-1)/VP micro-batches

@@ -199,7 +199,7 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			s.StepTime, l.GA(), s.Microbatch*1e3, slowest(l), s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 		if s.HostBound > 0.05*s.StepTime {
-			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them; %s.\n\n",
+			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them (each layer's forward copies its token counts to the host, so the host cannot issue its experts' kernels ahead); %s.\n\n",
 				s.Kernels*1e3, s.HostBound*1e3, orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA")))
 		}
 		if s.Casts > 0.05*s.StepTime {
