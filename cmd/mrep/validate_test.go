@@ -470,3 +470,64 @@ func TestCalibrateKernels(t *testing.T) {
 		t.Errorf("calibrate --kernels --set: exit %d, want a usage error", exitCode(err))
 	}
 }
+
+// The README's training-lane tables are validate's own: each block between the validate-lanes
+// markers is its command followed by the training-lane table that command prints, so the
+// figures the README states cannot drift from what the shipped calibration predicts
+// (go test ./cmd/mrep -run READMELaneTables -update rewrites them).
+func TestREADMELaneTables(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	start, end := strings.Index(s, "<!-- validate-lanes -->"), strings.Index(s, "<!-- /validate-lanes -->")
+	if start < 0 || end < start {
+		t.Fatal("README has no validate-lanes section")
+	}
+	blocks := strings.Split(s[start:end], "```console\n")[1:]
+	if len(blocks) != 2 {
+		t.Fatalf("%d blocks, want validate and validate --heldout", len(blocks))
+	}
+	db := filepath.Join(t.TempDir(), "lanes.db")
+	section := s[start:end]
+	for _, b := range blocks {
+		b = b[:strings.Index(b, "```")]
+		cmd, want, _ := strings.Cut(b, "\n")
+		args, ok := strings.CutPrefix(cmd, "$ mrep ")
+		if !ok {
+			t.Fatalf("block does not start with a command: %q", cmd)
+		}
+		got := laneTable(t, mustRun(t, db, strings.Fields(args)...))
+		if *update {
+			section = strings.Replace(section, b, cmd+"\n"+got, 1)
+			continue
+		}
+		if got != want {
+			t.Errorf("README lane table for %q is stale (go test ./cmd/mrep -run READMELaneTables -update); it now reads:\n%s", args, got)
+		}
+	}
+	if *update {
+		if err := os.WriteFile("../../README.md", []byte(s[:start]+section+s[end:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// laneTable is the training-lane table of validate's markdown output, through its last row.
+func laneTable(t *testing.T, out string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "\nTraining by lane")
+	if !ok {
+		t.Fatalf("no training-lane table in:\n%s", out)
+	}
+	i := strings.Index(rest, "\n| Lane |")
+	if i < 0 {
+		t.Fatalf("no training-lane table in:\n%s", out)
+	}
+	table, _, _ := strings.Cut(rest[i+1:], "\n\n")
+	if n := strings.Count(table, "\n| megatron ") + strings.Count(table, "\n| fsdp "); n < 6 {
+		t.Fatalf("a lane table of %d lanes:\n%s", n, table)
+	}
+	return table + "\n"
+}
