@@ -163,22 +163,17 @@ func TestREADMEServeExamples(t *testing.T) {
 	if len(blocks) < 6 {
 		t.Fatalf("%d examples, want the first page's 2 and the issue's 4 questions (and more)", len(blocks))
 	}
-	for _, b := range blocks {
-		b = b[:strings.Index(b, "```")]
-		cmd, want, _ := strings.Cut(b, "\n")
-		args, ok := strings.CutPrefix(cmd, "$ mrep ")
-		if !ok {
-			t.Fatalf("block does not start with a command: %q", cmd)
-		}
-		out := mustRun(t, db, readmeArgs(strings.Fields(args))...)
+	for _, raw := range blocks {
+		b := consoleBlock(t, raw)
+		out := mustRun(t, db, readmeArgs(strings.Fields(b.args))...)
 		if *update {
 			// the head: through the end of the best-deployments table (the prose around the
 			// blocks is read again by hand)
-			s = strings.Replace(s, b, cmd+"\n"+planHead(out), 1)
+			s = strings.Replace(s, b.text, b.cmd+"\n"+planHead(out), 1)
 			continue
 		}
-		if !strings.HasPrefix(out, want) {
-			t.Errorf("README block for %q is stale (go test ./cmd/mrep -run READMEServe -update); the command now prints:\n%s", args, out)
+		if !strings.HasPrefix(out, b.want) {
+			t.Errorf("README block for %q is stale (go test ./cmd/mrep -run READMEServe -update); the command now prints:\n%s", b.args, out)
 		}
 	}
 	if *update {
@@ -239,6 +234,22 @@ func planHead(out string) string {
 		}
 	}
 	return out
+}
+
+// readmeBlock is one console block of the README: its text up to the closing fence, the
+// command line, the command's mrep arguments and the output shown under it.
+type readmeBlock struct{ text, cmd, args, want string }
+
+// consoleBlock reads a console block from just after its opening fence.
+func consoleBlock(t *testing.T, raw string) readmeBlock {
+	t.Helper()
+	text := raw[:strings.Index(raw, "```")]
+	cmd, want, _ := strings.Cut(text, "\n")
+	args, ok := strings.CutPrefix(cmd, "$ mrep ")
+	if !ok {
+		t.Fatalf("README block does not start with a command: %q", cmd)
+	}
+	return readmeBlock{text, cmd, args, want}
 }
 
 // readmeArgs runs a README command from this package's directory: paths into the repository

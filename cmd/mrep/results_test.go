@@ -217,13 +217,9 @@ func TestREADMEMeasuredLoop(t *testing.T) {
 	if len(blocks) != 6 {
 		t.Fatalf("%d blocks, want the plan, ingest, validate, diff, calibrate and the next plan", len(blocks))
 	}
-	for _, b := range blocks {
-		b = b[:strings.Index(b, "```")]
-		cmd, want, _ := strings.Cut(b, "\n")
-		args, ok := strings.CutPrefix(cmd, "$ mrep ")
-		if !ok {
-			t.Fatalf("block does not start with a command: %q", cmd)
-		}
+	for _, raw := range blocks {
+		b := consoleBlock(t, raw)
+		cmd, want, args := b.cmd, b.want, b.args
 		argv := readmeArgs(strings.Fields(args))
 		for i, a := range argv {
 			if a == "mychips.json" {
@@ -236,7 +232,7 @@ func TestREADMEMeasuredLoop(t *testing.T) {
 			out = planHead(out)
 		}
 		if *update {
-			s = strings.Replace(s, b, cmd+"\n"+out, 1)
+			s = strings.Replace(s, b.text, cmd+"\n"+out, 1)
 			continue
 		}
 		if out != want {

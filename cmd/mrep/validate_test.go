@@ -491,20 +491,15 @@ func TestREADMELaneTables(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "lanes.db")
 	section := s[start:end]
-	for _, b := range blocks {
-		b = b[:strings.Index(b, "```")]
-		cmd, want, _ := strings.Cut(b, "\n")
-		args, ok := strings.CutPrefix(cmd, "$ mrep ")
-		if !ok {
-			t.Fatalf("block does not start with a command: %q", cmd)
-		}
-		got := laneTable(t, mustRun(t, db, strings.Fields(args)...))
+	for _, raw := range blocks {
+		b := consoleBlock(t, raw)
+		got := laneTable(t, mustRun(t, db, strings.Fields(b.args)...))
 		if *update {
-			section = strings.Replace(section, b, cmd+"\n"+got, 1)
+			section = strings.Replace(section, b.text, b.cmd+"\n"+got, 1)
 			continue
 		}
-		if got != want {
-			t.Errorf("README lane table for %q is stale (go test ./cmd/mrep -run READMELaneTables -update); it now reads:\n%s", args, got)
+		if got != b.want {
+			t.Errorf("README lane table for %q is stale (go test ./cmd/mrep -run READMELaneTables -update); it now reads:\n%s", b.args, got)
 		}
 	}
 	if *update {
