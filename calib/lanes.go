@@ -721,9 +721,13 @@ func WithLanes(db map[string]chips.Efficiency, fits []LaneFit) map[string]chips.
 				for _, other := range chain {
 					if f, ok := byKey[LaneKey{fw, other}]; ok {
 						if v, ok := f.Params[pn]; ok {
+							scaledBy := ""
+							if d, isGEMM := strings.CutPrefix(pn, "gemm_frac."); isGEMM {
+								v, scaledBy = carriedGEMMFrac(name, other, d, v)
+							}
 							pr.set(&lane, v)
 							if _, mine := lane.Sources[sourceKey(pn)]; !mine || !strings.HasPrefix(lane.Sources[sourceKey(pn)], "fitted") {
-								lane.Sources[sourceKey(pn)] = fmt.Sprintf("carried from %s (%s; no %s rows for it on %s): %s", other, why, fw, name, f.source())
+								lane.Sources[sourceKey(pn)] = fmt.Sprintf("carried from %s (%s; no %s rows for it on %s)%s: %s", other, why, fw, name, scaledBy, f.source())
 							}
 							set = true
 							break
