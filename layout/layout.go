@@ -324,6 +324,8 @@ type Trainer struct {
 	peak   float64
 	domain int64
 	cache  map[stepKey]analyzer.Step
+	// phaseCache holds each step's forward phases per time model (phases)
+	phaseCache map[phaseKey]phaseTimes
 }
 
 type stepKey struct {
@@ -370,15 +372,25 @@ func (tr *Trainer) With(p kernels.Predictor, peak float64, chip chips.Chip) *Tra
 	return &out
 }
 
-func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
-	eager := tr.eager(l)
-	// Megatron's unfused expert MLP adds an expert output bias in fp32 outside the GEMM (and
-	// clamps a clamped GLU's input in eager PyTorch: Scenario.EagerGLUClamp)
-	biasFP32 := (l.Framework == "" || l.Framework == Megatron) && !l.FusedGroupedMLP
-	// and applies a YaRN-scaled RoPE in eager PyTorch (Scenario.EagerScaledRoPE)
-	rope := l.Framework == "" || l.Framework == Megatron
+// key is what the step of l depends on: layouts that share it share the step's kernels.
+func (tr *Trainer) key(l Layout) stepKey {
 	castAct, castWeights := l.castBytes()
-	k := stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, eager, l.FP8OutputProj, l.FusedGroupedMLP, biasFP32, rope, castAct, castWeights, l.FP8Attention}
+	return stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, tr.eager(l), l.FP8OutputProj,
+		l.FusedGroupedMLP, megatronBiasFP32(l), megatronRoPE(l), castAct, castWeights, l.FP8Attention}
+}
+
+// megatronBiasFP32: Megatron's unfused expert MLP adds an expert output bias in fp32 outside the
+// GEMM (and clamps a clamped GLU's input in eager PyTorch: Scenario.EagerGLUClamp).
+func megatronBiasFP32(l Layout) bool {
+	return (l.Framework == "" || l.Framework == Megatron) && !l.FusedGroupedMLP
+}
+
+// megatronRoPE: Megatron applies a YaRN-scaled RoPE in eager PyTorch (Scenario.EagerScaledRoPE).
+func megatronRoPE(l Layout) bool { return l.Framework == "" || l.Framework == Megatron }
+
+func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
+	k := tr.key(l)
+	eager, biasFP32, rope, castAct, castWeights := k.eager, k.biasFP32, k.eagerRoPE, k.castAct, k.castWeights
 	if st, ok := tr.cache[k]; ok {
 		return st, nil
 	}
@@ -424,6 +436,7 @@ func (tr *Trainer) Train(l Layout) (Step, error) {
 		return st, err
 	}
 	sk := splitKernels(step)
+	sk.fwd = tr.phases(l, p, sk)
 	L := max(m.Fingerprint.Layers, 1)
 	slow := tr.slowestStage(l, p, sk)
 	mb := slow.t

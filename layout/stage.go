@@ -17,6 +17,17 @@ import (
 type stageKernels struct {
 	layers, head, emb, opt []kernels.Kernel // decoder layers (all of them), LM head, embedding, optimizer
 	a2a                    kernels.Kernel   // the expert all-to-all, timed by placement
+	// fwd is the GPU's forward time by phase (forwardPhases) of all the decoder layers, the LM
+	// head, the embedding and one MoE layer's permutation: what an eager MoE model's synchronized
+	// forward runs at (moeHostPace); set where the host's pace can bind (Trainer.phases)
+	fwd phaseTimes
+}
+
+// phaseTimes are GPU seconds of forward kernels: the routed experts' and the rest's, of all the
+// decoder layers (a stage takes its share), and the rest's of the LM head and the embedding.
+type phaseTimes struct {
+	experts, rest, head, emb float64
+	permute                  float64 // the permutation's forward half, per MoE layer
 }
 
 func splitKernels(step analyzer.Step) stageKernels {
@@ -176,7 +187,18 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 	hostBound := 0.0
 	if h, ok := p.(interface{ MoELaunch() float64 }); ok && moeLayers > 0 && h.MoELaunch() > 0 && !l.CUDAGraph {
 		gpu := t.TEst - t.TComm
-		experts, rest := forwardPhases(p, ks)
+		// the stage's share of the layers' forward (the kernels scale linearly with the layers
+		// a stage holds), its permutation's forward half, and the head and embedding it holds
+		share := (float64(n) + mtpLayers) / float64(L)
+		experts, rest := share*sk.fwd.experts+moeLayers*sk.fwd.permute, share*sk.fwd.rest
+		for _, e := range extra {
+			switch {
+			case len(e) > 0 && len(sk.head) > 0 && &e[0] == &sk.head[0]:
+				rest += sk.fwd.head
+			case len(e) > 0 && len(sk.emb) > 0 && &e[0] == &sk.emb[0]:
+				rest += sk.fwd.emb
+			}
+		}
 		if paced := moeHostPace(h.MoELaunch(), l.moeLaunchPhases(fp), moeLayers, experts, rest, gpu); paced > gpu {
 			t.TLatency += paced - gpu
 			t.TEst += paced - gpu
@@ -215,10 +237,10 @@ func moeHostPace(launch float64, ph moeLaunches, layers, fwdExperts, fwdRest, gp
 	return ph.forwards*layers*window + math.Max(launch*ph.backward*layers, bwd)
 }
 
-// forwardPhases is the GPU time of a stage's forward kernels: the routed experts' (with the
-// permutation's forward half) and the rest's. The analyzer lists an op's forward kernel first,
-// then its gradients (recompute's repeats after them); a low-precision cast kernel is half
-// forward (the input's quantization; the output gradient's is the backward's).
+// forwardPhases is the GPU time of the forward kernels of ks: the routed experts' and the rest's.
+// The analyzer lists an op's forward kernel first, then its gradients (recompute's repeats after
+// them); a low-precision cast kernel is half forward (the input's quantization; the output
+// gradient's is the backward's).
 func forwardPhases(p kernels.Predictor, ks []kernels.Kernel) (experts, rest float64) {
 	var ek, rk []kernels.Kernel
 	prev := ""
@@ -227,7 +249,7 @@ func forwardPhases(p kernels.Predictor, ks []kernels.Kernel) (experts, rest floa
 		share := 0.0
 		switch {
 		case k.Kind == kernels.Collective:
-		case strings.HasSuffix(name, ".cast") || name == "moe_permute":
+		case strings.HasSuffix(name, ".cast"):
 			share = 0.5
 		case name != prev:
 			share = 1
@@ -236,7 +258,7 @@ func forwardPhases(p kernels.Predictor, ks []kernels.Kernel) (experts, rest floa
 		if share == 0 {
 			continue
 		}
-		if k.Category == string(analyzer.CatRoutedExperts) || name == "moe_permute" {
+		if k.Category == string(analyzer.CatRoutedExperts) {
 			ek = append(ek, scaled(k, share))
 		} else {
 			rk = append(rk, scaled(k, share))
@@ -244,6 +266,38 @@ func forwardPhases(p kernels.Predictor, ks []kernels.Kernel) (experts, rest floa
 	}
 	base := p.Predict(nil).TEst // the per-step overhead every prediction carries
 	return p.Predict(ek).TEst - base, p.Predict(rk).TEst - base
+}
+
+// phaseKey names a step's kernels under one time model.
+type phaseKey struct {
+	step stepKey
+	p    kernels.Predictor
+}
+
+// phases are the forward phases of sk's kernels under p (forwardPhases), computed once per step
+// and time model: a plan times thousands of layouts on a few steps. Zero where the host's pace
+// cannot bind (no MoE host figure, or a CUDA graph).
+func (tr *Trainer) phases(l Layout, p kernels.Predictor, sk stageKernels) phaseTimes {
+	h, ok := p.(interface{ MoELaunch() float64 })
+	if !ok || h.MoELaunch() <= 0 || l.CUDAGraph || tr.m.Fingerprint.MoE == nil {
+		return phaseTimes{}
+	}
+	k := phaseKey{tr.key(l), p}
+	if ph, ok := tr.phaseCache[k]; ok {
+		return ph
+	}
+	var ph phaseTimes
+	ph.experts, ph.rest = forwardPhases(p, sk.layers)
+	_, ph.head = forwardPhases(p, sk.head)
+	_, ph.emb = forwardPhases(p, sk.emb)
+	if perm := tr.permutation(l, 1); perm.Bytes > 0 {
+		ph.permute = p.Predict([]kernels.Kernel{scaled(perm, 0.5)}).TEst - p.Predict(nil).TEst
+	}
+	if tr.phaseCache == nil {
+		tr.phaseCache = map[phaseKey]phaseTimes{}
+	}
+	tr.phaseCache[k] = ph
+	return ph
 }
 
 // bubble is the pipeline's idle time per step: interleaved 1F1B's (PP-1)/VP micro-batches
