@@ -23,9 +23,10 @@ type moeHostRun struct {
 	StepBestUs  float64 `json:"step_best_us"`
 	StepKernels float64 `json:"step_kernels"`
 	StepGPUUs   float64 `json:"step_gpu_us"`
+	DDP         bool    `json:"ddp"`
 }
 
-func loadMoEHost(t *testing.T) (megatron, bare []moeHostRun) {
+func loadMoEHost(t *testing.T) (megatron, bare, ddp []moeHostRun) {
 	t.Helper()
 	b, err := os.ReadFile("moe_host_h100.json")
 	if err != nil {
@@ -34,6 +35,7 @@ func loadMoEHost(t *testing.T) (megatron, bare []moeHostRun) {
 	var f struct {
 		Megatron []moeHostRun `json:"megatron"`
 		TorchMoE []moeHostRun `json:"torch_moe"`
+		DDP      []moeHostRun `json:"megatron_ddp"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
 		t.Fatalf("calib/moe_host_h100.json: %v", err)
@@ -47,7 +49,7 @@ func loadMoEHost(t *testing.T) (megatron, bare []moeHostRun) {
 		}
 		return out
 	}
-	return host(f.Megatron), host(f.TorchMoE)
+	return host(f.Megatron), host(f.TorchMoE), host(f.DDP)
 }
 
 // lineFit is the least-squares line y = a + b x.
@@ -74,7 +76,7 @@ func lineFit(xs, ys []float64) (a, b float64) {
 //     the whole measured layer at 16 experts, whose SequentialMLP issues about 18 kernels per
 //     expert from Python where Transformer Engine's GroupedLinear issues 6 from C++.
 func TestMeasuredHostPaceBracketsTheLaneFit(t *testing.T) {
-	mega, bare := loadMoEHost(t)
+	mega, bare, ddp := loadMoEHost(t)
 	if len(mega) < 4 || len(bare) < 4 {
 		t.Fatalf("%d megatron and %d bare rows at 64 tokens, want the expert sweep", len(mega), len(bare))
 	}
@@ -116,6 +118,28 @@ func TestMeasuredHostPaceBracketsTheLaneFit(t *testing.T) {
 	fixed := math.Min(fixedWall, fixedBest)
 	if at16.Experts == 0 || !(fixed > 0 && fixed < at16.StepBestUs) {
 		t.Fatalf("fixed part %.0f us, 16-expert layer %+v", fixed, at16)
+	}
+	// the second run, on another machine: its fewest-expert layer costs at least the fixed part,
+	// and Megatron's DDP, whose per-parameter gradient hooks run on the host, never makes a
+	// step cheaper (medians; the best steps scatter more)
+	few, wrapped := map[float64]moeHostRun{}, map[float64]moeHostRun{}
+	for _, r := range ddp {
+		if r.DDP {
+			wrapped[r.Experts] = r
+		} else {
+			few[r.Experts] = r
+		}
+	}
+	if len(few) < 3 || len(wrapped) != len(few) {
+		t.Fatalf("%d bare and %d DDP-wrapped layers in the second run", len(few), len(wrapped))
+	}
+	for e, r := range few {
+		if w := wrapped[e]; w.StepWallUs < r.StepWallUs {
+			t.Errorf("%g experts: DDP-wrapped %.0f us below the bare layer's %.0f", e, w.StepWallUs, r.StepWallUs)
+		}
+		if r.Experts <= 4 && r.StepBestUs < fixed {
+			t.Errorf("%g experts: %.0f us, below the fixed part %.0f us", e, r.StepBestUs, fixed)
+		}
 	}
 	fp := analyzer.Fingerprint{MoE: &analyzer.MoEInfo{RoutedExperts: 128, TopK: 8, MoELayers: 48}}
 	l := layout.Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 1, GBS: 8, Seq: 4096}

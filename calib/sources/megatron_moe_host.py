@@ -13,11 +13,14 @@ fit alone. This script measures it on the lent machine's x86 CPU:
    few tokens, so the GPU idles and the wall time is the host's. Kernels per step are counted
    with PyTorch's profiler, so the result is host time per issued kernel; varying the local
    expert count splits it into a fixed part and a per-expert part.
-3. torch_moe: the same layer written with bare PyTorch ops (router, sort-based permutation, the
+3. ddp: the layer's fixed part on 2-8 experts, and the same layers wrapped in Megatron's
+   DistributedDataParallel, whose gradient hooks (one per parameter) run on the host too.
+4. torch_moe: the same layer written with bare PyTorch ops (router, sort-based permutation, the
    tokens-per-expert copy to the host, one GEMM pair per expert, the combine), the floor under
    any framework's Python.
 
 Run on the device machine:  PYTHONPATH=.mcore python3 calib/sources/megatron_moe_host.py
+(SECTIONS=launch,torch_moe,megatron,ddp picks sections; each writes its own key.)
 (.mcore holds megatron/core from NVIDIA/Megatron-LM; the commit is recorded in the output.)
 Writes $OUT/moe_host.json.
 """
@@ -122,40 +125,92 @@ def launch_section():
     save()
 
 
-def megatron_section():
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29531")
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
-    os.environ.setdefault("LOCAL_RANK", "0")
+_MEGATRON_READY = []
+
+
+def init_megatron():
+    """One rank of Megatron's model-parallel state (TP = PP = EP = 1), once."""
+    if _MEGATRON_READY:
+        return
+    for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29531"), ("RANK", "0"),
+                 ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
+        os.environ.setdefault(k, v)
     import torch.distributed as dist
+    from megatron.core import parallel_state
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
 
     if not dist.is_initialized():
         dist.init_process_group("nccl", rank=0, world_size=1)
-    from megatron.core import parallel_state
+    parallel_state.initialize_model_parallel(1, 1)
+    model_parallel_cuda_manual_seed(123)
+    _MEGATRON_READY.append(True)
+
+
+def moe_layer(experts):
+    """Qwen3-30B-A3B's MoE layer (hidden 2048, expert FFN 768, top-8) with this many local
+    experts, as Megatron-core's local spec builds it, on the GPU in BF16."""
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_submodules
-    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
     from megatron.core.transformer.moe.moe_layer import MoELayer
     from megatron.core.transformer.spec_utils import get_submodules
     from megatron.core.transformer.transformer_config import TransformerConfig
 
-    parallel_state.initialize_model_parallel(1, 1)
-    model_parallel_cuda_manual_seed(123)
+    cfg = TransformerConfig(
+        num_layers=1, hidden_size=2048, num_attention_heads=32, num_moe_experts=experts,
+        moe_router_topk=min(8, experts), moe_ffn_hidden_size=768, ffn_hidden_size=768,
+        gated_linear_unit=True, activation_func=F.silu, add_bias_linear=False,
+        moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=1e-3,
+        moe_token_dispatcher_type="alltoall", bf16=True, params_dtype=torch.bfloat16,
+        moe_grouped_gemm=False)
+    sub = get_submodules(get_gpt_layer_local_submodules(num_experts=experts, moe_grouped_gemm=False).mlp)
+    return cfg, MoELayer(cfg, sub).cuda()
+
+
+def ddp_section():
+    """The layer's fixed part on few experts, and what Megatron's DistributedDataParallel adds:
+    it registers a hook on every parameter's gradient accumulation (overlap_grad_reduce), so each
+    expert's weights cost the host a hook per backward beside the layer's own kernels."""
+    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+
+    init_megatron()
+    rows = []
+    RES["megatron_ddp"] = rows
+    for experts in (2, 4, 8, 16, 64):
+        for wrapped in (False, True):
+            cfg, layer = moe_layer(experts)
+            model = layer
+            if wrapped:
+                model = DistributedDataParallel(
+                    cfg, DistributedDataParallelConfig(overlap_grad_reduce=True, use_distributed_optimizer=True,
+                                                       grad_reduce_in_fp32=True), layer)
+            x = torch.randn(64, 1, 2048, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+            def step():
+                if wrapped:
+                    model.zero_grad_buffer()
+                out = model(x)
+                (out[0] if isinstance(out, tuple) else out).float().sum().backward()
+                if wrapped:
+                    model.finish_grad_sync()
+
+            wall, best = timed(step, 50)
+            k, gpu, _ = profiled(step)
+            rows.append({"experts": experts, "tokens": 64, "topk": min(8, experts), "ddp": wrapped,
+                         "params": sum(1 for _ in layer.parameters()),
+                         "step_wall_us": wall, "step_best_us": best, "step_kernels": k, "step_gpu_us": gpu})
+            save()
+            del model, layer, x
+            torch.cuda.empty_cache()
+
+
+def megatron_section():
+    init_megatron()
     rows = []
     RES["megatron"] = rows
     # Qwen3-30B-A3B's MoE layer (hidden 2048, expert FFN 768, top-8 of the local experts), as
     # one EP rank would hold 1/EP of its 128 experts.
     for experts in (8, 16, 32, 64, 128):
         for tokens in (64, 4096):
-            cfg = TransformerConfig(
-                num_layers=1, hidden_size=2048, num_attention_heads=32, num_moe_experts=experts,
-                moe_router_topk=8, moe_ffn_hidden_size=768, ffn_hidden_size=768,
-                gated_linear_unit=True, activation_func=F.silu, add_bias_linear=False,
-                moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=1e-3,
-                moe_token_dispatcher_type="alltoall", bf16=True, params_dtype=torch.bfloat16,
-                moe_grouped_gemm=False)
-            sub = get_submodules(get_gpt_layer_local_submodules(num_experts=experts, moe_grouped_gemm=False).mlp)
-            layer = MoELayer(cfg, sub).cuda()
+            cfg, layer = moe_layer(experts)
             x = torch.randn(tokens, 1, 2048, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
             def fwd():
@@ -235,7 +290,11 @@ def main():
     except Exception as e:  # recorded, the other sections still run
         RES["megatron_import_error"] = repr(e)
     save()
-    for name, fn in (("launch", launch_section), ("torch_moe", torch_moe_section), ("megatron", megatron_section)):
+    want = os.environ.get("SECTIONS", "launch,torch_moe,megatron,ddp").split(",")
+    for name, fn in (("launch", launch_section), ("torch_moe", torch_moe_section), ("megatron", megatron_section),
+                     ("ddp", ddp_section)):
+        if name not in want:
+            continue
         t0 = time.time()
         try:
             fn()
