@@ -71,3 +71,40 @@ func TestSynchronizedForwardOnAStep(t *testing.T) {
 		t.Errorf("host-bound share %.3f s of kernels %.3f s leaves %.3f s, want the graphed GPU's %.3f (+1%%)", eager.HostBound, eager.Kernels, eager.Kernels-eager.HostBound, gpu)
 	}
 }
+
+// The knobs analyze names for a host-bound step move it: a larger micro-batch (fewer
+// micro-batches, the same kernels each) and more expert parallelism (fewer local experts, fewer
+// kernels each) each shorten what the host adds, and HostPace reports the pace and the count the
+// step was timed with (Qwen3-30B-A3B on 8 B200 under MXFP8, eager).
+func TestHostBoundKnobs(t *testing.T) {
+	tr := megatronTrainer(t, "Qwen3-30B-A3B", "B200", "fp8")
+	base := Layout{Framework: Megatron, TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 4, ETP: 1, MBS: 2, GBS: 512, Seq: 4096,
+		DistOptimizer: true, Precision: "mxfp8"}
+	step := func(l Layout) Step {
+		t.Helper()
+		if err := l.Validate(tr.m.Fingerprint); err != nil {
+			t.Fatal(err)
+		}
+		s, err := tr.Train(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := step(base)
+	if s.HostBound <= 0 {
+		t.Fatalf("%s: not host-bound, the case this checks", base)
+	}
+	launch, n := tr.HostPace(base)
+	if want := tr.p.(interface{ MoELaunch() float64 }).MoELaunch(); launch != want || n != base.MoELaunches(tr.m.Fingerprint) {
+		t.Errorf("HostPace %g s x %g kernels, want %g s x %g", launch, n, want, base.MoELaunches(tr.m.Fingerprint))
+	}
+	bigger, wider := base, base
+	bigger.MBS *= 2
+	wider.EP *= 2
+	for _, l := range []Layout{bigger, wider} {
+		if got := step(l); got.HostBound >= s.HostBound || got.StepTime >= s.StepTime {
+			t.Errorf("%s: host adds %.2f s of a %.2f s step, not less than %s's %.2f of %.2f", l, got.HostBound, got.StepTime, base, s.HostBound, s.StepTime)
+		}
+	}
+}

@@ -680,6 +680,17 @@ func (tr *Trainer) predictor(l Layout) kernels.Predictor {
 	return tr.p
 }
 
+// HostPace is the host's time per kernel of an eager MoE layer (seconds) in l's time model,
+// and the kernels one MoE layer issues per micro-batch (Layout.MoELaunches): what a host-bound
+// step is paced by. Zero where the time model has no host pace.
+func (tr *Trainer) HostPace(l Layout) (launch, kernels float64) {
+	h, ok := tr.predictor(l).(interface{ MoELaunch() float64 })
+	if !ok || tr.m.Fingerprint.MoE == nil {
+		return 0, 0
+	}
+	return h.MoELaunch(), l.MoELaunches(tr.m.Fingerprint)
+}
+
 // offload is the exposed time of host offloading in one step, at the host link's bandwidth:
 //   - optimizer (ZeRO-Offload): this GPU's gradient shard out and its weights back in 16 bits,
 //     and the CPU's Adam over the shard at host memory bandwidth, after the backward;

@@ -42,8 +42,8 @@ func TestLaneFitsListPooledFiguresOnce(t *testing.T) {
 	}
 }
 
-// A training step the host bounds says so, with how much and the knob that removes it; one the
-// host does not bound (or barely) says nothing of it.
+// A training step the host bounds says so, with how much, its pace and the knobs that move it;
+// one the host does not bound (or barely) says nothing of it.
 func TestLayoutsNameTheHostBound(t *testing.T) {
 	l := layout.Layout{TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, MBS: 1, GBS: 8, Seq: 4096}
 	r := LayoutResult{Target: "GB200 bf16", Step: layout.Step{Layout: l, StepTime: 0.447, Microbatch: 0.444, Kernels: 0.412, HostBound: 0.291},
@@ -54,6 +54,18 @@ func TestLayoutsNameTheHostBound(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "of the kernels' 412.0 ms, 291.0 ms is the host issuing the MoE layers' kernels eagerly") || !strings.Contains(b.String(), "`--cuda-graph`") {
 		t.Errorf("the host bound is not named:\n%s", b.String())
+	}
+	if strings.Contains(b.String(), "kernels per MoE layer") {
+		t.Errorf("a pace quoted with none given:\n%s", b.String())
+	}
+	// with the pace the step was timed with, the sentence quotes it and the knobs that move it
+	r.HostPaceUs, r.MoELaunches = 53.8, 156
+	b.Reset()
+	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "It issues 156 kernels per MoE layer and micro-batch at 53.8 µs each (the lane's host pace); a larger micro-batch (fewer micro-batches) or more expert parallelism (fewer local experts) shortens the host's share, and a full-iteration CUDA graph"; !strings.Contains(b.String(), want) {
+		t.Errorf("the pace and its knobs are not named:\n%s", b.String())
 	}
 	// on AMD Instinct the stack's own remedy is Primus-Turbo's sync-free MoE
 	r.HostRemedy = layout.HostRemedy("AMD")

@@ -163,6 +163,11 @@ type LayoutResult struct {
 	// HostRemedy is what removes a host-bound step's host pace on the target's stack
 	// (layout.HostRemedy); empty: NVIDIA's CUDA graph.
 	HostRemedy string `json:"host_remedy,omitempty"`
+	// HostPaceUs is the host's time per kernel of an eager MoE layer the step was timed with
+	// (the lane's moe_launch_us), and MoELaunches the kernels one MoE layer issues per
+	// micro-batch (layout.Layout.MoELaunches): what the host-bound sentence quotes.
+	HostPaceUs  float64 `json:"host_pace_us,omitempty"`
+	MoELaunches float64 `json:"moe_launches,omitempty"`
 	// FP8AttentionUnmeasured: the layout asks for FP8 attention where the chip has no measured
 	// FP8 attention kernels, so it is timed as 16-bit (layout.Layout.FP8AttentionUnmeasured).
 	FP8AttentionUnmeasured bool `json:"fp8_attention_unmeasured,omitempty"`
@@ -199,8 +204,14 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			s.StepTime, l.GA(), s.Microbatch*1e3, slowest(l), s.Kernels*1e3, s.LayerComm*1e3, s.Bubble*1e3, s.DPExposed*1e3, s.Optimizer*1e3, s.Offload*1e3, s.TokensPerS, s.TokensPerS/float64(l.GPUs()),
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 		if s.HostBound > 0.05*s.StepTime {
-			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them (each layer's forward copies its token counts to the host, so the host cannot issue its experts' kernels ahead); %s.\n\n",
-				s.Kernels*1e3, s.HostBound*1e3, orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA")))
+			// the knobs follow the host's time per step: micro-batches x MoE layers x kernels
+			tail := "; " + orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA"))
+			if r.HostPaceUs > 0 && r.MoELaunches > 0 {
+				tail = fmt.Sprintf(". It issues %.0f kernels per MoE layer and micro-batch at %.1f µs each (the lane's host pace); a larger micro-batch (fewer micro-batches) or more expert parallelism (fewer local experts) shortens the host's share, and %s",
+					r.MoELaunches, r.HostPaceUs, orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA")))
+			}
+			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them (each layer's forward copies its token counts to the host, so the host cannot issue its experts' kernels ahead)%s.\n\n",
+				s.Kernels*1e3, s.HostBound*1e3, tail)
 		}
 		if s.Casts > 0.05*s.StepTime {
 			w.printf("The %s casts take %.1f ms of the kernels (%.0f%% of the step): %s.\n\n",

@@ -28,6 +28,10 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 		f := layout.CheckTraining("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
 		r := render.LayoutResult{Target: t.Label(), Step: st, Fit: f, HostRemedy: layout.HostRemedy(t.Chip.Vendor),
 			FP8AttentionUnmeasured: o.layout.FP8AttentionUnmeasured(t.Chip.Efficiency.Lane(o.layout.Framework))}
+		if st.HostBound > 0 {
+			launch, n := tr.HostPace(*o.layout)
+			r.HostPaceUs, r.MoELaunches = launch*1e6, n
+		}
 		if !f.Fits {
 			// a step time under a layout that cannot run is no answer: name what would fit
 			sv, alt, ok, err := tr.FastestFitting(*o.layout, t.Chip.MemoryBytes())
