@@ -140,7 +140,7 @@ def tensor_stats(t: torch.Tensor, bins: int = HIST_BINS) -> dict | None:
 SKETCH_BUCKETS = 1024  # a power of two dividing the chunk
 _SKETCH_CHUNK = 1 << 20
 _SEED_ROW, _SEED_SIGN, _SEED_CHUNK, _SEED_CHUNK_SIGN = 0x9E3779B9, 0x7F4A7C15, 0x85EBCA77, 0xC2B2AE3D
-_layouts: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+_layouts: dict[tuple[int, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
 
 
 def _mul32(x, c: int):
@@ -157,18 +157,23 @@ def _fmix32(x):
     return x ^ (x >> 16)
 
 
-def _layout(buckets: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _layout(buckets: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Per chunk of C elements viewed as rows of K: the gather index that moves column k of row r
-    to bucket (k + g(r)) mod K, and the signs s0."""
-    if buckets not in _layouts:
-        rows = _SKETCH_CHUNK // buckets
-        g = _fmix32(torch.arange(rows, dtype=torch.int64) ^ _SEED_ROW) % buckets
-        cols = torch.arange(buckets, dtype=torch.int64)
-        index = (cols[None, :] - g[:, None]) % buckets  # out[r, b] = in[r, (b - g(r)) mod K]
-        j = torch.arange(_SKETCH_CHUNK, dtype=torch.int64)
-        signs = ((_fmix32(j ^ _SEED_SIGN) & 1) * 2 - 1).to(torch.float64)
-        _layouts[buckets] = (index, signs)
-    return _layouts[buckets]
+    to bucket (k + g(r)) mod K, and the signs s0, on the device whose tensors they sketch
+    (computed on the CPU, so every device sketches with the same b and s)."""
+    key = (buckets, torch.device(device))
+    if key not in _layouts:
+        if (buckets, torch.device("cpu")) not in _layouts:
+            rows = _SKETCH_CHUNK // buckets
+            g = _fmix32(torch.arange(rows, dtype=torch.int64) ^ _SEED_ROW) % buckets
+            cols = torch.arange(buckets, dtype=torch.int64)
+            index = (cols[None, :] - g[:, None]) % buckets  # out[r, b] = in[r, (b - g(r)) mod K]
+            j = torch.arange(_SKETCH_CHUNK, dtype=torch.int64)
+            signs = ((_fmix32(j ^ _SEED_SIGN) & 1) * 2 - 1).to(torch.float64)
+            _layouts[(buckets, torch.device("cpu"))] = (index, signs)
+        index, signs = _layouts[(buckets, torch.device("cpu"))]
+        _layouts[key] = (index.to(device), signs.to(device))
+    return _layouts[key]
 
 
 def norm_and_sketch(t: torch.Tensor, buckets: int = SKETCH_BUCKETS) -> tuple[float, list[float]]:
@@ -181,21 +186,24 @@ def norm_and_sketch(t: torch.Tensor, buckets: int = SKETCH_BUCKETS) -> tuple[flo
     if n <= buckets:
         f = torch.nan_to_num(flat.to(torch.float64), nan=0.0, posinf=0.0, neginf=0.0)
         return float(torch.linalg.vector_norm(f)), [float(x) for x in f.to(torch.float32).tolist()]
-    index, signs = _layout(buckets)
-    sk = torch.zeros(buckets, dtype=torch.float64)
-    sq = 0.0
+    # on the tensor's own device: a model trained on a GPU is dumped where its weights are
+    # (the chunks' squares are summed there too, so a GPU waits once per tensor, not per chunk)
+    dev = flat.device
+    index, signs = _layout(buckets, dev)
+    sk = torch.zeros(buckets, dtype=torch.float64, device=dev)
+    sq = torch.zeros((), dtype=torch.float64, device=dev)
     for c, start in enumerate(range(0, n, _SKETCH_CHUNK)):
         f = torch.nan_to_num(flat[start : start + _SKETCH_CHUNK].to(torch.float64), nan=0.0, posinf=0.0, neginf=0.0)
         m = f.numel()
-        sq += float(f.dot(f))
+        sq += f.dot(f)
         f.mul_(signs[:m])
         rows = -(-m // buckets)
         if m < rows * buckets:  # the last chunk's last row: the missing elements are zeros
-            f = torch.cat([f, torch.zeros(rows * buckets - m, dtype=torch.float64)])
+            f = torch.cat([f, torch.zeros(rows * buckets - m, dtype=torch.float64, device=dev)])
         u = torch.gather(f.view(rows, buckets), 1, index[:rows]).sum(0)
         u = torch.roll(u, _fmix32(c ^ _SEED_CHUNK) % buckets)
         sk += u if _fmix32(c ^ _SEED_CHUNK_SIGN) & 1 else -u
-    return math.sqrt(sq), [float(x) for x in sk.to(torch.float32).tolist()]
+    return math.sqrt(float(sq)), [float(x) for x in sk.to(torch.float32).tolist()]
 
 
 class _Progress:

@@ -144,6 +144,33 @@ def test_a_dump_that_cannot_be_written_never_stops_training(tmp_path):
     assert "not written" in d.dump_failures[0] and any("training goes on" in str(w.message) for w in caught)
 
 
+def test_statistics_that_fail_never_stop_training(tmp_path, monkeypatch):
+    """Statistics that raise on some tensor (as they did on CUDA tensors before they were computed
+    on the tensor's device) are a warning and a recorded failure, with no partial dump left; the
+    loop goes on and the next dump is written once they work."""
+    import warnings
+
+    import mrep_export.dump as dump_mod
+
+    real = dump_mod.norm_and_sketch
+
+    def broken(t, *a, **k):
+        raise RuntimeError("Expected all tensors to be on the same device")
+
+    model = nn.Sequential(nn.Linear(8, 8))
+    d = CheckpointDumper(model, tmp_path / "dumps", every=2, name="tiny", gz=False)
+    monkeypatch.setattr(dump_mod, "norm_and_sketch", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert d.maybe_dump(0) is None
+    assert len(d.dump_failures) == 1 and "RuntimeError: Expected all tensors" in d.dump_failures[0], d.dump_failures
+    assert any("training goes on" in str(w.message) for w in caught)
+    assert not os.listdir(tmp_path / "dumps")  # nothing half-written
+    monkeypatch.setattr(dump_mod, "norm_and_sketch", real)
+    d.maybe_dump(1)
+    assert d.maybe_dump(2) is not None and len(os.listdir(tmp_path / "dumps")) == 1
+
+
 def test_wait_ingests_gives_up_after_its_timeout(tmp_path):
     """An ingest that hangs (a lock held on the history) is stopped when wait_ingests' timeout
     runs out and reported; the call returns instead of waiting for as long as the lock is held."""
