@@ -21,32 +21,46 @@ from mrep_export.hooks import CheckpointDumper
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-def _loop(model, opt, x, steps, dumper, sync_each_step):
-    """Train for steps, recording a CUDA event and the dumper at every step's end."""
-    events = []
-    for step in range(steps):
-        loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if sync_each_step:
-            loss.item()  # what a loop that logs its loss does
-        ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
-        events.append(ev)
-        dumper.step_done(tokens=x.shape[0])
-    torch.cuda.synchronize()
-    gpu = [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]
-    return gpu
-
-
-@pytest.mark.parametrize("sync_each_step", [False, True])
-def test_measured_step_time_is_the_gpus(tmp_path, sync_each_step):
+def _setup():
+    """Eight 4096-wide BF16 linears on 8,192 tokens: about 3.3 TFLOP a step forward and backward,
+    milliseconds on any current GPU, far above the host's time to issue its few dozen kernels."""
     torch.manual_seed(0)
     width = 4096
     model = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(8)]).cuda().to(torch.bfloat16)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
-    x = torch.randn(8192, width, device="cuda", dtype=torch.bfloat16)
+    return model, opt, torch.randn(8192, width, device="cuda", dtype=torch.bfloat16)
+
+
+def _step(model, opt, x, sync):
+    """One optimizer step, then a CUDA event at its end (on the GPU's clock, as the test's own)."""
+    loss = model(x).float().pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    if sync:
+        loss.item()  # what a loop that logs its loss does
+    ev = torch.cuda.Event(enable_timing=True)
+    ev.record()
+    return ev
+
+
+def _intervals(events):
+    torch.cuda.synchronize()
+    return [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]
+
+
+def _loop(model, opt, x, steps, dumper, sync_each_step):
+    """Train for steps, recording a CUDA event and the dumper at every step's end."""
+    events = []
+    for _ in range(steps):
+        events.append(_step(model, opt, x, sync_each_step))
+        dumper.step_done(tokens=x.shape[0])
+    return _intervals(events)
+
+
+@pytest.mark.parametrize("sync_each_step", [False, True])
+def test_measured_step_time_is_the_gpus(tmp_path, sync_each_step):
+    model, opt, x = _setup()
     dumper = CheckpointDumper(model, tmp_path, name="gpu", precision="bf16")
     _loop(model, opt, x, 5, dumper, sync_each_step)  # warm-up: cuBLAS heuristics, the allocator
     dumper = CheckpointDumper(model, tmp_path, name="gpu", precision="bf16")
@@ -55,8 +69,6 @@ def test_measured_step_time_is_the_gpus(tmp_path, sync_each_step):
     want = statistics.median(gpu[5:])
     print(f"\nsync_each_step={sync_each_step}: hook {measured * 1e3:.3f} ms, GPU events {want * 1e3:.3f} ms "
           f"({torch.cuda.get_device_name()})")
-    # 8 linears of 8192 x 4096 x 4096, forward and backward: about 3.3 TFLOP a step, milliseconds
-    # on any current GPU, far above the host's time to issue its few dozen kernels
     assert want > 1e-3
     assert abs(measured - want) / want < 0.05, (measured, want)
 
@@ -66,28 +78,16 @@ def test_a_dump_early_in_training_times_the_gpus_steps(tmp_path):
     so timing them by the host's clock reads the launches (on an H100 the first 20 steps of this
     loop were issued about 1.2 ms apart against 9.7 ms on the GPU). A dump every 10 steps must
     still report the GPU's step time, from the first."""
-    torch.manual_seed(0)
-    width = 4096
-    model = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(8)]).cuda().to(torch.bfloat16)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-6)
-    x = torch.randn(8192, width, device="cuda", dtype=torch.bfloat16)
-    dumper = CheckpointDumper(model, tmp_path, name="gpu", precision="bf16")
-    _loop(model, opt, x, 5, dumper, False)  # warm-up
+    model, opt, x = _setup()
+    _loop(model, opt, x, 5, CheckpointDumper(model, tmp_path, name="gpu", precision="bf16"), False)  # warm-up
     torch.cuda.synchronize()
     dumper = CheckpointDumper(model, tmp_path, name="gpu", precision="bf16", every=10)
     events, got = [], []
     for step in range(1, 31):
-        loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
-        events.append(ev)
+        events.append(_step(model, opt, x, False))
         if dumper.maybe_dump(step, tokens=x.shape[0]) is not None:
             got.append(load_dump(dumper.written[-1].path)["measurement"]["step_time_s"])
-    torch.cuda.synchronize()
-    gpu = [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]
+    gpu = _intervals(events)
     # the dumper's windows: steps 1-10 (9 intervals, the first step has none before it), 11-20
     # and 21-30, each interval between the same two step ends as ours (the GPU's clocks move
     # over a run, so each window is held to its own steps)
