@@ -205,10 +205,11 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 			100*s.MFU, 100*s.MFU6N, 100*s.HFU)
 		if s.HostBound > 0.05*s.StepTime {
 			// the knobs follow the host's time per step: micro-batches x MoE layers x kernels
-			tail := "; " + orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA"))
+			remedy := orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA"))
+			tail := "; " + remedy
 			if r.HostPaceUs > 0 && r.MoELaunches > 0 {
 				tail = fmt.Sprintf(". It issues %.0f kernels per MoE layer and micro-batch at %.1f µs each (the lane's host pace); a larger micro-batch (fewer micro-batches) or more expert parallelism (fewer local experts) shortens the host's share, and %s",
-					r.MoELaunches, r.HostPaceUs, orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA")))
+					r.MoELaunches, r.HostPaceUs, remedy)
 			}
 			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them (each layer's forward copies its token counts to the host, so the host cannot issue its experts' kernels ahead)%s.\n\n",
 				s.Kernels*1e3, s.HostBound*1e3, tail)
