@@ -118,6 +118,19 @@ func megatronArgs(t Training) string {
 		b.WriteString("# mrep timed fp8_dot_product_attention=True (the attention core in the recipe's FP8): pretrain_gpt.py has no\n" +
 			"# flag for it; set mixed_precision.fp8_dot_product_attention in a Megatron-Bridge config, or expect 16-bit attention\n")
 	}
+	switch {
+	case l.GroupedGEMM == "turbo" || l.SyncFreeMoE > 0:
+		// Primus's own arguments (primus/configs/modules/megatron/primus_turbo.yaml): stock
+		// Megatron-LM has neither
+		fmt.Fprintf(&b, "# mrep timed Primus-Turbo's MoE path (--use_turbo_grouped_gemm %s --turbo_sync_free_moe_stage %d%s): these are\n"+
+			"# Primus's arguments, not Megatron-LM's; run them under Primus (primus-cli train pretrain), or expect Megatron's own grouped GEMM\n",
+			map[bool]string{true: "True", false: "False"}[l.GroupedGEMM == "turbo"], l.SyncFreeMoE, map[bool]string{true: " --moe_use_legacy_grouped_gemm True", false: ""}[l.GroupedGEMM == "legacy"])
+	case l.GroupedGEMM == "legacy":
+		// Megatron-LM removed its legacy GroupedMLP and the flag (arguments.py @d98e8a6 has
+		// neither); Primus's Megatron keeps it
+		b.WriteString("# mrep timed Megatron's legacy grouped GEMM (--moe-use-legacy-grouped-gemm, a launch per expert): this Megatron-LM\n" +
+			"# no longer has it (Primus's Megatron does); it runs Transformer Engine's GroupedLinear, with the same launches\n")
+	}
 	if l.ActFP8InputStore {
 		// a TransformerConfig field Megatron-LM's arguments exclude ("no CLI argument exists for
 		// these", training/arguments.py _add_network_size_args @core_v0.17.0)

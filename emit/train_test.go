@@ -466,3 +466,32 @@ func TestEmittedFP8OutputProj(t *testing.T) {
 		}
 	}
 }
+
+// Megatron's legacy grouped GEMM (--moe-use-legacy-grouped-gemm, gone from Megatron-LM's parser
+// at d98e8a6), Primus-Turbo's grouped GEMM and sync-free MoE (Primus's arguments) are none of
+// them options stock Megatron-LM takes, so the script says mrep timed them rather than pass them.
+func TestEmittedGroupedGEMM(t *testing.T) {
+	l := moeLayout
+	for _, c := range []struct {
+		gg           string
+		stage        int64
+		legacy, note bool
+	}{{"", 0, false, false}, {"legacy", 0, true, false}, {"turbo", 0, false, true}, {"turbo", 2, false, true}, {"legacy", 1, true, true}} {
+		l.GroupedGEMM, l.SyncFreeMoE = c.gg, c.stage
+		fs, err := WriteTraining("megatron", "train", Training{Model: "Qwen/Qwen3-30B-A3B", Name: "Qwen3-30B-A3B", Title: "gg", Layout: l, Layers: 48, MoE: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := fs.Contents[fs.Names[0]]
+		checkMegatron(t, fs.Names[0], body)
+		if got := strings.Contains(body, "# mrep timed Megatron's legacy grouped GEMM") || strings.Contains(body, "--moe_use_legacy_grouped_gemm True"); got != c.legacy {
+			t.Errorf("grouped gemm %q: legacy note written %v:\n%s", c.gg, got, body)
+		}
+		if got := strings.Contains(body, "# mrep timed Primus-Turbo's MoE path"); got != c.note {
+			t.Errorf("grouped gemm %q, stage %d: Primus note written %v", c.gg, c.stage, got)
+		}
+		if strings.Contains(body, "--use_turbo_grouped_gemm True") && !strings.Contains(body, "# mrep timed Primus-Turbo's MoE path (--use_turbo_grouped_gemm True") {
+			t.Errorf("a Primus argument outside the note:\n%s", body)
+		}
+	}
+}

@@ -80,22 +80,19 @@ func TestDeepSeekA2ABytesAtEP64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 8 nodes; top-8 uniformly over them touch 8(1-(7/8)^8) = 5.25 nodes, 7/8 of them remote
+	// 8 nodes of 32 experts; top-8 drawn without replacement from 256 miss a node with
+	// probability C(224, 8) / C(256, 8), so they touch 8(1 - that) = 5.27 nodes, 7/8 of them remote
 	nodes := 8.0
-	touched := nodes * (1 - pow(7.0/8, 8))
+	miss := 1.0
+	for i := 0.0; i < 8; i++ {
+		miss *= (224 - i) / (256 - i)
+	}
+	touched := nodes * (1 - miss)
 	perLayer := msg * (3 + (1+1.0/128)/2)
 	testutil.Near(t, "deepep bytes off-node", dp.A2A.BytesPerLayer*dp.A2A.ScaleOutShare, perLayer/8*touched*7/8, 1e-9)
 	if dp.A2A.Time >= st.A2A.Time {
 		t.Errorf("deepep all-to-all %g not below alltoall's %g", dp.A2A.Time, st.A2A.Time)
 	}
-}
-
-func pow(x float64, n int) float64 {
-	r := 1.0
-	for i := 0; i < n; i++ {
-		r *= x
-	}
-	return r
 }
 
 // FSDP's per-layer traffic, by hand: a Llama-3.1-8B decoder layer holds 218,112,000 parameters

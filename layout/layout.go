@@ -64,12 +64,33 @@ type Layout struct {
 	// (the busiest EP rank's tokens over the mean; 1: balanced, as forced in benchmarks).
 	Dispatcher, A2AOverlap string
 	Imbalance              float64
+	// Routing is how a benchmark's forced balance picks each token's experts: "" random logits
+	// (Megatron's moe_router_force_load_balancing: uniform, as a trained router spreads them), or
+	// "even" (Primus's moe_router_force_load_balancing_type even: token t's k-th slot goes to
+	// expert (t·topk + k) mod experts, so its top-k experts are consecutive and share a rank).
+	// Only a deduplicating dispatcher (DeepEP, HybridEP) moves less for it.
+	Routing string
 	// CUDAGraph: Megatron's full-iteration CUDA graph (--cuda-graph-impl full_iteration): each
 	// step replays one captured graph, so the host issues no kernels and its pace never bounds
 	// the step (an eager MoE layer's host work, MoELaunchUs, goes with it). An MoE model's
 	// layers are capturable only with static shapes (Megatron's MoE README: an expert capacity
 	// factor with padding, or the paged stash): mrep times them dropless and balanced, as run.
 	CUDAGraph bool
+	// GroupedGEMM is how Megatron issues the routed experts' GEMMs: "" (Transformer Engine's
+	// GroupedLinear) and "legacy" (Megatron's legacy GroupedMLP, --moe-use-legacy-grouped-gemm,
+	// multi-stream on ROCm) launch one GEMM per local expert and linear; "turbo" (Primus-Turbo's
+	// grouped GEMM, --use_turbo_grouped_gemm) runs all local experts in one launch and quantizes
+	// each linear's whole input at once (Primus's moe-training guide: "processes all experts in
+	// one launch instead of multi-stream"). Only the host's launches differ: the GPU's work is the
+	// same GEMMs.
+	GroupedGEMM string
+	// SyncFreeMoE is Primus-Turbo's sync-free MoE stage (--turbo_sync_free_moe_stage 0-3). Stage 1
+	// fuses the router and the permutation; the dispatch still waits on the host for its received
+	// counts. From stage 2 the dispatch (Turbo DeepEP on worst-case buffers) and the grouped GEMM
+	// (Turbo's) size themselves on the device, so no MoE layer's forward copies its token counts
+	// to the host and the host issues ahead of the GPU: the layers' synchronized phases
+	// (moeHostPace) give way to max(host, GPU) over the micro-batch.
+	SyncFreeMoE int64
 	// NoReshard: FSDP2's reshard_after_forward=False: each micro-batch gathers a layer's weights
 	// once and keeps them to its backward (torchtitan's choice under pipelining); memory holds the
 	// stage's gathered weights and gradients.
@@ -159,6 +180,15 @@ func (l Layout) String() string {
 	}
 	if l.EP > 1 && l.Dispatcher != "" && l.Dispatcher != DispatchAllToAll {
 		s += " " + l.Dispatcher
+	}
+	if l.EP > 1 && (l.GroupedGEMM == GroupedTurbo || l.GroupedGEMM == GroupedLegacy) {
+		s += " gg:" + l.GroupedGEMM
+	}
+	if l.SyncFreeMoE > 0 {
+		s += fmt.Sprintf(" sync-free:%d", l.SyncFreeMoE)
+	}
+	if l.EP > 1 && l.Routing == RoutingEven {
+		s += " even-routing"
 	}
 	if l.CUDAGraph {
 		s += " graphed"
@@ -803,12 +833,13 @@ func (l Layout) AnalyzeFlags() []string {
 		f = append(f, "--no-sp")
 	}
 	for _, s := range []struct{ name, v string }{{"framework", l.Framework}, {"optimizer", l.Optimizer},
-		{"dispatcher", l.Dispatcher}, {"a2a-overlap", l.A2AOverlap}} {
+		{"dispatcher", l.Dispatcher}, {"a2a-overlap", l.A2AOverlap}, {"grouped-gemm", l.GroupedGEMM}, {"routing", l.Routing}} {
 		if s.v != "" {
 			f = append(f, "--"+s.name, s.v)
 		}
 	}
 	num("offload-activations", l.OffloadActivations, 0)
+	num("sync-free-moe", l.SyncFreeMoE, 0)
 	num("mtp", l.MTP, 0)
 	num("hsdp-replicas", l.Replicas, 1)
 	for _, b := range []struct {

@@ -46,6 +46,69 @@ const (
 	OverlapDualPipe  = "dualpipe"
 )
 
+// Forced routings (Layout.Routing).
+const (
+	RoutingUniform = "uniform"
+	RoutingEven    = "even"
+)
+
+// touchedGroups is how many of the groups of size experts (consecutive experts, group g holding
+// experts g·size to (g+1)·size - 1) one token's top-k experts fall in, on average. Under random
+// routing the k experts are a uniform draw without replacement, so a group is missed with
+// probability C(E - size, k) / C(E, k); under Primus's even routing token t takes experts
+// (t·k + j) mod E, a cycle of E / gcd(t·k, E) tokens, counted exactly.
+func touchedGroups(experts, topk, size int64, routing string) float64 {
+	if experts <= 0 || topk <= 0 || size <= 0 || size >= experts {
+		return 1
+	}
+	topk = min(topk, experts)
+	if routing == RoutingEven {
+		period := experts / gcd(topk, experts)
+		total := 0
+		for t := int64(0); t < period; t++ {
+			seen := map[int64]bool{}
+			for j := int64(0); j < topk; j++ {
+				seen[((t*topk+j)%experts)/size] = true
+			}
+			total += len(seen)
+		}
+		return float64(total) / float64(period)
+	}
+	miss := 1.0
+	for i := int64(0); i < topk; i++ {
+		miss *= math.Max(0, float64(experts-size-i)) / float64(experts-i)
+	}
+	return float64(experts) / float64(size) * (1 - miss)
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// Grouped GEMM implementations (Layout.GroupedGEMM).
+const (
+	GroupedTE     = "te"
+	GroupedLegacy = "legacy"
+	GroupedTurbo  = "turbo"
+)
+
+func orTE(g string) string {
+	if g == "" {
+		return GroupedTE
+	}
+	return g
+}
+
+func orAllToAll(d string) string {
+	if d == "" {
+		return DispatchAllToAll
+	}
+	return d
+}
+
 // validMoEOptions checks the dispatcher and all-to-all schedule names alone (plan options,
 // flags), before any layout is built.
 func validMoEOptions(dispatchers, overlaps []string) error {
@@ -91,6 +154,23 @@ func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 		// Megatron's recompute_mlp is set only on layers that are not MoE layers
 		// (transformer_layer.py @d98e8a6): here it would recompute nothing
 		return fmt.Errorf("recompute module mlp re-runs the dense layers' MLPs, and every layer of this model is an MoE layer: it recomputes nothing here (act re-runs the experts' activation; full the whole layer)")
+	case dense && (l.GroupedGEMM != "" || l.SyncFreeMoE > 0):
+		return fmt.Errorf("grouped gemm and sync-free MoE concern the routed experts, and the model is dense (no routed experts)")
+	case l.GroupedGEMM != "" && l.GroupedGEMM != GroupedTE && l.GroupedGEMM != GroupedLegacy && l.GroupedGEMM != GroupedTurbo:
+		return fmt.Errorf("grouped gemm %q: want te, legacy or turbo", l.GroupedGEMM)
+	case (l.GroupedGEMM == GroupedTurbo || l.GroupedGEMM == GroupedLegacy || l.SyncFreeMoE > 0) && l.Framework != "" && l.Framework != Megatron:
+		return fmt.Errorf("Megatron's legacy grouped GEMM, Primus-Turbo's and its sync-free MoE are Megatron's (Primus's Megatron backend): they need --framework megatron (the run is %s)", l.Framework)
+	case l.SyncFreeMoE < 0 || l.SyncFreeMoE > 3:
+		return fmt.Errorf("sync-free MoE stage %d: want 0 (off) to 3 (Primus's --turbo_sync_free_moe_stage)", l.SyncFreeMoE)
+	case l.SyncFreeMoE >= 2 && l.GroupedGEMM != GroupedTurbo:
+		// rocm_arg_validation.py: stages 2 and 3 turn on Turbo's grouped GEMM and refuse the legacy one
+		return fmt.Errorf("sync-free MoE stage %d runs Primus-Turbo's grouped GEMM: it needs grouped gemm turbo (it is %s)", l.SyncFreeMoE, orTE(l.GroupedGEMM))
+	case l.SyncFreeMoE >= 2 && l.Dispatcher != DispatchDeepEP:
+		return fmt.Errorf("sync-free MoE stage %d dispatches with Primus-Turbo's DeepEP: it needs dispatcher deepep (it is %s)", l.SyncFreeMoE, orAllToAll(l.Dispatcher))
+	case l.Routing != "" && l.Routing != RoutingUniform && l.Routing != RoutingEven:
+		return fmt.Errorf("routing %q: want uniform or even", l.Routing)
+	case dense && l.Routing != "":
+		return fmt.Errorf("routing %s picks each token's experts, and the model is dense (no routed experts)", l.Routing)
 	case l.Imbalance != 0 && (l.Imbalance < 1 || l.Imbalance > 64):
 		return fmt.Errorf("moe imbalance %g: want the busiest rank's tokens over the mean, 1 to 64", l.Imbalance)
 	}
@@ -143,15 +223,21 @@ func (tr *Trainer) a2aTime(l Layout, k kernels.Kernel, moeLayers float64, p kern
 	perLayer := msg * (3 + fwdScale)
 	up := perLayer * (intra - 1) / ep
 	out := perLayer * (ep - intra) / ep
-	if dedup && ep > intra {
-		// a token crosses to each destination node once: of N nodes the top-k experts
-		// (uniformly spread) touch N(1 - (1 - 1/N)^k) on average, then NVLink fans it out
-		nodes := ep / intra
+	if dedup {
+		// DeepEP and HybridEP send a token once to each rank holding any of its experts (the
+		// dispatch's is_token_in_rank; the combine returns one partial sum per rank) and once
+		// across to each other node it touches, where the scale-up links fan it out: of its
+		// top-k copies, what leaves is the ranks and nodes its experts fall in (touchedGroups),
+		// less this rank's and this node's own share
 		topk := float64(fp.MoE.TopK)
-		touched := nodes * (1 - math.Pow(1-1/nodes, topk))
-		remote := touched * (nodes - 1) / nodes // of them, other nodes
-		out = perLayer / topk * remote
-		up = perLayer * (intra - 1) / ep
+		local := fp.MoE.RoutedExperts / max(l.EP, 1)
+		ranks := touchedGroups(fp.MoE.RoutedExperts, fp.MoE.TopK, local, l.Routing)
+		up = perLayer / topk * ranks * (intra - 1) / ep
+		if ep > intra {
+			nodes := ep / intra
+			touched := touchedGroups(fp.MoE.RoutedExperts, fp.MoE.TopK, local*int64(intra), l.Routing)
+			out = perLayer / topk * touched * (nodes - 1) / nodes
+		}
 	}
 	a.BytesPerLayer = up + out
 	if a.BytesPerLayer > 0 {
@@ -270,12 +356,13 @@ const (
 
 // HostRemedy is what removes an eager MoE layer's host pace on a vendor's stack, as a sentence's
 // clause: on NVIDIA, Megatron's full-iteration CUDA graph, which mrep models (--cuda-graph); on
-// AMD Instinct, Primus-Turbo's sync-free MoE, which drops the layer's device-to-host
-// synchronizations (AMD's moe_package README names them as what stalls its launches, and its
-// MI355X runs gain from it) and which mrep does not time.
+// AMD Instinct, Primus-Turbo's grouped GEMM, one launch for all a rank's experts, and its
+// sync-free MoE from stage 2, which drops the layer's device-to-host synchronizations (AMD's
+// moe_package README names them as what stalls its launches, and its MI355X runs gain from it):
+// mrep times both (Layout.GroupedGEMM, Layout.SyncFreeMoE).
 func HostRemedy(vendor string) string {
 	if strings.EqualFold(vendor, "AMD") {
-		return "on ROCm, Primus-Turbo's sync-free MoE (`--turbo_sync_free_moe_stage`) drops the layers' device-to-host synchronizations, which mrep does not time; `--cuda-graph` shows the step with no host pace"
+		return "on ROCm, Primus-Turbo's grouped GEMM issues all a rank's experts in one launch (`--grouped-gemm turbo`), and its sync-free MoE from stage 2 drops the layers' device-to-host synchronizations (`--sync-free-moe 2 --grouped-gemm turbo --dispatcher deepep`: Primus's --turbo_sync_free_moe_stage 2)"
 	}
 	return "a full-iteration CUDA graph (`--cuda-graph`: Megatron's --cuda-graph-impl full_iteration, with static expert shapes) replays the step without it"
 }
@@ -299,6 +386,8 @@ func (l Layout) MoELaunches(fp analyzer.Fingerprint) float64 {
 // recomputed one synchronizes too), and the backward's.
 type moeLaunches struct {
 	experts, router, forwards, backward float64
+	// syncFree: no forward copies its counts to the host (Layout.SyncFreeMoE from stage 2).
+	syncFree bool
 }
 
 func (l Layout) moeLaunchPhases(fp analyzer.Fingerprint) moeLaunches {
@@ -306,13 +395,16 @@ func (l Layout) moeLaunchPhases(fp analyzer.Fingerprint) moeLaunches {
 		return moeLaunches{}
 	}
 	local := float64(fp.MoE.RoutedExperts) / float64(max(l.EP, 1))
+	if l.GroupedGEMM == GroupedTurbo {
+		local = 1 // one launch per linear (and cast) for all the rank's experts
+	}
 	fwd, bwd := float64(moeFwdPerExpert), float64(moeBwdPerExpert)
 	if l.lowPrecision() {
 		fwd += moeCastPerExpert
 		bwd += moeCastPerExpert
 	}
 	ph := moeLaunches{experts: moeSyncedFixed + local*fwd, router: MoEFixedLaunches - moeSyncedFixed,
-		forwards: 1, backward: MoEFixedLaunches + local*bwd}
+		forwards: 1, backward: MoEFixedLaunches + local*bwd, syncFree: l.SyncFreeMoE >= 2}
 	if l.Recompute == "full" {
 		ph.forwards = 2
 	}

@@ -54,6 +54,9 @@ type Knobs struct {
 	Replicas                  int64
 	TPOverlap, NoReshard      bool
 	CUDAGraph                 bool
+	// Primus-Turbo's MoE mechanisms (Layout.GroupedGEMM, Layout.SyncFreeMoE).
+	GroupedGEMM, Routing string
+	SyncFreeMoE          int64
 	// Fine-tuning stacks' mechanisms (stacks.go).
 	ParamDType, Loss, Stack               string
 	OffloadCheckpoints, UpcastUnquantized bool
@@ -68,6 +71,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
 	l.NoReshard, l.CUDAGraph, l.FP8OutputProj, l.FusedGroupedMLP = k.NoReshard, k.CUDAGraph, k.FP8OutputProj, k.FusedGroupedMLP
 	l.ActFP8InputStore, l.FP8Attention = k.ActFP8InputStore, k.FP8Attention
+	l.GroupedGEMM, l.SyncFreeMoE, l.Routing = k.GroupedGEMM, k.SyncFreeMoE, k.Routing
 	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }

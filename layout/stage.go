@@ -229,8 +229,13 @@ func (tr *Trainer) stage(l Layout, p kernels.Predictor, sk stageKernels, n int64
 // phase, each at the slower of the host and the GPU. The backward knows its splits and runs as
 // one stretch at the slower of the two. Where the host is far ahead or far behind in every phase
 // this is max(host, GPU) over the micro-batch, as without the synchronization; where they are
-// close, the host's many short expert launches leave the GPU idle each layer.
+// close, the host's many short expert launches leave the GPU idle each layer. Primus-Turbo's
+// sync-free MoE (from stage 2) makes no such copy, so its step is max(host, GPU) over the
+// micro-batch.
 func moeHostPace(launch float64, ph moeLaunches, layers, fwdExperts, fwdRest, gpu float64) float64 {
+	if ph.syncFree {
+		return math.Max(launch*layers*(ph.forwards*(ph.experts+ph.router)+ph.backward), gpu)
+	}
 	gE, gR := fwdExperts/layers, fwdRest/layers
 	window := math.Max(launch*ph.experts, gE) + math.Max(launch*ph.router, gR)
 	bwd := math.Max(0, gpu-ph.forwards*layers*(gE+gR))

@@ -76,6 +76,17 @@ func TestLayoutsNameTheHostBound(t *testing.T) {
 	if !strings.Contains(b.String(), "sync-free MoE") || strings.Contains(b.String(), "cuda-graph-impl") {
 		t.Errorf("an Instinct target's remedy:\n%s", b.String())
 	}
+	// a sync-free step waits on nothing: its host's launches alone bound it, and the sync-free
+	// remedy it already runs is not offered again
+	sf := r
+	sf.Step.Layout.SyncFreeMoE, sf.Step.Layout.GroupedGEMM, sf.Step.Layout.Dispatcher = 2, layout.GroupedTurbo, layout.DispatchDeepEP
+	b.Reset()
+	if err := WriteLayouts(&b, []LayoutResult{sf}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "(sync-free: no layer waits on the host") || strings.Contains(out, "copies its token counts") || strings.Contains(out, "--sync-free-moe 2") {
+		t.Errorf("a sync-free step's host bound:\n%s", out)
+	}
 	r.Step.HostBound = 0.01
 	b.Reset()
 	if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {

@@ -206,13 +206,20 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 		if s.HostBound > 0.05*s.StepTime {
 			// the knobs follow the host's time per step: micro-batches x MoE layers x kernels
 			remedy := orDefault(r.HostRemedy, layout.HostRemedy("NVIDIA"))
+			why := "each layer's forward copies its token counts to the host, so the host cannot issue its experts' kernels ahead"
+			if l.SyncFreeMoE >= 2 {
+				// nothing waits on the host: its launches alone outlast the GPU's kernels, and
+				// the sync-free remedy is already taken
+				why = "sync-free: no layer waits on the host, and its launches alone outlast the GPU's kernels"
+				remedy = layout.HostRemedy("NVIDIA")
+			}
 			tail := "; " + remedy
 			if r.HostPaceUs > 0 && r.MoELaunches > 0 {
 				tail = fmt.Sprintf(". It issues %.0f kernels per MoE layer and micro-batch at %.1f µs each (the lane's host pace); a larger micro-batch (fewer micro-batches) or more expert parallelism (fewer local experts) shortens the host's share, and %s",
 					r.MoELaunches, r.HostPaceUs, remedy)
 			}
-			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them (each layer's forward copies its token counts to the host, so the host cannot issue its experts' kernels ahead)%s.\n\n",
-				s.Kernels*1e3, s.HostBound*1e3, tail)
+			w.printf("The host bounds the MoE layers: of the kernels' %.1f ms, %.1f ms is the host issuing the MoE layers' kernels eagerly, slower than the GPU runs them (%s)%s.\n\n",
+				s.Kernels*1e3, s.HostBound*1e3, why, tail)
 		}
 		if s.Casts > 0.05*s.StepTime {
 			w.printf("The %s casts take %.1f ms of the kernels (%.0f%% of the step): %s.\n\n",
