@@ -489,12 +489,12 @@ func TestPipelineHandOffFitPredictsFourStages(t *testing.T) {
 }
 
 // The held-out training rows (Megatron-Bridge's other releases, the current page's 26.08 among
-// them) parse, every one is predicted, and none was fitted to: their error is the out-of-sample
-// check the note reports.
+// them, and AMD's Primus runs beyond the moe_package README) parse, every one is predicted, and
+// none was fitted to: their error is the out-of-sample check the note reports.
 func TestHeldOutTrainingRows(t *testing.T) {
 	rows := HeldOutTraining()
-	if len(rows) != 164 {
-		t.Errorf("%d held-out rows, want the 164 transcribed", len(rows))
+	if len(rows) != 164+2 {
+		t.Errorf("%d held-out rows, want the 164 Megatron-Bridge rows transcribed and AMD's 2", len(rows))
 	}
 	current := 0
 	for _, r := range rows {
@@ -1045,5 +1045,49 @@ func TestHeldOutRecipePairs(t *testing.T) {
 		t.Errorf("FP8 current scaling over MXFP8, %d held-out pairs: median |log error| %.3f with the share, %.3f without", n, with, without)
 	} else {
 		t.Logf("FP8 current scaling over MXFP8, %d held-out pairs: median |log error| %.3f with the share, %.3f without", n, with, without)
+	}
+}
+
+// AMD's Primus runs of Qwen3-30B-A3B on 8 MI355X (amd_heldout_training.json) check the Instinct
+// lane, fitted to the moe_package README's DeepSeek-V2 runs alone, on another source, model and
+// stack: Turbo's DeepEP under even routing, its one-launch grouped GEMM, FP8 tensorwise. No fit
+// reads them; each is predicted within 20% as its configuration states it (fitting in memory),
+// and FP8 runs faster than BF16, as measured.
+func TestAMDHeldOutTrainingRows(t *testing.T) {
+	rows := embedded("amd_heldout_training.json", amdHeldoutTrainingRows)
+	if len(rows) != 2 {
+		t.Fatalf("%d AMD held-out rows, want the 2 transcribed", len(rows))
+	}
+	fitted := map[string]bool{}
+	for _, r := range Default() {
+		fitted[SourceOf(r)] = true
+		for _, h := range rows {
+			if r.ID == h.ID {
+				t.Errorf("%s: in the fit set too", r.ID)
+			}
+		}
+	}
+	for _, r := range rows {
+		if fitted[SourceOf(r)] {
+			t.Errorf("%s: its source %q is a fit source", r.ID, SourceOf(r))
+		}
+	}
+	rep, err := Validate(prepared(t, rows), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Result{}
+	for _, r := range rep.Rows {
+		got[r.ID] = r
+		if !r.Fits {
+			t.Errorf("%s: does not fit in memory as stated", r.ID)
+		}
+		if math.Abs(r.Ratio-1) > 0.20 {
+			t.Errorf("%s: predicted %.0f against %.0f measured (%+.1f%%), want within 20%%", r.ID, r.Predicted, r.Measured, 100*(r.Ratio-1))
+		}
+	}
+	bf16, fp8 := got["PRIMUS-Qwen3-30B-A3B-mi355x-8gpu-bf16"], got["PRIMUS-Qwen3-30B-A3B-mi355x-8gpu-fp8-tensorwise"]
+	if !(fp8.Measured > bf16.Measured && fp8.Predicted > bf16.Predicted) {
+		t.Errorf("FP8 %.0f / %.0f, BF16 %.0f / %.0f (measured / predicted): want FP8 faster in both", fp8.Measured, fp8.Predicted, bf16.Measured, bf16.Predicted)
 	}
 }

@@ -43,6 +43,9 @@ var heldoutTrainingRows []byte
 //go:embed amd_training.json
 var amdTrainingRows []byte
 
+//go:embed amd_heldout_training.json
+var amdHeldoutTrainingRows []byte
+
 //go:embed amd_vllm.json
 var amdVLLMRows []byte
 
@@ -167,6 +170,12 @@ type Row struct {
 	// FusedGroupedMLP: the routed experts ran Transformer Engine's CuTe DSL fused grouped MLP
 	// (Megatron-Bridge's cutedsl_fused_grouped_mlp, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1).
 	FusedGroupedMLP bool `json:"fused_grouped_mlp,omitempty"`
+	// GroupedGEMM: how the routed experts' GEMMs were issued (te, legacy or turbo:
+	// layout.Layout.GroupedGEMM); SyncFreeMoE: Primus-Turbo's --turbo_sync_free_moe_stage.
+	GroupedGEMM string `json:"grouped_gemm,omitempty"`
+	SyncFreeMoE int64  `json:"sync_free_moe,omitempty"`
+	// Routing: the forced balance's expert choice (uniform or even: layout.Layout.Routing).
+	Routing string `json:"routing,omitempty"`
 	// ActFP8InputStore: the SwiGLU's input was saved in FP8 (Megatron's
 	// activation_func_fp8_input_store; layout.Layout.ActFP8InputStore).
 	ActFP8InputStore bool `json:"act_fp8_input_store,omitempty"`
@@ -377,7 +386,7 @@ func (r Row) Layout() layout.Layout {
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
 		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, FP8OutputProj: r.FP8OutputProj, FP8Attention: r.FP8Attention, FusedGroupedMLP: r.FusedGroupedMLP, ActFP8InputStore: r.ActFP8InputStore, BF16Grads: r.BF16Grads,
 		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard,
-		Replicas: r.HSDPReplicas, CUDAGraph: r.CUDAGraph}
+		Replicas: r.HSDPReplicas, CUDAGraph: r.CUDAGraph, GroupedGEMM: r.GroupedGEMM, SyncFreeMoE: r.SyncFreeMoE, Routing: r.Routing}
 	if stack {
 		k := layout.Knobs{Framework: l.Framework, Optimizer: l.Optimizer, Compile: l.Compile}
 		st.Fill(&k, layout.Given{Framework: true, Optimizer: r.Optimizer != "", Compile: r.Compile})
@@ -708,10 +717,12 @@ func BenchServe() []Row {
 	return embedded("bench_serve.json", benchServeRows)
 }
 
-// HeldOutTraining returns the training rows no figure was fitted to (heldout_training.json):
-// Megatron-Bridge's pre-training tables of the releases other than 25.11.
+// HeldOutTraining returns the training rows no figure was fitted to: Megatron-Bridge's
+// pre-training tables of the releases other than 25.11 (heldout_training.json) and AMD's Primus
+// runs on MI355X beyond the moe_package README the Instinct lane is fitted to
+// (amd_heldout_training.json).
 func HeldOutTraining() []Row {
-	return embedded("heldout_training.json", heldoutTrainingRows)
+	return append(embedded("heldout_training.json", heldoutTrainingRows), embedded("amd_heldout_training.json", amdHeldoutTrainingRows)...)
 }
 
 // Extended returns the out-of-sample serving rows shipped with mrep (extended.json): other
