@@ -323,8 +323,8 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 					}
 					for _, vp := range vps {
 						for _, mbs := range []int64{1, 2, 4, 8} {
-							if o.GBS%(mbs*dp) != 0 || fp.MoE != nil && mbs > 2 && o.Seq >= 4096 {
-								continue // long MoE micro-batches: their token buffers rule out MBS > 2
+							if o.GBS%(mbs*dp) != 0 {
+								continue
 							}
 							for _, zl := range zrc {
 								if dp*cp == 1 && zl.zero > 1 && len(zrc) > 3 {

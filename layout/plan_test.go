@@ -348,3 +348,28 @@ func TestWhyAheadSaysWhatRankedIt(t *testing.T) {
 		t.Errorf("why, next tight: %q", w)
 	}
 }
+
+// Long MoE micro-batches are searched where they fit: NVIDIA's and AMD's Qwen3-30B-A3B recipes
+// run MBS 8 at 4,096 tokens on 8 GPUs (Megatron-Bridge's GB300 and B300 presets, Primus's
+// MI355X config), and on 288 GiB the plan considers MBS 4 and 8 and ranks a fitting one first,
+// where a fixed rule once kept MoE micro-batches to 2 at that length.
+func TestPlanTrainSearchesLongMoEMicroBatches(t *testing.T) {
+	tr := megatronTrainer(t, "Qwen3-30B-A3B", "MI355X", "fp8")
+	plan, err := tr.PlanTrain(PlanOptions{GPUs: 8, GBS: 512, Seq: 4096, MemoryBytes: 288 * (1 << 30), Domain: 8, Top: 3,
+		Knobs: Knobs{Framework: Megatron, Precision: "fp8-cs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for _, c := range plan.Considered {
+		if c.Fit.Fits {
+			seen[c.Step.Layout.MBS] = true
+		}
+	}
+	if !seen[4] || !seen[8] {
+		t.Errorf("fitting micro-batches considered: %v, want 4 and 8 among them", seen)
+	}
+	if len(plan.Top) == 0 || plan.Top[0].Step.Layout.MBS < 4 {
+		t.Errorf("the plan's first layout runs MBS %d, want a long micro-batch (the host's launches amortized)", plan.Top[0].Step.Layout.MBS)
+	}
+}
