@@ -131,6 +131,12 @@ func megatronArgs(t Training) string {
 		b.WriteString("# mrep timed Megatron's legacy grouped GEMM (--moe-use-legacy-grouped-gemm, a launch per expert): this Megatron-LM\n" +
 			"# no longer has it (Primus's Megatron does); it runs Transformer Engine's GroupedLinear, with the same launches\n")
 	}
+	if l.FP8Dispatch {
+		// Megatron hands DeepEP the 16-bit hidden (fused_a2a.py @d98e8a6); no argument asks for
+		// DeepSeek-V3's FP8 dispatch
+		b.WriteString("# mrep timed the forward dispatch in FP8 (DeepSeek-V3's stack): Megatron's DeepEP sends 16-bit tokens, so expect\n" +
+			"# a larger exchange than timed\n")
+	}
 	if l.ActFP8InputStore {
 		// a TransformerConfig field Megatron-LM's arguments exclude ("no CLI argument exists for
 		// these", training/arguments.py _add_network_size_args @core_v0.17.0)

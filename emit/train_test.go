@@ -494,4 +494,13 @@ func TestEmittedGroupedGEMM(t *testing.T) {
 			t.Errorf("a Primus argument outside the note:\n%s", body)
 		}
 	}
+	// DeepSeek-V3's FP8 dispatch has no Megatron argument: the script says what differs
+	l.GroupedGEMM, l.SyncFreeMoE, l.FP8Dispatch, l.Precision = "", 0, true, "fp8-blockwise"
+	fs, err := WriteTraining("megatron", "train", Training{Model: "Qwen/Qwen3-30B-A3B", Name: "Qwen3-30B-A3B", Title: "gg", Layout: l, Layers: 48, MoE: true, FP8: "fp8-blockwise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := fs.Contents[fs.Names[0]]; !strings.Contains(body, "# mrep timed the forward dispatch in FP8") {
+		t.Errorf("fp8 dispatch not named:\n%s", body)
+	}
 }

@@ -68,6 +68,12 @@ func TestDeepEPSendsOneCopyPerRank(t *testing.T) {
 	// NCCL's all-to-all moves every copy whatever the routing
 	l.Dispatcher = DispatchAllToAll
 	testutil.Near(t, "alltoall bytes, even routing", a2a(l).BytesPerLayer, nccl.BytesPerLayer, 0)
+	// under an FP8 recipe Megatron's DeepEP still sends 16-bit tokens; DeepSeek-V3's stack sends
+	// the forward dispatch in FP8 with 1x128 scales (one of the four exchanges at 129/256 the bytes)
+	l.Dispatcher, l.Routing, l.Precision = DispatchDeepEP, "", "mxfp8"
+	testutil.Near(t, "deepep under mxfp8", a2a(l).BytesPerLayer, random.BytesPerLayer, 1e-12)
+	l.Precision, l.FP8Dispatch = "fp8-blockwise", true
+	testutil.Near(t, "deepep, fp8 dispatch", a2a(l).BytesPerLayer, random.BytesPerLayer*(3+(1+1.0/128)/2)/4, 1e-12)
 }
 
 // Primus-Turbo's grouped GEMM runs all of a rank's experts in one launch per linear (Primus's
@@ -147,6 +153,8 @@ func TestPrimusMoESettingsRefused(t *testing.T) {
 		{"turbo under fsdp", moe, func(l *Layout) { l.GroupedGEMM, l.Framework = GroupedTurbo, FSDP }, "need --framework megatron"},
 		{"dense model", dense, func(l *Layout) { l.EP, l.GroupedGEMM = 1, GroupedTurbo }, "the model is dense"},
 		{"dense model, routing", dense, func(l *Layout) { l.EP, l.Routing = 1, RoutingEven }, "the model is dense"},
+		{"fp8 dispatch on hybridep", moe, func(l *Layout) { l.Dispatcher, l.Precision, l.FP8Dispatch = DispatchHybridEP, "mxfp8", true }, "needs dispatcher deepep and an FP8 recipe (the run is hybridep, mxfp8)"},
+		{"fp8 dispatch in bf16", moe, func(l *Layout) { l.Dispatcher, l.FP8Dispatch = DispatchDeepEP, true }, "(the run is deepep, bf16)"},
 	} {
 		l := base
 		c.edit(&l)

@@ -75,7 +75,7 @@ func TestDeepSeekA2ABytesAtEP64(t *testing.T) {
 	if !(ov.A2A.Exposed < st.A2A.Exposed && ov.StepTime < st.StepTime) {
 		t.Errorf("1f1b overlap: exposed %g vs %g, step %g vs %g", ov.A2A.Exposed, st.A2A.Exposed, ov.StepTime, st.StepTime)
 	}
-	l.A2AOverlap, l.Dispatcher, l.Precision = "", DispatchDeepEP, "fp8-blockwise"
+	l.A2AOverlap, l.Dispatcher, l.Precision, l.FP8Dispatch = "", DispatchDeepEP, "fp8-blockwise", true
 	dp, err := Train(m, analyzer.DefaultScenario(), l, tm, 989.4e12, 8)
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,11 @@ type Layout struct {
 	// expert (t·topk + k) mod experts, so its top-k experts are consecutive and share a rank).
 	// Only a deduplicating dispatcher (DeepEP, HybridEP) moves less for it.
 	Routing string
+	// FP8Dispatch: the forward dispatch travels in FP8 with 1x128 scales, as DeepSeek-V3's own
+	// stack sends it through DeepEP (its report, section 3.3). Megatron's DeepEP and HybridEP
+	// dispatch BF16 whatever the recipe (fused_a2a.py @d98e8a6; only its NCCL EP backend takes
+	// moe_dispatch_fwd_dtype mxfp8), so this is off unless asked for.
+	FP8Dispatch bool
 	// CUDAGraph: Megatron's full-iteration CUDA graph (--cuda-graph-impl full_iteration): each
 	// step replays one captured graph, so the host issues no kernels and its pace never bounds
 	// the step (an eager MoE layer's host work, MoELaunchUs, goes with it). An MoE model's
@@ -846,7 +851,7 @@ func (l Layout) AnalyzeFlags() []string {
 		name string
 		on   bool
 	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj}, {"fp8-dot-product-attention", l.FP8Attention}, {"fused-grouped-mlp", l.FusedGroupedMLP}, {"act-fp8-input-store", l.ActFP8InputStore},
-		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}} {
+		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}, {"fp8-dispatch", l.FP8Dispatch}} {
 		if b.on {
 			f = append(f, "--"+b.name)
 		}

@@ -167,6 +167,10 @@ func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("sync-free MoE stage %d runs Primus-Turbo's grouped GEMM: it needs grouped gemm turbo (it is %s)", l.SyncFreeMoE, orTE(l.GroupedGEMM))
 	case l.SyncFreeMoE >= 2 && l.Dispatcher != DispatchDeepEP:
 		return fmt.Errorf("sync-free MoE stage %d dispatches with Primus-Turbo's DeepEP: it needs dispatcher deepep (it is %s)", l.SyncFreeMoE, orAllToAll(l.Dispatcher))
+	case l.FP8Dispatch && (l.Dispatcher != DispatchDeepEP || !l.lowPrecision()):
+		// Megatron's HybridEP asserts it away (fused_a2a.py @d98e8a6: "does not support fp8
+		// dispatch"); DeepEP takes FP8 tokens with their scales
+		return fmt.Errorf("fp8 dispatch sends the forward dispatch in FP8 with 1x128 scales, as DeepEP takes them: it needs dispatcher deepep and an FP8 recipe (the run is %s, %s)", orAllToAll(l.Dispatcher), orBF16(l.Precision))
 	case l.Routing != "" && l.Routing != RoutingUniform && l.Routing != RoutingEven:
 		return fmt.Errorf("routing %q: want uniform or even", l.Routing)
 	case dense && l.Routing != "":
@@ -215,7 +219,7 @@ func (tr *Trainer) a2aTime(l Layout, k kernels.Kernel, moeLayers float64, p kern
 	}
 	fwdScale := 1.0
 	dedup := l.Dispatcher == DispatchDeepEP || l.Dispatcher == DispatchHybridEP
-	if dedup && l.lowPrecision() {
+	if l.FP8Dispatch {
 		fwdScale = (1 + 1.0/128) / math.Max(tr.s.ActBytes, 2) // FP8 dispatch with 1x128 scales
 	}
 	// of the four all-to-alls per layer (dispatch and combine, forward and backward) the forward

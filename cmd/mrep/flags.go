@@ -99,7 +99,7 @@ func trainingFlags() []cli.Flag {
 		&cli.StringFlag{Name: "loss", Usage: "how the loss holds the logits: eager (16-bit logits, an fp32 copy and log-softmax), chunked (torchtune, LitGPT), fused (Unsloth: 16-bit logits, gradient in place); default the framework's"},
 		&cli.StringFlag{Name: "recipe", Usage: "low-precision recipe with --dtype fp8/fp4: fp8-ds (delayed scaling), fp8-cs (current scaling), fp8-blockwise (DeepSeek-V3's blocks), mxfp8, nvfp4"},
 		&cli.StringFlag{Name: "a2a-overlap", Usage: "MoE expert all-to-all schedule: none, 1f1b (Megatron's --overlap-moe-expert-parallel-comm), dualpipe (DeepSeek-V3's bidirectional pipeline)"},
-		&cli.StringFlag{Name: "dispatcher", Usage: "MoE token dispatcher: alltoall (NCCL: a copy per expert), deepep (DeepEP: one copy per rank and per node, FP8 dispatch), hybridep (NVL72)"},
+		&cli.StringFlag{Name: "dispatcher", Usage: "MoE token dispatcher: alltoall (NCCL: a copy per expert), deepep (DeepEP: one copy per rank and per node), hybridep (NVL72); both send BF16 tokens under Megatron (--fp8-dispatch for DeepSeek-V3's FP8 dispatch)"},
 		&cli.Int64Flag{Name: "mtp", Usage: "multi-token-prediction modules trained on the last stage (DeepSeek-V3: 1)"},
 		&cli.BoolFlag{Name: "pipeline-account", Usage: "count the embedding and the loss as pipeline layers (Megatron's --account-for-embedding/loss-in-pipeline-split)"},
 		&cli.BoolFlag{Name: "fp8-param-gather", Usage: "Megatron --fp8-param-gather: FP8 parameters, no 16-bit copy of the linear weights"},
@@ -112,6 +112,7 @@ func trainingFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "cuda-graph", Usage: "megatron: the whole step replayed from one CUDA graph (--cuda-graph-impl full_iteration): the host issues no kernels, so its pace never bounds the step"},
 		&cli.StringFlag{Name: "grouped-gemm", Usage: "megatron MoE: how the routed experts' GEMMs are issued: te (Transformer Engine's GroupedLinear) or legacy (--moe-use-legacy-grouped-gemm), a launch per local expert; turbo (Primus-Turbo's --use_turbo_grouped_gemm), one launch for all (default: te)"},
 		&cli.Int64Flag{Name: "sync-free-moe", Usage: "megatron MoE on ROCm: Primus-Turbo's sync-free MoE `STAGE` (--turbo_sync_free_moe_stage 0-3); from 2 (with --grouped-gemm turbo --dispatcher deepep) no MoE layer waits on the host, so the host issues its kernels ahead"},
+		&cli.BoolFlag{Name: "fp8-dispatch", Usage: "MoE with --dispatcher deepep and an FP8 recipe: the forward dispatch in FP8 with 1x128 scales, as DeepSeek-V3's own stack sends it (Megatron's DeepEP and HybridEP send BF16)"},
 		&cli.StringFlag{Name: "routing", Usage: "MoE benchmarks' forced balance: uniform (random logits, Megatron's moe_router_force_load_balancing) or even (Primus's round-robin: a token's top-k experts are consecutive, so DeepEP sends it to fewer ranks) (default: uniform)"},
 		&cli.Int64Flag{Name: "hsdp-replicas", Usage: "HSDP: shard within DP x CP / `R` ranks and replicate across R groups (torchtitan dp_replicate; TPU slices over the data-center network)"},
 	}
@@ -123,7 +124,7 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 		OffloadActivations: c.Int64("offload-activations"), Compile: c.Bool("compile"),
 		A2AOverlap: strings.ToLower(c.String("a2a-overlap")), Dispatcher: strings.ToLower(c.String("dispatcher")), MTP: c.Int64("mtp"),
 		PipelineAccount: c.Bool("pipeline-account"), FP8ParamGather: c.Bool("fp8-param-gather"), FP8OutputProj: c.Bool("fp8-output-proj"), FP8Attention: c.Bool("fp8-dot-product-attention"), FusedGroupedMLP: c.Bool("fused-grouped-mlp"), ActFP8InputStore: c.Bool("act-fp8-input-store"), Replicas: c.Int64("hsdp-replicas"), TPOverlap: c.Bool("tp-overlap"), NoReshard: c.Bool("no-reshard"), CUDAGraph: c.Bool("cuda-graph"),
-		GroupedGEMM: strings.ToLower(c.String("grouped-gemm")), SyncFreeMoE: c.Int64("sync-free-moe"), Routing: strings.ToLower(c.String("routing"))}
+		GroupedGEMM: strings.ToLower(c.String("grouped-gemm")), SyncFreeMoE: c.Int64("sync-free-moe"), Routing: strings.ToLower(c.String("routing")), FP8Dispatch: c.Bool("fp8-dispatch")}
 	if strings.Contains(k.Framework, ",") || k.Framework == "all" {
 		k.Framework = layout.Megatron // plan train searches the list (planFrameworks)
 	}
@@ -247,7 +248,7 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile") ||
 		c.IsSet("recipe") || c.IsSet("a2a-overlap") || c.IsSet("dispatcher") || c.IsSet("mtp") || c.IsSet("pipeline-account") ||
 		c.IsSet("fp8-param-gather") || c.IsSet("fp8-output-proj") || c.IsSet("fp8-dot-product-attention") || c.IsSet("fused-grouped-mlp") || c.IsSet("act-fp8-input-store") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap") || c.IsSet("no-reshard") ||
-		c.IsSet("cuda-graph") || c.IsSet("grouped-gemm") || c.IsSet("sync-free-moe") || c.IsSet("routing") || c.IsSet("stack") || c.IsSet("param-dtype") || c.IsSet("loss")) {
+		c.IsSet("cuda-graph") || c.IsSet("grouped-gemm") || c.IsSet("sync-free-moe") || c.IsSet("routing") || c.IsSet("fp8-dispatch") || c.IsSet("stack") || c.IsSet("param-dtype") || c.IsSet("loss")) {
 		return nil, nil
 	}
 	if fw := c.String("framework"); strings.Contains(fw, ",") || strings.EqualFold(fw, "all") {
