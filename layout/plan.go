@@ -27,6 +27,9 @@ type PlanOptions struct {
 	// MoEOverlaps are the expert all-to-all schedules tried for MoE models (nil: the knobs'
 	// alone; none, 1f1b, dualpipe), and Dispatchers the token dispatchers (alltoall, deepep).
 	MoEOverlaps, Dispatchers []string
+	// TurboMoE also tries each MoE layout on Primus-Turbo's path (AMD Instinct under Primus):
+	// its one-launch grouped GEMM, sync-free MoE stage 2 and its DeepEP.
+	TurboMoE bool
 	// AllowTight ranks layouts over the capacity but within the memory model's uncertainty as
 	// tight ones under it; by default they rank after every layout under the capacity.
 	AllowTight bool
@@ -218,6 +221,13 @@ func (tr *Trainer) PlanTrain(o PlanOptions) (Plan, error) {
 				}
 				if err := considerOne(l); err != nil {
 					return err
+				}
+				if o.TurboMoE && fp.MoE != nil && l.EP > 1 && d == dispatchers[0] && l.framework() == Megatron {
+					t := l
+					t.GroupedGEMM, t.SyncFreeMoE, t.Dispatcher = GroupedTurbo, 2, DispatchDeepEP
+					if err := considerOne(t); err != nil {
+						return err
+					}
 				}
 			}
 		}

@@ -373,3 +373,39 @@ func TestPlanTrainSearchesLongMoEMicroBatches(t *testing.T) {
 		t.Errorf("the plan's first layout runs MBS %d, want a long micro-batch (the host's launches amortized)", plan.Top[0].Step.Layout.MBS)
 	}
 }
+
+// On AMD Instinct the plan can weigh Primus-Turbo's MoE path against Megatron's eager one: with
+// TurboMoE each expert-parallel layout is tried again on Turbo's one-launch grouped GEMM,
+// sync-free MoE and DeepEP, and on 8 MI355X that path ranks first (the eager one is host-bound
+// at 128 µs a kernel), while every eager layout is still considered.
+func TestPlanTrainTriesPrimusTurbo(t *testing.T) {
+	tr := megatronTrainer(t, "Qwen3-30B-A3B", "MI355X", "fp8")
+	o := PlanOptions{GPUs: 8, GBS: 512, Seq: 4096, MemoryBytes: 288 * (1 << 30), Domain: 8, Top: 3,
+		Knobs: Knobs{Framework: Megatron, Precision: "fp8-cs"}}
+	eager, err := tr.PlanTrain(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.TurboMoE = true
+	both, err := tr.PlanTrain(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turbo := 0
+	for _, c := range both.Considered {
+		l := c.Step.Layout
+		if l.GroupedGEMM == GroupedTurbo {
+			turbo++
+			if l.SyncFreeMoE != 2 || l.Dispatcher != DispatchDeepEP || l.EP < 2 {
+				t.Errorf("%s: a Turbo layout off Primus's path", l)
+			}
+		}
+	}
+	if turbo == 0 || len(both.Considered) != len(eager.Considered)+turbo {
+		t.Errorf("%d layouts with Turbo beside %d, want every eager one kept and Turbo ones added (%d in all)", turbo, len(eager.Considered), len(both.Considered))
+	}
+	top, was := both.Top[0].Step, eager.Top[0].Step
+	if top.Layout.GroupedGEMM != GroupedTurbo || !(top.StepTime < was.StepTime) {
+		t.Errorf("first layout %s at %.2f s, the eager plan's %s at %.2f s: want Turbo's path first and faster", top.Layout, top.StepTime, was.Layout, was.StepTime)
+	}
+}

@@ -42,6 +42,7 @@ func TestCLIConventions(t *testing.T) {
 		{[]string{"plan", "serve", "1", "2", "--chip", "H100"}, exitUsage, "plan serve takes at most 1"},
 		{[]string{"diff", "1", "1", "1"}, exitUsage, "diff takes at most 2"},
 		{[]string{"--set", "novalue", "runs"}, exitUsage, "want KEY=VALUE"},
+		{[]string{"plan", "train", "gpt2", "--chip", "H100", "--gpus", "8", "--gbs", "64", "--try-turbo"}, exitUsage, "Primus-Turbo's MoE path runs on AMD Instinct under ROCm (--chip H100-SXM is NVIDIA's)"},
 	} {
 		_, errOut, err := run(t, db, c.args...)
 		if got := exitCode(err); got != c.code {

@@ -54,6 +54,7 @@ func planCommand(env Env) *cli.Command {
 				&cli.IntSliceFlag{Name: "zero", Usage: "ZeRO stages to try (default 1, 2 and 3; NeMo's Megatron has 1, the distributed optimizer)"},
 				&cli.StringSliceFlag{Name: "try-a2a-overlap", Usage: "MoE: all-to-all schedules to search (none, 1f1b, dualpipe)"},
 				&cli.StringSliceFlag{Name: "try-dispatcher", Usage: "MoE: token dispatchers to search (alltoall, deepep)"},
+				&cli.BoolFlag{Name: "try-turbo", Usage: "MoE on AMD Instinct: also try each layout on Primus-Turbo's path (--grouped-gemm turbo --sync-free-moe 2 --dispatcher deepep), as Primus runs it"},
 				&cli.BoolFlag{Name: "allow-tight", Usage: "rank layouts whose predicted memory is over the GPU's but within the memory model's measured uncertainty among those that fit (by default they rank after every layout under the capacity)"},
 			}, trainingFlags()...),
 			Action: func(c *cli.Context) error {
@@ -116,6 +117,9 @@ func planCommand(env Env) *cli.Command {
 				if seq := c.Int64("seq"); seq > maxTrainSeq {
 					return cli.Exit(fmt.Sprintf("--seq %d: want at most %d tokens per sequence", seq, maxTrainSeq), exitUsage)
 				}
+				if c.Bool("try-turbo") && !strings.EqualFold(chip.Vendor, "AMD") {
+					return cli.Exit(fmt.Sprintf("--try-turbo: Primus-Turbo's MoE path runs on AMD Instinct under ROCm (--chip %s is %s's)", chip.Name, chip.Vendor), exitUsage)
+				}
 				if c.Int("top") < 0 {
 					return cli.Exit(fmt.Sprintf("--top %d: want 0 (the default) or more layouts", c.Int("top")), exitUsage)
 				}
@@ -125,7 +129,7 @@ func planCommand(env Env) *cli.Command {
 				plan, err := tr.PlanTrain(layout.PlanOptions{GPUs: c.Int64("gpus"), GBS: c.Int64("gbs"), Seq: c.Int64("seq"),
 					MemoryBytes: chip.MemoryBytes(), Domain: int64(chip.Efficiency.ScaleUpDomain), Top: c.Int("top"),
 					ZeRO: zero, Knobs: knobs, AllowTight: c.Bool("allow-tight"), FineTune: ft.Kind(), Frameworks: planFrameworks(c),
-					MoEOverlaps: c.StringSlice("try-a2a-overlap"), Dispatchers: c.StringSlice("try-dispatcher")})
+					MoEOverlaps: c.StringSlice("try-a2a-overlap"), Dispatchers: c.StringSlice("try-dispatcher"), TurboMoE: c.Bool("try-turbo")})
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailure)
 				}
