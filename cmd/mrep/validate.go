@@ -91,7 +91,7 @@ func validateCommand(env Env) *cli.Command {
 		ArgsUsage: "[ROWS.json|ROWS.csv]",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "extended", Usage: "the out-of-sample serving rows shipped with mrep (other chips, models, MoE and TP sizes; nothing was fitted to them) instead of the calibration set"},
-			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases; nothing was fitted to them)"},
+			&cli.BoolFlag{Name: "heldout", Usage: "the held-out training rows shipped with mrep (Megatron-Bridge's tables of other releases, AMD's Primus runs beyond the fitted one; nothing was fitted to them)"},
 			&cli.StringFlag{Name: "rows", Usage: "`NAME` of a row set shipped with mrep: calibration (the default), extended, heldout, amd-vllm (AMD's published vLLM runs on MI300X), amd-serving (AMD's own serving benchmarks: the ATOM engine on MI355X and MI300X), bench-serve (vLLM's and SGLang's published serving benchmarks: TTFT, TPOT, throughput under load), finetune (published fine-tune memory peaks), finetune-time (published SFT and LoRA step times)"},
 			&cli.BoolFlag{Name: "kernels", Usage: "check mrep's kernel timing against NVIDIA's measured kernels instead (aiconfigurator-core's tables, resampled into calib/kernels.json.gz: GEMMs and attention per chip, engine release and precision)"},
 			&cli.BoolFlag{Name: "loo", Usage: "also refit the training lanes without each source and predict its rows (leave one source out: one full lane fit per source, about 10 s each on 2 cores; the time taken is printed on stderr)"},
