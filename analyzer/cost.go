@@ -116,6 +116,12 @@ type Scenario struct {
 	// (megatron/core/fusions/fused_bias_geglu.py, core_r0.15.0 on) chunks it, clamps each half
 	// and concatenates them outside its compiled function. Training only; see clampKernels.
 	EagerGLUClamp bool `json:"eager_glu_clamp,omitempty"`
+	// UnfusedGLU: Megatron with bias_swiglu_fusion off runs a gated MLP's activation as eager
+	// PyTorch ops (transformer/mlp.py glu: chunk, silu, multiply), and the routed experts then
+	// multiply by the router weight in fp32 and cast back (moe/experts.py
+	// activation_func_with_probs @d98e8a6) where the fused kernel makes one pass. Primus's Qwen3
+	// configs turn the fusion off. Training only; see unfusedGLUKernels.
+	UnfusedGLU bool `json:"unfused_glu,omitempty"`
 	// EagerScaledRoPE: a YaRN-scaled rotary embedding (not MLA's) is applied to the queries and
 	// keys in eager PyTorch (Megatron's _apply_rotary_pos_emb_bshd): Megatron-Bridge turns the
 	// RoPE fusion off for any position embedding but plain rope (utils/fusions.py
@@ -407,6 +413,21 @@ func costOp(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p ExecPro
 			c.fwd.BytesTemporary += c.eagerK[0].Bytes
 			c.bwd.BytesTemporary += c.eagerK[1].Bytes
 		}
+		if op.Name == "mlp_activation" && ph == Training && s.UnfusedGLU && !(op.PerAssignment && s.FusedGroupedMLP) && gatedAct(op) {
+			// the eager GLU's passes beyond the fused kernel's (recomputed with it)
+			u := unfusedGLUKernels(op, m*float64(op.ElemsPerToken)/3/div, A, op.PerAssignment)
+			for i := range u {
+				if c.eagerK[i].Name == "" {
+					c.eagerK[i] = u[i]
+					continue
+				}
+				c.eagerK[i].Count += u[i].Count
+				c.eagerK[i].Bytes += u[i].Bytes
+				c.eagerK[i].VectorFLOPs += u[i].VectorFLOPs
+			}
+			c.fwd.BytesTemporary += u[0].Bytes
+			c.bwd.BytesTemporary += u[1].Bytes
+		}
 	case OpAttnCore:
 		costAttention(op, fp, ph, sh, s, p, c)
 	}
@@ -557,6 +578,30 @@ func clampKernels(op Op, half, a float64) [2]kernels.Kernel {
 	fwd, bwd := k, k
 	fwd.Count, fwd.Bytes, fwd.VectorFLOPs = 3, 8*a*half, 2*half
 	bwd.Count, bwd.Bytes, bwd.VectorFLOPs, bwd.Backward = 7, (11*a+8)*half, 4*half, true
+	return [2]kernels.Kernel{fwd, bwd}
+}
+
+// gatedAct says whether an activation op is a GLU's (actOp: it reads two halves and writes one,
+// 3 elements and 5 FLOPs per output element).
+func gatedAct(op Op) bool { return op.ElemsPerToken*5 == op.FlopsPerToken*3 }
+
+// unfusedGLUKernels are the passes an eager GLU makes beyond the fused kernel's one (read both
+// halves, write the product: 3eA bytes forward, twice that backward) over e output elements of
+// A bytes. Forward: silu (read and write e), the multiply (read 2e, write e); the routed
+// experts then scale by the fp32 router weight (read e, write e in fp32) and cast back (read 4
+// bytes, write A): 7eA + 8e in all, 4 launches. Backward: the cast's and the scale's gradients
+// (fp32 in, A out) and the router weight's gradient, the multiply's two gradients, silu's, and
+// the concatenation of the halves' gradients (chunk's backward): 16eA + 12e, 7 launches. A
+// dense or shared MLP makes the silu and multiply passes only (5eA and 13eA, 2 and 4 launches).
+func unfusedGLUKernels(op Op, e, a float64, routed bool) [2]kernels.Kernel {
+	k := kernels.Kernel{Name: op.Name + ".unfused", Category: string(op.Category), Kind: kernels.Memory, MemShare: EagerPassShare}
+	fwd, bwd := k, k
+	fwd.Count, fwd.Bytes, fwd.VectorFLOPs = 1, 2*a*e, 4*e
+	bwd.Count, bwd.Bytes, bwd.VectorFLOPs, bwd.Backward = 3, 7*a*e, 8*e, true
+	if routed {
+		fwd.Count, fwd.Bytes, fwd.VectorFLOPs = 3, (4*a+8)*e, 6*e
+		bwd.Count, bwd.Bytes, bwd.VectorFLOPs = 6, (10*a+12)*e, 12*e
+	}
 	return [2]kernels.Kernel{fwd, bwd}
 }
 

@@ -178,6 +178,8 @@ type Row struct {
 	Routing string `json:"routing,omitempty"`
 	// FP8Dispatch: the forward dispatch travelled in FP8 (DeepSeek-V3's own stack).
 	FP8Dispatch bool `json:"fp8_dispatch,omitempty"`
+	// NoBiasSwiGLUFusion: the run turned Megatron's bias_swiglu_fusion off.
+	NoBiasSwiGLUFusion bool `json:"no_bias_swiglu_fusion,omitempty"`
 	// ActFP8InputStore: the SwiGLU's input was saved in FP8 (Megatron's
 	// activation_func_fp8_input_store; layout.Layout.ActFP8InputStore).
 	ActFP8InputStore bool `json:"act_fp8_input_store,omitempty"`
@@ -388,7 +390,7 @@ func (r Row) Layout() layout.Layout {
 		OffloadActivations: r.OffloadActivations, Dispatcher: r.Dispatcher, A2AOverlap: r.A2AOverlap,
 		EmbeddingInPipe: r.PipelineAccount, LossInPipe: r.PipelineAccount, FP8ParamGather: r.FP8ParamGather, FP8OutputProj: r.FP8OutputProj, FP8Attention: r.FP8Attention, FusedGroupedMLP: r.FusedGroupedMLP, ActFP8InputStore: r.ActFP8InputStore, BF16Grads: r.BF16Grads,
 		FirstStageLayers: r.FirstStageLayers, LastStageLayers: r.LastStageLayers, TPOverlap: r.TPOverlap, NoReshard: r.NoReshard,
-		Replicas: r.HSDPReplicas, CUDAGraph: r.CUDAGraph, GroupedGEMM: r.GroupedGEMM, SyncFreeMoE: r.SyncFreeMoE, Routing: r.Routing, FP8Dispatch: r.FP8Dispatch}
+		Replicas: r.HSDPReplicas, CUDAGraph: r.CUDAGraph, GroupedGEMM: r.GroupedGEMM, SyncFreeMoE: r.SyncFreeMoE, Routing: r.Routing, FP8Dispatch: r.FP8Dispatch, NoSwiGLUFusion: r.NoBiasSwiGLUFusion}
 	if stack {
 		k := layout.Knobs{Framework: l.Framework, Optimizer: l.Optimizer, Compile: l.Compile}
 		st.Fill(&k, layout.Given{Framework: true, Optimizer: r.Optimizer != "", Compile: r.Compile})

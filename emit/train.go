@@ -193,6 +193,9 @@ func megatronArgs(t Training) string {
 	if l.TPOverlap {
 		arg("--tp-comm-overlap")
 	}
+	if l.NoSwiGLUFusion {
+		arg("--no-bias-swiglu-fusion")
+	}
 	if l.CUDAGraph {
 		// the step replayed from one graph; Megatron refuses it with its NaN check on
 		// (validate_args), and an MoE layer is capturable only with static shapes (its MoE

@@ -494,9 +494,21 @@ func TestEmittedGroupedGEMM(t *testing.T) {
 			t.Errorf("a Primus argument outside the note:\n%s", body)
 		}
 	}
+	// the unfused SwiGLU is Megatron's own flag
+	l.NoSwiGLUFusion = true
+	fs, err := WriteTraining("megatron", "train", Training{Model: "Qwen/Qwen3-30B-A3B", Name: "Qwen3-30B-A3B", Title: "gg", Layout: l, Layers: 48, MoE: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := fs.Contents[fs.Names[0]]; !strings.Contains(body, "--no-bias-swiglu-fusion") {
+		t.Errorf("unfused SwiGLU not passed:\n%s", body)
+	} else {
+		checkMegatron(t, fs.Names[0], body)
+	}
+	l.NoSwiGLUFusion = false
 	// DeepSeek-V3's FP8 dispatch has no Megatron argument: the script says what differs
 	l.GroupedGEMM, l.SyncFreeMoE, l.FP8Dispatch, l.Precision = "", 0, true, "fp8-blockwise"
-	fs, err := WriteTraining("megatron", "train", Training{Model: "Qwen/Qwen3-30B-A3B", Name: "Qwen3-30B-A3B", Title: "gg", Layout: l, Layers: 48, MoE: true, FP8: "fp8-blockwise"})
+	fs, err = WriteTraining("megatron", "train", Training{Model: "Qwen/Qwen3-30B-A3B", Name: "Qwen3-30B-A3B", Title: "gg", Layout: l, Layers: 48, MoE: true, FP8: "fp8-blockwise"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,11 @@ type Layout struct {
 	// dispatch BF16 whatever the recipe (fused_a2a.py @d98e8a6; only its NCCL EP backend takes
 	// moe_dispatch_fwd_dtype mxfp8), so this is off unless asked for.
 	FP8Dispatch bool
+	// NoSwiGLUFusion: Megatron's --no-bias-swiglu-fusion (bias_swiglu_fusion false, as Primus's
+	// Qwen3 configs set it): the gated MLPs' activation runs as eager ops, and the routed experts'
+	// scale by the router weight in fp32 and cast back (analyzer.Scenario's UnfusedGLU), keeping
+	// the silu output and the product for the backward.
+	NoSwiGLUFusion bool
 	// CUDAGraph: Megatron's full-iteration CUDA graph (--cuda-graph-impl full_iteration): each
 	// step replays one captured graph, so the host issues no kernels and its pace never bounds
 	// the step (an eager MoE layer's host work, MoELaunchUs, goes with it). An MoE model's
@@ -372,6 +377,7 @@ type stepKey struct {
 	eagerRoPE                     bool
 	castAct, castWeights          float64 // the recipe's casts as the framework runs them (castBytes)
 	fp8Attention                  bool
+	unfusedGLU                    bool
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -411,7 +417,7 @@ func (tr *Trainer) With(p kernels.Predictor, peak float64, chip chips.Chip) *Tra
 func (tr *Trainer) key(l Layout) stepKey {
 	castAct, castWeights := l.castBytes()
 	return stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, tr.eager(l), l.FP8OutputProj,
-		l.FusedGroupedMLP, megatronBiasFP32(l), megatronRoPE(l), castAct, castWeights, l.FP8Attention}
+		l.FusedGroupedMLP, megatronBiasFP32(l), megatronRoPE(l), castAct, castWeights, l.FP8Attention, l.NoSwiGLUFusion}
 }
 
 // megatronBiasFP32: Megatron's unfused expert MLP adds an expert output bias in fp32 outside the
@@ -446,6 +452,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	sc.ExpertBiasFP32 = biasFP32
 	sc.EagerGLUClamp = biasFP32 // the same unfused expert MLP clamps a clamped GLU eagerly
 	sc.EagerScaledRoPE = rope
+	sc.UnfusedGLU = k.unfusedGLU
 	prof := analyzer.Achievable
 	if eager > 1 {
 		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel
@@ -851,7 +858,7 @@ func (l Layout) AnalyzeFlags() []string {
 		name string
 		on   bool
 	}{{"compile", l.Compile}, {"pipeline-account", l.EmbeddingInPipe || l.LossInPipe}, {"fp8-param-gather", l.FP8ParamGather}, {"fp8-output-proj", l.FP8OutputProj}, {"fp8-dot-product-attention", l.FP8Attention}, {"fused-grouped-mlp", l.FusedGroupedMLP}, {"act-fp8-input-store", l.ActFP8InputStore},
-		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}, {"fp8-dispatch", l.FP8Dispatch}} {
+		{"tp-overlap", l.TPOverlap}, {"no-reshard", l.NoReshard}, {"cuda-graph", l.CUDAGraph}, {"fp8-dispatch", l.FP8Dispatch}, {"no-bias-swiglu-fusion", l.NoSwiGLUFusion}} {
 		if b.on {
 			f = append(f, "--"+b.name)
 		}

@@ -167,6 +167,10 @@ func (l Layout) validateMoE(fp analyzer.Fingerprint) error {
 		return fmt.Errorf("sync-free MoE stage %d runs Primus-Turbo's grouped GEMM: it needs grouped gemm turbo (it is %s)", l.SyncFreeMoE, orTE(l.GroupedGEMM))
 	case l.SyncFreeMoE >= 2 && l.Dispatcher != DispatchDeepEP:
 		return fmt.Errorf("sync-free MoE stage %d dispatches with Primus-Turbo's DeepEP: it needs dispatcher deepep (it is %s)", l.SyncFreeMoE, orAllToAll(l.Dispatcher))
+	case l.NoSwiGLUFusion && !fp.GatedMLP && fp.Layers > 0:
+		return fmt.Errorf("no bias swiglu fusion unfuses a gated MLP's activation, and the model's MLP is not gated")
+	case l.NoSwiGLUFusion && l.Framework != "" && l.Framework != Megatron:
+		return fmt.Errorf("--no-bias-swiglu-fusion is Megatron's: it needs --framework megatron (the run is %s)", l.Framework)
 	case l.FP8Dispatch && (l.Dispatcher != DispatchDeepEP || !l.lowPrecision()):
 		// Megatron's HybridEP asserts it away (fused_a2a.py @d98e8a6: "does not support fp8
 		// dispatch"); DeepEP takes FP8 tokens with their scales

@@ -61,6 +61,7 @@ type Knobs struct {
 	GroupedGEMM, Routing string
 	SyncFreeMoE          int64
 	FP8Dispatch          bool
+	NoSwiGLUFusion       bool
 	// Fine-tuning stacks' mechanisms (stacks.go).
 	ParamDType, Loss, Stack               string
 	OffloadCheckpoints, UpcastUnquantized bool
@@ -75,7 +76,7 @@ func (k Knobs) Apply(l Layout) Layout {
 	l.FP8ParamGather, l.BF16Grads, l.Replicas, l.TPOverlap = k.FP8ParamGather, k.BF16Grads, k.Replicas, k.TPOverlap
 	l.NoReshard, l.CUDAGraph, l.FP8OutputProj, l.FusedGroupedMLP = k.NoReshard, k.CUDAGraph, k.FP8OutputProj, k.FusedGroupedMLP
 	l.ActFP8InputStore, l.FP8Attention = k.ActFP8InputStore, k.FP8Attention
-	l.GroupedGEMM, l.SyncFreeMoE, l.Routing, l.FP8Dispatch = k.GroupedGEMM, k.SyncFreeMoE, k.Routing, k.FP8Dispatch
+	l.GroupedGEMM, l.SyncFreeMoE, l.Routing, l.FP8Dispatch, l.NoSwiGLUFusion = k.GroupedGEMM, k.SyncFreeMoE, k.Routing, k.FP8Dispatch, k.NoSwiGLUFusion
 	l.ParamDType, l.Loss, l.Stack, l.OffloadCheckpoints, l.UpcastUnquantized = k.ParamDType, k.Loss, k.Stack, k.OffloadCheckpoints, k.UpcastUnquantized
 	return l
 }

@@ -853,7 +853,8 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		}
 	}
 	eager := 0.0
-	if fw != Megatron && !l.Compile && fp.GatedMLP {
+	unfused := fw == Megatron && l.NoSwiGLUFusion && fp.GatedMLP // Megatron's eager glu (Layout.NoSwiGLUFusion)
+	if (fw != Megatron && !l.Compile || unfused) && fp.GatedMLP {
 		eager = 2 * f
 	}
 	var t perToken
@@ -886,6 +887,14 @@ func layerActivations(fp analyzer.Fingerprint, l Layout, rc analyzer.Recompute, 
 		if fp.MoE.SharedExperts > 0 {
 			mlp += float64(fp.MoE.SharedExperts) * (glu*width*e + lin*e)
 			act += float64(fp.MoE.SharedExperts) * lin * e
+		}
+		if unfused && !l.FusedGroupedMLP {
+			// the eager glu keeps its silu output for the multiply's backward, and the routed
+			// experts' router-weight multiply keeps the product (activation_func_with_probs),
+			// 16-bit each; a shared expert keeps the silu output only
+			kept := topk*2*2*e + float64(fp.MoE.SharedExperts)*2*e
+			mlp += kept
+			act += kept
 		}
 		// the permuted copy of the routed tokens: the dispatched input, which the first expert
 		// GEMM saves in its input precision (FP8 under an FP8 recipe); the router's fp32 logits

@@ -113,6 +113,7 @@ func trainingFlags() []cli.Flag {
 		&cli.StringFlag{Name: "grouped-gemm", Usage: "megatron MoE: how the routed experts' GEMMs are issued: te (Transformer Engine's GroupedLinear) or legacy (--moe-use-legacy-grouped-gemm), a launch per local expert; turbo (Primus-Turbo's --use_turbo_grouped_gemm), one launch for all (default: te)"},
 		&cli.Int64Flag{Name: "sync-free-moe", Usage: "megatron MoE on ROCm: Primus-Turbo's sync-free MoE `STAGE` (--turbo_sync_free_moe_stage 0-3); from 2 (with --grouped-gemm turbo --dispatcher deepep) no MoE layer waits on the host, so the host issues its kernels ahead"},
 		&cli.BoolFlag{Name: "fp8-dispatch", Usage: "MoE with --dispatcher deepep and an FP8 recipe: the forward dispatch in FP8 with 1x128 scales, as DeepSeek-V3's own stack sends it (Megatron's DeepEP and HybridEP send BF16)"},
+		&cli.BoolFlag{Name: "no-bias-swiglu-fusion", Usage: "megatron: the gated MLPs' activation as eager ops, the routed experts' router-weight scale in fp32 (Megatron's --no-bias-swiglu-fusion; Primus's Qwen3 configs set it): more passes, and the silu output and product kept"},
 		&cli.StringFlag{Name: "routing", Usage: "MoE benchmarks' forced balance: uniform (random logits, Megatron's moe_router_force_load_balancing) or even (Primus's round-robin: a token's top-k experts are consecutive, so DeepEP sends it to fewer ranks) (default: uniform)"},
 		&cli.Int64Flag{Name: "hsdp-replicas", Usage: "HSDP: shard within DP x CP / `R` ranks and replicate across R groups (torchtitan dp_replicate; TPU slices over the data-center network)"},
 	}
@@ -124,7 +125,7 @@ func readKnobs(c *cli.Context, dtype string) (layout.Knobs, error) {
 		OffloadActivations: c.Int64("offload-activations"), Compile: c.Bool("compile"),
 		A2AOverlap: strings.ToLower(c.String("a2a-overlap")), Dispatcher: strings.ToLower(c.String("dispatcher")), MTP: c.Int64("mtp"),
 		PipelineAccount: c.Bool("pipeline-account"), FP8ParamGather: c.Bool("fp8-param-gather"), FP8OutputProj: c.Bool("fp8-output-proj"), FP8Attention: c.Bool("fp8-dot-product-attention"), FusedGroupedMLP: c.Bool("fused-grouped-mlp"), ActFP8InputStore: c.Bool("act-fp8-input-store"), Replicas: c.Int64("hsdp-replicas"), TPOverlap: c.Bool("tp-overlap"), NoReshard: c.Bool("no-reshard"), CUDAGraph: c.Bool("cuda-graph"),
-		GroupedGEMM: strings.ToLower(c.String("grouped-gemm")), SyncFreeMoE: c.Int64("sync-free-moe"), Routing: strings.ToLower(c.String("routing")), FP8Dispatch: c.Bool("fp8-dispatch")}
+		GroupedGEMM: strings.ToLower(c.String("grouped-gemm")), SyncFreeMoE: c.Int64("sync-free-moe"), Routing: strings.ToLower(c.String("routing")), FP8Dispatch: c.Bool("fp8-dispatch"), NoSwiGLUFusion: c.Bool("no-bias-swiglu-fusion")}
 	if strings.Contains(k.Framework, ",") || k.Framework == "all" {
 		k.Framework = layout.Megatron // plan train searches the list (planFrameworks)
 	}
@@ -248,7 +249,7 @@ func readLayout(c *cli.Context, s analyzer.Scenario) (*layout.Layout, error) {
 		c.IsSet("framework") || c.IsSet("optimizer") || c.IsSet("offload") || c.IsSet("offload-activations") || c.IsSet("compile") ||
 		c.IsSet("recipe") || c.IsSet("a2a-overlap") || c.IsSet("dispatcher") || c.IsSet("mtp") || c.IsSet("pipeline-account") ||
 		c.IsSet("fp8-param-gather") || c.IsSet("fp8-output-proj") || c.IsSet("fp8-dot-product-attention") || c.IsSet("fused-grouped-mlp") || c.IsSet("act-fp8-input-store") || c.IsSet("hsdp-replicas") || c.IsSet("tp-overlap") || c.IsSet("no-reshard") ||
-		c.IsSet("cuda-graph") || c.IsSet("grouped-gemm") || c.IsSet("sync-free-moe") || c.IsSet("routing") || c.IsSet("fp8-dispatch") || c.IsSet("stack") || c.IsSet("param-dtype") || c.IsSet("loss")) {
+		c.IsSet("cuda-graph") || c.IsSet("grouped-gemm") || c.IsSet("sync-free-moe") || c.IsSet("routing") || c.IsSet("fp8-dispatch") || c.IsSet("no-bias-swiglu-fusion") || c.IsSet("stack") || c.IsSet("param-dtype") || c.IsSet("loss")) {
 		return nil, nil
 	}
 	if fw := c.String("framework"); strings.Contains(fw, ",") || strings.EqualFold(fw, "all") {
