@@ -593,6 +593,8 @@ func gatedAct(op Op) bool { return op.ElemsPerToken*5 == op.FlopsPerToken*3 }
 // (fp32 in, A out) and the router weight's gradient, the multiply's two gradients, silu's, and
 // the concatenation of the halves' gradients (chunk's backward): 16eA + 12e, 7 launches. A
 // dense or shared MLP makes the silu and multiply passes only (5eA and 13eA, 2 and 4 launches).
+// The kernels returned carry the difference from the fused kernel: its bytes and its one
+// launch each way are counted already.
 func unfusedGLUKernels(op Op, e, a float64, routed bool) [2]kernels.Kernel {
 	k := kernels.Kernel{Name: op.Name + ".unfused", Category: string(op.Category), Kind: kernels.Memory, MemShare: EagerPassShare}
 	fwd, bwd := k, k

@@ -56,7 +56,7 @@ const (
 // experts g·size to (g+1)·size - 1) one token's top-k experts fall in, on average. Under random
 // routing the k experts are a uniform draw without replacement, so a group is missed with
 // probability C(E - size, k) / C(E, k); under Primus's even routing token t takes experts
-// (t·k + j) mod E, a cycle of E / gcd(t·k, E) tokens, counted exactly.
+// (t·k + j) mod E, a cycle of E / gcd(k, E) tokens, counted exactly.
 func touchedGroups(experts, topk, size int64, routing string) float64 {
 	if experts <= 0 || topk <= 0 || size <= 0 || size >= experts {
 		return 1
