@@ -39,8 +39,11 @@ for fig in SRC["figures"]:
             r = {"id": "PRIMUS-DSV2-mi355x-32gpu-base-1f1b", "kind": "train_throughput", "source": src,
                  "model": "DeepSeek-V2", "chip": "MI355X", "dtype": "bf16", "gpus": 32, "tp": 1, "pp": 4, "vp": 1, "cp": 1,
                  "ep": 8, "etp": 1, "seq": 4096, "mbs": 1, "gbs": 256, "framework": "megatron",
+                 "grouped_gemm": "legacy",
                  "measured": bar["tokens_per_s_per_gpu"], "unit": "tok/s/gpu",
-                 "note": "BF16, eager, all-to-all dispatcher, 1F1B without interleaving (GA 32)"}
+                 "note": "BF16, eager, all-to-all dispatcher, 1F1B without interleaving (GA 32); Megatron's legacy "
+                         "grouped GEMM (moe_use_legacy_grouped_gemm true in configs/MI355X/deepseek_v2-pretrain-baseline.yaml; "
+                         "the V2-Lite baseline sets it false)"}
         rows.append(r)
 
 about = ("AMD's published Megatron (Primus) MoE pre-training runs on MI355X: " + SRC["source"] + ". " + SRC["how"] +
