@@ -494,8 +494,8 @@ func TestPipelineHandOffFitPredictsFourStages(t *testing.T) {
 // none was fitted to: their error is the out-of-sample check the note reports.
 func TestHeldOutTrainingRows(t *testing.T) {
 	rows := HeldOutTraining()
-	if len(rows) != 164+2 {
-		t.Errorf("%d held-out rows, want the 164 Megatron-Bridge rows transcribed and AMD's 2", len(rows))
+	if len(rows) != 164+4 {
+		t.Errorf("%d held-out rows, want the 164 Megatron-Bridge rows transcribed and AMD's 4", len(rows))
 	}
 	current := 0
 	for _, r := range rows {
@@ -1057,8 +1057,8 @@ func TestHeldOutRecipePairs(t *testing.T) {
 // memory (max-rank ROCm memory, 277 GB) is the memory model's within 5%.
 func TestAMDHeldOutTrainingRows(t *testing.T) {
 	rows := embedded("amd_heldout_training.json", amdHeldoutTrainingRows)
-	if len(rows) != 2 {
-		t.Fatalf("%d AMD held-out rows, want the 2 transcribed", len(rows))
+	if len(rows) != 4 {
+		t.Fatalf("%d AMD held-out rows, want the 4 transcribed", len(rows))
 	}
 	fitted := map[string]bool{}
 	for _, r := range Default() {
@@ -1084,10 +1084,25 @@ func TestAMDHeldOutTrainingRows(t *testing.T) {
 		if !r.Fits {
 			t.Errorf("%s: does not fit in memory as stated", r.ID)
 		}
-		if math.Abs(r.Ratio-1) > 0.25 {
+		switch {
+		case r.Model == "DeepSeek-V3":
+			// The Instinct lane's grouped-GEMM share and host pace, fitted on DeepSeek-V2-Lite's
+			// small experts, time DeepSeek-V3's 32 local experts per rank too slowly (the README's
+			// Instinct paragraph): a known gap, held here so that a change to it shows.
+			if !(r.Ratio < 1 && r.Ratio > 0.6) {
+				t.Errorf("%s: predicted %.0f against %.0f measured (%+.1f%%), want below it and within 40%%", r.ID, r.Predicted, r.Measured, 100*(r.Ratio-1))
+			}
+		case math.Abs(r.Ratio-1) > 0.25:
 			t.Errorf("%s: predicted %.0f against %.0f measured (%+.1f%%), want within 25%%", r.ID, r.Predicted, r.Measured, 100*(r.Ratio-1))
 		}
 	}
+	// memory: the FP8 Qwen3 run's max-rank ROCm figure (277 GB) within 5%. DeepSeek-V3's PP1 at
+	// "88% of HBM" within 12%: the run script's --moe_layer_freq 1 makes layers 1 and 2, which
+	// PP1 holds, MoE layers where mrep's model keeps them dense, and each such layer adds its 32
+	// local experts' 1.41 G parameters (BF16 weights and gradients, FP32 master weights and BF16
+	// moments over the expert DP of 2: 10.5 GiB) less the dense FFN's 0.4 G (1.7 GiB), about
+	// 18 GiB for the two, 7.5% of the figure; the rest is the percent's rounding and the split.
+	tol := map[string]float64{"PRIMUS-Qwen3-30B-A3B-mi355x-8gpu-fp8-tensorwise": 0.05, "PRIMUS-DeepSeekV3-mi355x-256gpu-fp8": 0.12}
 	checked := 0
 	for _, p := range prepared(t, rows) {
 		if p.Row.MemoryGiB == 0 || p.train == nil {
@@ -1095,15 +1110,24 @@ func TestAMDHeldOutTrainingRows(t *testing.T) {
 		}
 		checked++
 		got := layout.TrainingMemory(p.train.m, p.train.l).Total / (1 << 30)
-		if math.Abs(got/p.Row.MemoryGiB-1) > 0.05 {
-			t.Errorf("%s: memory %.1f GiB against %.1f measured, want within 5%%", p.Row.ID, got, p.Row.MemoryGiB)
+		if math.Abs(got/p.Row.MemoryGiB-1) > tol[p.Row.ID] {
+			t.Errorf("%s: memory %.1f GiB against %.1f measured, want within %.0f%%", p.Row.ID, got, p.Row.MemoryGiB, 100*tol[p.Row.ID])
 		}
 	}
-	if checked != 1 {
-		t.Errorf("%d rows with a measured memory, want the FP8 run's", checked)
+	if checked != len(tol) {
+		t.Errorf("%d rows with a measured memory, want %d", checked, len(tol))
 	}
 	bf16, fp8 := got["PRIMUS-Qwen3-30B-A3B-mi355x-8gpu-bf16"], got["PRIMUS-Qwen3-30B-A3B-mi355x-8gpu-fp8-tensorwise"]
 	if !(fp8.Measured > bf16.Measured && fp8.Predicted > bf16.Predicted) {
 		t.Errorf("FP8 %.0f / %.0f, BF16 %.0f / %.0f (measured / predicted): want FP8 faster in both", fp8.Measured, fp8.Predicted, bf16.Measured, bf16.Predicted)
+	}
+	// Weak scaling: 4x the nodes and the batch keep 128 micro-batches per rank, so only the
+	// data-parallel traffic grows, and Megatron's overlapped reduce-scatter and all-gather hide
+	// it: the measured per-GPU rate falls 2.3%; the prediction must fall as little (within 3
+	// points), where an exposed gradient exchange would cost far more.
+	small, large := got["PRIMUS-DeepSeekV3-mi355x-256gpu-fp8"], got["PRIMUS-DeepSeekV3-mi355x-1024gpu-fp8"]
+	meas, pred := large.Measured/small.Measured, large.Predicted/small.Predicted
+	if math.Abs(pred-meas) > 0.03 || pred > 1 {
+		t.Errorf("1,024 over 256 GPUs per GPU: measured %.3f, predicted %.3f: want within 3 points and no gain", meas, pred)
 	}
 }
