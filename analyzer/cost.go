@@ -116,6 +116,12 @@ type Scenario struct {
 	// (megatron/core/fusions/fused_bias_geglu.py, core_r0.15.0 on) chunks it, clamps each half
 	// and concatenates them outside its compiled function. Training only; see clampKernels.
 	EagerGLUClamp bool `json:"eager_glu_clamp,omitempty"`
+	// HighPrecisionExperts: the routed experts' GEMMs stay in the 16-bit dtype under a
+	// low-precision recipe, with no casts of their own: Megatron's legacy GroupedMLP
+	// (--moe-use-legacy-grouped-gemm; removed upstream in bf8c7901, kept by Primus as
+	// DeprecatedGroupedMLP) calls grouped_gemm's gmm on its 16-bit stacked weights, a kernel
+	// with no FP8 path, while Transformer Engine's FP8 autocast covers the other linears.
+	HighPrecisionExperts bool `json:"high_precision_experts,omitempty"`
 	// UnfusedGLU: Megatron with bias_swiglu_fusion off runs a gated MLP's activation as eager
 	// PyTorch ops (transformer/mlp.py glu: chunk, silu, multiply), and the routed experts then
 	// multiply by the router weight in fp32 and cast back (moe/experts.py
@@ -521,14 +527,18 @@ func costExperts(op Op, fp Fingerprint, ph Phase, sh stepShape, s Scenario, p Ex
 	groups := math.Max(held*frac, 1e-12)
 	in, out := float64(op.In), float64(op.Out)/tp
 	w := math.Max(wTouched/p.WRFMoE, wTouched)
-	c.fwdK = gemmKernel(op, s.ComputeDType, mEff, out, in, groups, f, w+p.ActFusion*act)
-	c.bwdK[0] = gemmKernel(op, s.ComputeDType, mEff, in, out, groups, f, w+p.ActFusion*act)
-	c.bwdK[1] = gemmKernel(op, s.ComputeDType, in, out, mEff, groups, f, gTouched+p.ActFusion*act)
+	dtype, quantized := s.ComputeDType, s.lowPrecisionTraining(ph)
+	if quantized && s.HighPrecisionExperts {
+		dtype, quantized = s.AttnDType(), false // the legacy GroupedMLP's 16-bit gmm
+	}
+	c.fwdK = gemmKernel(op, dtype, mEff, out, in, groups, f, w+p.ActFusion*act)
+	c.bwdK[0] = gemmKernel(op, dtype, mEff, in, out, groups, f, w+p.ActFusion*act)
+	c.bwdK[1] = gemmKernel(op, dtype, in, out, mEff, groups, f, gTouched+p.ActFusion*act)
 	c.fwdK.Grouped, c.bwdK[0].Grouped, c.bwdK[1].Grouped = true, true, true
 	c.bwdK[0].Backward, c.bwdK[1].Backward = true, true
 	c.nBwd = 2
-	c.blockScaled(s.lowPrecisionTraining(ph) && s.BlockScaled)
-	if s.lowPrecisionTraining(ph) {
+	c.blockScaled(quantized && s.BlockScaled)
+	if quantized {
 		c.castK = castKernel(op, assignments*(in+out), held*perExpert/tp, s)
 	}
 	if ph == Training && s.ExpertBiasFP32 && !s.FusedGroupedMLP && outputBias(op) {

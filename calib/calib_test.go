@@ -1086,9 +1086,10 @@ func TestAMDHeldOutTrainingRows(t *testing.T) {
 		}
 		switch {
 		case r.Model == "DeepSeek-V3":
-			// The Instinct lane's grouped-GEMM share and host pace, fitted on DeepSeek-V2-Lite's
-			// small experts, time DeepSeek-V3's 32 local experts per rank too slowly (the README's
-			// Instinct paragraph): a known gap, held here so that a change to it shows.
+			// The Instinct lane's grouped-GEMM share (0.23, fitted on DeepSeek-V2-Lite's small
+			// experts, where it stands for the MoE layer's uncounted costs) times DeepSeek-V3's
+			// experts, 16-bit under the legacy GroupedMLP, too slowly (the README's Instinct
+			// paragraph): a known gap, held here so that a change to it shows.
 			if !(r.Ratio < 1 && r.Ratio > 0.6) {
 				t.Errorf("%s: predicted %.0f against %.0f measured (%+.1f%%), want below it and within 40%%", r.ID, r.Predicted, r.Measured, 100*(r.Ratio-1))
 			}
@@ -1097,21 +1098,25 @@ func TestAMDHeldOutTrainingRows(t *testing.T) {
 		}
 	}
 	// memory: the FP8 Qwen3 run's max-rank ROCm figure (277 GB) within 5%. DeepSeek-V3's PP1 at
-	// "88% of HBM" within 12%: the run script's --moe_layer_freq 1 makes layers 1 and 2, which
-	// PP1 holds, MoE layers where mrep's model keeps them dense, and each such layer adds its 32
-	// local experts' 1.41 G parameters (BF16 weights and gradients, FP32 master weights and BF16
-	// moments over the expert DP of 2: 10.5 GiB) less the dense FFN's 0.4 G (1.7 GiB), about
-	// 18 GiB for the two, 7.5% of the figure; the rest is the percent's rounding and the split.
-	tol := map[string]float64{"PRIMUS-Qwen3-30B-A3B-mi355x-8gpu-fp8-tensorwise": 0.05, "PRIMUS-DeepSeekV3-mi355x-256gpu-fp8": 0.12}
+	// "88% of HBM" within 8% once what mrep's model lacks is added: the run script's
+	// --moe_layer_freq 1 makes layers 1 and 2, which PP1 holds, MoE layers where the bundled
+	// DeepSeek-V3 keeps them dense. Each adds its 32 local experts (3 x 7,168 x 2,048 each: BF16
+	// weights and gradients, FP32 master weights and BF16 moments over the expert DP of 2, 8
+	// bytes a parameter; the legacy GroupedMLP keeps no FP8 copy) less the dense FFN it replaces
+	// (3 x 7,168 x 18,432: 4 bytes and the 8 over DP 16).
+	moeLayer := 32.0 * 3 * 7168 * 2048 * (2 + 2 + 8.0/2)
+	denseFFN := 3.0 * 7168 * 18432 * (2 + 2 + 8.0/16)
+	missing := map[string]float64{"PRIMUS-DeepSeekV3-mi355x-256gpu-fp8": 2 * (moeLayer - denseFFN) / (1 << 30)}
+	tol := map[string]float64{"PRIMUS-Qwen3-30B-A3B-mi355x-8gpu-fp8-tensorwise": 0.05, "PRIMUS-DeepSeekV3-mi355x-256gpu-fp8": 0.08}
 	checked := 0
 	for _, p := range prepared(t, rows) {
 		if p.Row.MemoryGiB == 0 || p.train == nil {
 			continue
 		}
 		checked++
-		got := layout.TrainingMemory(p.train.m, p.train.l).Total / (1 << 30)
+		got := layout.TrainingMemory(p.train.m, p.train.l).Total/(1<<30) + missing[p.Row.ID]
 		if math.Abs(got/p.Row.MemoryGiB-1) > tol[p.Row.ID] {
-			t.Errorf("%s: memory %.1f GiB against %.1f measured, want within %.0f%%", p.Row.ID, got, p.Row.MemoryGiB, 100*tol[p.Row.ID])
+			t.Errorf("%s: memory %.1f GiB (with %.1f the model lacks) against %.1f measured, want within %.0f%%", p.Row.ID, got, missing[p.Row.ID], p.Row.MemoryGiB, 100*tol[p.Row.ID])
 		}
 	}
 	if checked != len(tol) {

@@ -130,6 +130,10 @@ func megatronArgs(t Training) string {
 		// neither); Primus's Megatron keeps it
 		b.WriteString("# mrep timed Megatron's legacy grouped GEMM (--moe-use-legacy-grouped-gemm, a launch per expert): this Megatron-LM\n" +
 			"# no longer has it (Primus's Megatron does); it runs Transformer Engine's GroupedLinear, with the same launches\n")
+		if l.LegacyExperts16() {
+			// grouped_gemm's gmm has no FP8 path (layout.Layout.LegacyExperts16)
+			b.WriteString("# under the legacy grouped GEMM the experts' GEMMs ran 16-bit, as mrep timed them; GroupedLinear quantizes them to the recipe\n")
+		}
 	}
 	if l.FP8Dispatch {
 		// Megatron hands DeepEP the 16-bit hidden (fused_a2a.py @d98e8a6); no argument asks for

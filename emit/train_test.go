@@ -494,6 +494,20 @@ func TestEmittedGroupedGEMM(t *testing.T) {
 			t.Errorf("a Primus argument outside the note:\n%s", body)
 		}
 	}
+	// the legacy path's experts stay 16-bit under an FP8 recipe: the script says so, and only then
+	for _, prec := range []string{"", "fp8-cs"} {
+		l.GroupedGEMM, l.SyncFreeMoE, l.Precision = "legacy", 0, prec
+		fs, err := WriteTraining("megatron", "train", Training{Model: "Qwen/Qwen3-30B-A3B", Name: "Qwen3-30B-A3B", Title: "gg", Layout: l, Layers: 48, MoE: true, FP8: prec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := fs.Contents[fs.Names[0]]
+		checkMegatron(t, fs.Names[0], body)
+		if got := strings.Contains(body, "experts' GEMMs ran 16-bit"); got != (prec != "") {
+			t.Errorf("legacy under %q: 16-bit experts note written %v", prec, got)
+		}
+	}
+	l.GroupedGEMM, l.Precision = "", moeLayout.Precision
 	// the unfused SwiGLU is Megatron's own flag
 	l.NoSwiGLUFusion = true
 	fs, err := WriteTraining("megatron", "train", Training{Model: "Qwen/Qwen3-30B-A3B", Name: "Qwen3-30B-A3B", Title: "gg", Layout: l, Layers: 48, MoE: true})

@@ -8,6 +8,7 @@ import (
 	"github.com/mrep-dev/mrep/analyzer"
 	"github.com/mrep-dev/mrep/chips"
 	"github.com/mrep-dev/mrep/internal/testutil"
+	"github.com/mrep-dev/mrep/kernels"
 	"github.com/mrep-dev/mrep/timing"
 )
 
@@ -214,4 +215,75 @@ func TestUnfusedSwiGLU(t *testing.T) {
 	if err := unfused.Validate(m.Fingerprint); err == nil || !strings.Contains(err.Error(), "--no-bias-swiglu-fusion is Megatron's") {
 		t.Errorf("under fsdp: %v", err)
 	}
+}
+
+// Megatron's legacy GroupedMLP (--moe-use-legacy-grouped-gemm, as AMD's Primus DeepSeek recipes
+// run it) calls grouped_gemm's gmm on 16-bit stacked weights: under an FP8 recipe its experts'
+// GEMMs stay BF16 with no casts (Megatron-LM experts.py before bf8c7901: gg.ops.gmm, no FP8
+// path), while Transformer Engine's GroupedLinear quantizes them. By hand for Qwen3-30B-A3B on
+// EP8 (16 local experts of 3 x 2,048 x 768 weights, 48 layers): the FP8 weight copies the
+// legacy experts do not keep are 2 bytes each, 2.42 GB a rank; the host issues no per-expert
+// quantizations, 2 a pass per expert fewer.
+func TestLegacyGroupedMLPKeepsExperts16Bit(t *testing.T) {
+	m := zooModel(t, "Qwen3-30B-A3B")
+	te := Layout{Framework: Megatron, TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 2, GBS: 64, Seq: 4096, DistOptimizer: true, Precision: "fp8-ds"}
+	legacy := te
+	legacy.GroupedGEMM = GroupedLegacy
+	for _, l := range []Layout{te, legacy} {
+		if err := l.Validate(m.Fingerprint); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := megatronTrainer(t, "Qwen3-30B-A3B", "MI355X", "fp8")
+	dtypes := func(l Layout) (gemm map[string]bool, casts int) {
+		st, err := tr.step(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gemm = map[string]bool{}
+		for _, k := range st.Kernels {
+			if k.Category != string(analyzer.CatRoutedExperts) {
+				continue
+			}
+			switch {
+			case k.Kind == kernels.GEMM:
+				gemm[k.DType] = true
+			case strings.HasSuffix(k.Name, ".cast"):
+				casts++
+			}
+		}
+		return gemm, casts
+	}
+	if g, c := dtypes(te); !g["fp8"] || g["bf16"] || c == 0 {
+		t.Errorf("Transformer Engine's experts under fp8-ds: GEMMs in %v, %d casts; want fp8 and casts", g, c)
+	}
+	if g, c := dtypes(legacy); !g["bf16"] || g["fp8"] || c != 0 {
+		t.Errorf("legacy experts under fp8-ds: GEMMs in %v, %d casts; want bf16 and none", g, c)
+	}
+	// the non-expert linears stay FP8 under both: attention's projections
+	st, err := tr.step(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range st.Kernels {
+		if k.Name == "q_proj" && k.Kind == kernels.GEMM && k.DType != "fp8" {
+			t.Errorf("legacy layout's q_proj in %s, want fp8", k.DType)
+		}
+	}
+	const expertWeights = 48 * 16 * 3 * 2048 * 768
+	testutil.Near(t, "FP8 copies the legacy experts skip (bytes)", TrainingMemory(m, te).Weights-TrainingMemory(m, legacy).Weights, 2*expertWeights, 1e-9)
+	if got, want := te.MoELaunches(m.Fingerprint)-legacy.MoELaunches(m.Fingerprint), float64(16*2*2); got != want {
+		t.Errorf("legacy issues %g fewer launches a layer and micro-batch, want %g (no per-expert casts)", got, want)
+	}
+	// a 16-bit recipe: the two paths count the same
+	te.Precision, legacy.Precision = "", ""
+	a, err := tr.Train(te)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tr.Train(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Near(t, "bf16 step, legacy against te", b.StepTime, a.StepTime, 1e-12)
 }

@@ -378,6 +378,7 @@ type stepKey struct {
 	castAct, castWeights          float64 // the recipe's casts as the framework runs them (castBytes)
 	fp8Attention                  bool
 	unfusedGLU                    bool
+	legacyExperts16               bool // the legacy GroupedMLP's 16-bit experts (LegacyExperts16)
 }
 
 // PCIeGen5GBps is a PCIe Gen5 x16 link per direction, 16 lanes x 32 GT/s x 128/130: the host
@@ -417,7 +418,14 @@ func (tr *Trainer) With(p kernels.Predictor, peak float64, chip chips.Chip) *Tra
 func (tr *Trainer) key(l Layout) stepKey {
 	castAct, castWeights := l.castBytes()
 	return stepKey{l.TP, l.CP, l.EP, l.ETP, l.MBS, l.Seq, l.GA(), l.Recompute, l.Optimizer, l.Precision, tr.eager(l), l.FP8OutputProj,
-		l.FusedGroupedMLP, megatronBiasFP32(l), megatronRoPE(l), castAct, castWeights, l.FP8Attention, l.NoSwiGLUFusion}
+		l.FusedGroupedMLP, megatronBiasFP32(l), megatronRoPE(l), castAct, castWeights, l.FP8Attention, l.NoSwiGLUFusion, l.LegacyExperts16()}
+}
+
+// LegacyExperts16: Megatron's legacy GroupedMLP under a low-precision recipe runs the routed
+// experts' GEMMs in 16 bits (analyzer.Scenario's HighPrecisionExperts): grouped_gemm's gmm has
+// no FP8 path, so the experts keep no low-precision weight copies and quantize nothing.
+func (l Layout) LegacyExperts16() bool {
+	return l.GroupedGEMM == GroupedLegacy && l.lowPrecision()
 }
 
 // megatronBiasFP32: Megatron's unfused expert MLP adds an expert output bias in fp32 outside the
@@ -453,6 +461,7 @@ func (tr *Trainer) step(l Layout) (analyzer.Step, error) {
 	sc.EagerGLUClamp = biasFP32 // the same unfused expert MLP clamps a clamped GLU eagerly
 	sc.EagerScaledRoPE = rope
 	sc.UnfusedGLU = k.unfusedGLU
+	sc.HighPrecisionExperts = k.legacyExperts16
 	prof := analyzer.Achievable
 	if eager > 1 {
 		prof.Elementwise *= eager // eager PyTorch: each elementwise op its own kernel

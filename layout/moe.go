@@ -407,7 +407,7 @@ func (l Layout) moeLaunchPhases(fp analyzer.Fingerprint) moeLaunches {
 		local = 1 // one launch per linear (and cast) for all the rank's experts
 	}
 	fwd, bwd := float64(moeFwdPerExpert), float64(moeBwdPerExpert)
-	if l.lowPrecision() {
+	if l.lowPrecision() && !l.LegacyExperts16() {
 		fwd += moeCastPerExpert
 		bwd += moeCastPerExpert
 	}

@@ -229,6 +229,9 @@ type stageParams struct {
 	// experts is the trainable routed-expert part of Trainable: its optimizer state shards
 	// over the expert data-parallel group (ExpertShardGroup), not the data-parallel one
 	experts float64
+	// expertLinear is the routed experts' part of linear: no FP8 copies under the legacy
+	// GroupedMLP's 16-bit experts (Layout.LegacyExperts16)
+	expertLinear float64
 }
 
 // paramsOnStage is the first (first=true) or last pipeline stage's share on one GPU: the
@@ -300,6 +303,7 @@ func paramsAt(m *analyzer.Model, l Layout, pos stagePos) stageParams {
 			sp.Trainable += c.trainable / div * scale
 			if e == 1 {
 				sp.experts += c.trainable / div * scale
+				sp.expertLinear += c.linear / div * scale
 			}
 			sp.Frozen += c.frozen / div * scale
 			sp.Quantized += c.quantized / div * scale
@@ -679,13 +683,17 @@ func stageMemoryAt(m *analyzer.Model, l Layout, pos stagePos) Memory {
 		case "nvfp4":
 			cache = 2 * (0.5 + 1.0/16)
 		}
+		linear := sp.linear
+		if l.LegacyExperts16() {
+			linear -= sp.expertLinear // the 16-bit experts keep no FP8 copy (LegacyExperts16)
+		}
 		if cache > 0 && l.FP8ParamGather {
-			mem.Weights -= wBytes * sp.linear * trainableShare(sp)
+			mem.Weights -= wBytes * linear * trainableShare(sp)
 		}
 		if stage == 3 {
 			cache /= shard
 		}
-		mem.Weights += cache * sp.linear
+		mem.Weights += cache * linear
 	}
 	// Gradients of trainable parameters; master weights and optimizer moments.
 	mem.Gradients = gBytes * sp.Trainable
