@@ -119,3 +119,27 @@ func TestLayoutsNameTheCasts(t *testing.T) {
 		t.Errorf("a 2%% cast share is named:\n%s", b.String())
 	}
 }
+
+// A legacy grouped GEMM under an FP8 recipe says its experts stay 16-bit and what the quantizing
+// path's step would be; a 16-bit recipe or another grouped GEMM says nothing of it.
+func TestLayoutsNameTheLegacyExperts(t *testing.T) {
+	l := layout.Layout{Framework: layout.Megatron, TP: 1, PP: 1, VP: 1, CP: 1, DP: 8, EP: 8, ETP: 1, MBS: 8, GBS: 512, Seq: 4096,
+		Precision: "fp8-cs", GroupedGEMM: layout.GroupedLegacy}
+	r := LayoutResult{Target: "MI355X fp8", Step: layout.Step{Layout: l, StepTime: 9.5, Microbatch: 1.18, Kernels: 9.4},
+		Fit: layout.Fit{Fits: true}, QuantizedExpertsStep: 8.25}
+	for _, c := range []struct {
+		prec, gg string
+		want     bool
+	}{{"fp8-cs", layout.GroupedLegacy, true}, {"", layout.GroupedLegacy, false}, {"fp8-cs", layout.GroupedTE, false}} {
+		r.Step.Layout.Precision, r.Step.Layout.GroupedGEMM = c.prec, c.gg
+		var b strings.Builder
+		if err := WriteLayouts(&b, []LayoutResult{r}); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(b.String(), "The legacy grouped GEMM runs the routed experts' GEMMs in 16 bits under the fp8-cs recipe") &&
+			strings.Contains(b.String(), "a step of 8.250 s")
+		if got != c.want {
+			t.Errorf("%q recipe, %q grouped GEMM: legacy sentence %v, want %v:\n%s", c.prec, c.gg, got, c.want, b.String())
+		}
+	}
+}

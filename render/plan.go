@@ -171,6 +171,10 @@ type LayoutResult struct {
 	// FP8AttentionUnmeasured: the layout asks for FP8 attention where the chip has no measured
 	// FP8 attention kernels, so it is timed as 16-bit (layout.Layout.FP8AttentionUnmeasured).
 	FP8AttentionUnmeasured bool `json:"fp8_attention_unmeasured,omitempty"`
+	// QuantizedExpertsStep, for a layout whose legacy grouped GEMM keeps the experts 16-bit
+	// under a low-precision recipe (layout.Layout.LegacyExperts16), is the step with
+	// Transformer Engine's grouped GEMM, which quantizes them (seconds; 0: not asked).
+	QuantizedExpertsStep float64 `json:"quantized_experts_step_s,omitempty"`
 }
 
 // Alternative is a setting that makes a layout fit, and its step.
@@ -224,6 +228,10 @@ func WriteLayouts(out io.Writer, rs []LayoutResult) error {
 		if s.Casts > 0.05*s.StepTime {
 			w.printf("The %s casts take %.1f ms of the kernels (%.0f%% of the step): %s.\n\n",
 				l.Precision, s.Casts*1e3, 100*s.Casts/s.StepTime, l.CastNote())
+		}
+		if l.LegacyExperts16() && r.QuantizedExpertsStep > 0 {
+			w.printf("The legacy grouped GEMM runs the routed experts' GEMMs in 16 bits under the %s recipe (grouped_gemm's gmm has no FP8 path; the other linears are quantized): Transformer Engine's grouped GEMM (`--grouped-gemm te`) quantizes them too, a step of %.3f s.\n\n",
+				l.Precision, r.QuantizedExpertsStep)
 		}
 		if r.FP8AttentionUnmeasured {
 			w.printf("FP8 attention: %s has no measured FP8 attention kernels for the %s recipe (chips.json train_attn_frac), so its attention's matmuls are timed at the 16-bit rate (the quantize passes before them are counted) and the gain cuDNN's FP8 kernels measure on Blackwell is not claimed.\n\n",

@@ -28,6 +28,13 @@ func layoutResults(m *analyzer.Model, o scenarioOptions) ([]render.LayoutResult,
 		f := layout.CheckTraining("training", layout.TrainingMemory(m, *o.layout), t.Chip.MemoryBytes())
 		r := render.LayoutResult{Target: t.Label(), Step: st, Fit: f, HostRemedy: layout.HostRemedy(t.Chip.Vendor),
 			FP8AttentionUnmeasured: o.layout.FP8AttentionUnmeasured(t.Chip.Efficiency.Lane(o.layout.Framework))}
+		if o.layout.LegacyExperts16() {
+			te := *o.layout
+			te.GroupedGEMM = layout.GroupedTE
+			if q, err := tr.Train(te); err == nil {
+				r.QuantizedExpertsStep = q.StepTime
+			}
+		}
 		if st.HostBound > 0 {
 			launch, n := tr.HostPace(*o.layout)
 			r.HostPaceUs, r.MoELaunches = launch*1e6, n
