@@ -85,7 +85,7 @@ func Names() []string {
 
 // hfIDs are the Hugging Face repositories the zoo's configs come from (examples/configs and its
 // README's provenance table): what a launch command loads when a zoo model is planned by name.
-// Variants mrep built itself (Llama-3.1-8B-mha, the tiny traces) have none.
+// Variants mrep built itself (Llama-3.1-8B-mha, DeepSeek-V3-allmoe, the tiny traces) have none.
 var hfIDs = map[string]string{
 	"DeepSeek-R1": "deepseek-ai/DeepSeek-R1", "DeepSeek-V3": "deepseek-ai/DeepSeek-V3", "DeepSeek-V3.2": "deepseek-ai/DeepSeek-V3.2",
 	"DeepSeek-V2": "deepseek-ai/DeepSeek-V2", "DeepSeek-V2-Lite": "deepseek-ai/DeepSeek-V2-Lite",

@@ -45,6 +45,11 @@ done
 "$PY" -m mrep_export --hf-config "$CONFIGS/Llama-3.1-8B.json" -o "$OUT/Llama-3.1-8B-mha.json.gz" \
   --name Llama-3.1-8B --label mha --override num_key_value_heads=32
 
+# DeepSeek-V3 with every layer MoE (first_k_dense_replace 0): AMD's Primus time-to-train script
+# runs it so (--moe_layer_freq 1), the model of the held-out MI355X DeepSeek-V3 rows.
+"$PY" -m mrep_export --hf-config "$CONFIGS/DeepSeek-V3.json" -o "$OUT/DeepSeek-V3-allmoe.json.gz" \
+  --name DeepSeek-V3 --label allmoe --override first_k_dense_replace=0
+
 # Small configs with a real forward traced by FlopCounterMode: the reference the Go analyzer
 # is checked against (dense GQA, MoE, MLA).
 small="--override num_hidden_layers=2 --override hidden_size=64 --override num_attention_heads=4"

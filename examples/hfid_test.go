@@ -8,7 +8,7 @@ import (
 // Every zoo model loaded from a Hugging Face config names its repository (what --emit's
 // commands load); only the variants mrep built itself have none.
 func TestZooHuggingFaceIDs(t *testing.T) {
-	built := map[string]bool{"Llama-3.1-8B-mha": true, "tiny-deepseek-trace": true, "tiny-llama-trace": true, "tiny-mixtral-trace": true}
+	built := map[string]bool{"Llama-3.1-8B-mha": true, "DeepSeek-V3-allmoe": true, "tiny-deepseek-trace": true, "tiny-llama-trace": true, "tiny-mixtral-trace": true}
 	for _, n := range Names() {
 		id := HFID(n)
 		switch {
