@@ -12,7 +12,8 @@ import (
 // have a megatron FP8 GEMM fraction fitted on their own runs, carrying one to the other through
 // the measured kernels' ratio lands nearer the other's own fit than carrying it unscaled
 // (B200 and GB200 within 2%, GB300 from GB200 12% and from B200 14% off its own, where unscaled they are 23% and 21% off: the kernels, timed briefly, see less of GB300's lead than its training runs), and
-// the carried B300 figure says where it came from.
+// the carried B300 figure says where it came from: B200's, the HGX board of its power class
+// (SiliconFallback says why).
 func TestKernelRatioCarriesTheLaneFit(t *testing.T) {
 	db := chips.Default()
 	own := map[string]float64{}
@@ -54,10 +55,10 @@ func TestKernelRatioCarriesTheLaneFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	lane := b300.Efficiency.Lanes["megatron"]
-	r, ok := shippedFracRatio("B300", "GB300", "fp8")
-	if !ok || math.Abs(lane.GEMMFrac["fp8"]-own["GB300"]*r.ratio) > 1e-4 ||
-		!strings.Contains(lane.Sources["gemm_frac"], "B300's measured fp8 GEMM fraction over GB300's") {
-		t.Errorf("B300's megatron FP8 fraction %.4f (GB300's %.4f x %.3f), source %q", lane.GEMMFrac["fp8"], own["GB300"], r.ratio, lane.Sources["gemm_frac"])
+	r, ok := shippedFracRatio("B300", "B200", "fp8")
+	if !ok || math.Abs(lane.GEMMFrac["fp8"]-own["B200"]*r.ratio) > 1e-4 ||
+		!strings.Contains(lane.Sources["gemm_frac"], "B300's measured fp8 GEMM fraction over B200's") {
+		t.Errorf("B300's megatron FP8 fraction %.4f (B200's %.4f x %.3f), source %q", lane.GEMMFrac["fp8"], own["B200"], r.ratio, lane.Sources["gemm_frac"])
 	}
 	// no measured kernels for one side: carried as fitted
 	if v, why := carriedGEMMFrac("H100-96GB", "H100-SXM", "fp8", 0.5); v != 0.5 || why != "" {
