@@ -49,7 +49,8 @@ func rowFramework(p Prepared) string {
 // system, then its generation. Host figures (the MoE layer's launch pace) follow the system: the
 // same host CPU (x86 beside HGX boards, Grace in NVL72 racks), whatever the GPU.
 //
-// B300 is the exception: its GEMM fraction comes from B200, the HGX board of its power class
+// B300 is the exception: its kernel figures (the GEMM fraction; the grouped GEMM is pooled over
+// the generation anyway) come from B200, the HGX board of its power class
 // (1,100 W and 1,000 W), scaled by the kernels, not from GB300 (1,400 W). A carried fraction is
 // scaled by the kernel tables' chip-to-chip ratio (carriedGEMMFrac), which sees the silicon; the
 // fits on the 25.11 runs say what the kernels miss: carried through the kernels, B200 and GB200
